@@ -1,0 +1,70 @@
+// A monotonic bump allocator. A Batch owns one; every string, field array and nested value of the
+// batch's records lives in it, so building a record does no per-field heap allocation and clearing a
+// batch for reuse frees nothing (the first chunk is kept).
+//
+//   chunk 0 (kept on reset)      chunk 1 ...         oversized allocation (own chunk)
+//   [used........|free  ]        [used...|free ]     [............]
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace sluice {
+
+class Arena {
+ public:
+  explicit Arena(size_t chunk_size = 256 * 1024) : chunk_size_(chunk_size) {}
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  Arena(Arena&&) noexcept = default;
+  Arena& operator=(Arena&&) noexcept = default;
+
+  void* allocate(size_t size, size_t align = alignof(std::max_align_t)) {
+    uintptr_t p = (reinterpret_cast<uintptr_t>(cur_) + (align - 1)) & ~(uintptr_t(align) - 1);
+    if (cur_ == nullptr || p + size > reinterpret_cast<uintptr_t>(end_)) return allocate_slow(size, align);
+    cur_ = reinterpret_cast<char*>(p + size);
+    return reinterpret_cast<void*>(p);
+  }
+
+  template <typename T>
+  T* allocate_array(size_t n) {
+    return static_cast<T*>(allocate(sizeof(T) * (n ? n : 1), alignof(T)));
+  }
+
+  // Copies bytes into the arena; the view lives as long as the arena is not reset.
+  std::string_view copy(std::string_view s) {
+    if (s.empty()) return {};
+    char* d = static_cast<char*>(allocate(s.size(), 1));
+    std::memcpy(d, s.data(), s.size());
+    return {d, s.size()};
+  }
+
+  // Bytes handed out since the last reset (payload size estimate for batch limits).
+  size_t used() const noexcept { return used_before_ + (cur_ ? size_t(cur_ - begin_) : 0); }
+  // Bytes held from the system.
+  size_t reserved() const noexcept { return reserved_; }
+
+  // Forgets every allocation; keeps the first regular chunk for reuse, frees the rest.
+  void reset() noexcept;
+
+ private:
+  void* allocate_slow(size_t size, size_t align);
+
+  struct Chunk {
+    std::unique_ptr<char[]> data;
+    size_t size;
+  };
+  size_t chunk_size_;
+  std::vector<Chunk> chunks_;
+  char* begin_ = nullptr;
+  char* cur_ = nullptr;
+  char* end_ = nullptr;
+  size_t used_before_ = 0;  // bytes used in chunks before the current one
+  size_t reserved_ = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,90 @@
+// Source and destination interfaces. Connectors are created by factories registered in one explicit
+// table (src/connectors/registry.cc) from validated Settings.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "sluice/batch.h"
+#include "sluice/result.h"
+
+namespace sluice {
+
+// Live figures a connector publishes for progress lines and /metrics. Written by the connector's
+// thread, read by others; -1 means unknown.
+struct ConnectorStats {
+  std::atomic<int64_t> lag_ms{-1};               // age of the newest record read (CDC sources)
+  std::atomic<int64_t> snapshot_rows_done{-1};   // snapshot progress
+  std::atomic<int64_t> snapshot_rows_total{-1};  // estimate
+};
+
+struct ConnectorContext {
+  std::string pipeline_id;
+  std::string connector;  // registered name
+  ConnectorStats* stats = nullptr;
+};
+
+struct ReadRequest {
+  size_t max_records = 10000;
+  size_t max_bytes = 64u << 20;
+  // Once the batch holds a record, return at most this long afterwards (batch linger).
+  std::chrono::milliseconds linger{50};
+  // With nothing to read, return an empty batch after at most this long (lets the runtime check
+  // for stop requests and idleness).
+  std::chrono::milliseconds poll{200};
+};
+
+enum class ReadStatus {
+  more,  // batch filled to a limit; more is available now
+  idle,  // returned because nothing more was available within linger/poll (batch may hold records)
+  end,   // finite source finished; batch may hold its last records
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // `checkpoint` is the last acknowledged position of this pipeline, if any.
+  virtual Status open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) = 0;
+  // Appends records to `batch` respecting `req`, sets batch.set_position() to the position covered.
+  virtual Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) = 0;
+  // Called in order, from the acker thread, with the position of every batch once it is durable
+  // at the destination and checkpointed. Must be cheap and thread-safe with read().
+  virtual void ack(std::string_view position) = 0;
+  virtual void close() noexcept {}
+  // Removes server-side state the source created (replication slot, publication): `sluice cleanup`.
+  virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+};
+
+// Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
+using WriteDone = std::function<void(Status)>;
+
+class Destination {
+ public:
+  virtual ~Destination() = default;
+  virtual Status open(const ConnectorContext& ctx) = 0;
+  // Writes the batch. May complete synchronously (calling `done` before returning) or later, from
+  // another thread, possibly out of order with other batches. The batch stays alive and untouched
+  // by the runtime until `done` is called.
+  virtual void write(Batch& batch, WriteDone done) = 0;
+  // Batches the destination accepts before earlier ones complete.
+  virtual size_t max_in_flight() const noexcept { return 1; }
+  // Waits until every written batch has completed (or the timeout passed).
+  virtual Status flush(std::chrono::milliseconds /*timeout*/) { return ok_status(); }
+  virtual void close() noexcept {}
+};
+
+class Processor {
+ public:
+  virtual ~Processor() = default;
+  // Edits records in place; may drop records (the batch position is unchanged).
+  virtual Status process(Batch& batch) = 0;
+};
+
+}  // namespace sluice

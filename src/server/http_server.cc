@@ -1,0 +1,2 @@
+// (HTTP server lands here.)
+namespace sluice {}
