@@ -5,6 +5,10 @@ namespace sluice {
 
 void register_builtin_connectors(Registry& r) {
   // (entries are added here, one line per connector)
+  r.add(generator_connector());
+  r.add(discard_connector());
+  r.add(file_connector());
+  r.add(sqlite_connector());
 }
 
 }  // namespace sluice

@@ -4,7 +4,10 @@
 namespace sluice {
 
 void register_builtin_processors(Registry& r) {
-  // (entries are added here, one line per processor)
+  r.add(field_set_processor());
+  r.add(field_rename_processor());
+  r.add(field_exclude_processor());
+  r.add(filter_processor());
 }
 
 }  // namespace sluice

@@ -1,2 +1,61 @@
-// (HTTP server lands here.)
-namespace sluice {}
+#include "server/http_server.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <charconv>
+
+#include "server/prometheus_text.h"
+
+namespace sluice {
+
+HttpServer::HttpServer(std::vector<Pipeline*> pipelines) : pipelines_(std::move(pipelines)) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::start(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos) {
+    auto [p, ec] = std::from_chars(listen.data() + colon + 1, listen.data() + listen.size(), port);
+    if (ec != std::errc() || p != listen.data() + listen.size()) port = -1;
+  }
+  if (colon == std::string::npos || port < 0 || port > 65535)
+    return Error(Errc::config, fmt::format("http.listen '{}' is not host:port (e.g. 127.0.0.1:8080)", listen));
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+
+  server_ = std::make_unique<httplib::Server>();
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_prometheus(pipelines_), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
+    std::string body;
+    bool healthy = true;
+    for (const Pipeline* p : pipelines_) {
+      const bool failed = p->state() == PipelineState::failed;
+      healthy = healthy && !failed;
+      body += fmt::format("{} {}\n", p->options().id, failed ? "failed" : "ok");
+    }
+    res.status = healthy ? 200 : 503;
+    res.set_content(body, "text/plain");
+  });
+  if (port == 0) {
+    port_ = server_->bind_to_any_port(host.c_str());
+    if (port_ < 0) port_ = 0;
+  } else {
+    port_ = server_->bind_to_port(host.c_str(), port) ? port : 0;
+  }
+  if (port_ == 0)
+    return Error(Errc::io, fmt::format("cannot listen on {}: the address is in use or not local; set "
+                                       "http.listen to a free host:port or http.enabled: false", listen));
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return ok_status();
+}
+
+void HttpServer::stop() noexcept {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace sluice

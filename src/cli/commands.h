@@ -1,0 +1,15 @@
+// The sluice subcommands. Each returns the process exit code: 0 ok, 1 runtime failure,
+// 2 bad usage or configuration.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace sluice {
+
+int run_command(const std::optional<std::string>& file, double idle_exit_seconds);
+int validate_command(const std::string& file);
+int connectors_command(const std::optional<std::string>& name, bool markdown);
+int cleanup_command(const std::string& file);
+
+}  // namespace sluice

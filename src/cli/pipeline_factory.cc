@@ -1,0 +1,45 @@
+#include "cli/pipeline_factory.h"
+
+#include <fmt/format.h>
+
+namespace sluice {
+
+Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config) {
+  auto source = config.source.spec->make_source(config.source.settings);
+  if (!source.ok())
+    return std::move(source).error().with_context(fmt::format("pipeline {}: {} source: ", config.id, config.source.connector));
+  return source;
+}
+
+Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, CheckpointStore* checkpoints) {
+  if (config.on_error == OnError::dlq)
+    return Error(Errc::unsupported, fmt::format("pipeline {}: on_error: dlq is not supported by this build yet; "
+                                                "use on_error: stop", config.id));
+  auto source = build_source(config);
+  if (!source.ok()) return std::move(source).error();
+  std::vector<std::unique_ptr<Processor>> processors;
+  for (size_t i = 0; i < config.processors.size(); ++i) {
+    const ProcessorConfig& pc = config.processors[i];
+    auto p = pc.spec->make(pc.settings);
+    if (!p.ok())
+      return std::move(p).error().with_context(
+          fmt::format("pipeline {}: processors[{}] ({}): ", config.id, i, pc.type));
+    processors.push_back(std::move(p.value()));
+  }
+  auto destination = config.destination.spec->make_destination(config.destination.settings);
+  if (!destination.ok())
+    return std::move(destination).error().with_context(
+        fmt::format("pipeline {}: {} destination: ", config.id, config.destination.connector));
+
+  PipelineOptions options;
+  options.id = config.id;
+  options.source_connector = config.source.connector;
+  options.destination_connector = config.destination.connector;
+  options.max_records = config.batch.max_records;
+  options.max_bytes = config.batch.max_bytes;
+  options.linger = config.batch.linger;
+  return std::make_unique<Pipeline>(std::move(options), std::move(source.value()), std::move(processors),
+                                    std::move(destination.value()), checkpoints);
+}
+
+}  // namespace sluice

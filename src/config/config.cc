@@ -1,0 +1,593 @@
+// The pipeline file: YAML -> Config, validated against the registry's settings tables. Every problem
+// becomes one ConfigError line "file:line:col: key.path: problem" pointing at the offending node.
+#include "config/config.h"
+
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+
+namespace sluice {
+
+namespace {
+
+// Nested settings maps deeper than this are a mistake (or an alias cycle, which yaml-cpp allows).
+constexpr int kMaxSettingsDepth = 32;
+
+constexpr SettingSpec kInteger{"", SettingType::integer, "", false, ""};
+constexpr SettingSpec kBoolean{"", SettingType::boolean, "", false, ""};
+
+// A node to validate, where to point at when it is wrong, and its key path.
+struct Val {
+  YAML::Node node;
+  YAML::Mark mark;  // the value's position, or its key's when the value is empty (yaml-cpp gives an
+                    // empty value the position of whatever follows it)
+  std::string path;
+};
+
+struct Entry {
+  std::string key;
+  YAML::Node key_node;
+  YAML::Node value;
+};
+
+std::string join(std::string_view path, std::string_view key) {
+  return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
+}
+
+// User text echoed on one line, shortened.
+std::string quoted(std::string_view text) {
+  std::string out = "'";
+  size_t n = 0;
+  for (char c : text) {
+    if (++n > 80) {
+      out += "...";
+      break;
+    }
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar: return quoted(n.Scalar());
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a map";
+    default: return "nothing";
+  }
+}
+
+// "a string", "an integer", "one of a, b" — for a value of the wrong shape (list, map, nothing).
+std::string describe_type(const SettingSpec& spec) {
+  if (spec.type == SettingType::enumeration) {
+    std::string out = "one of ";
+    std::string_view c = spec.choices;
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i] == ',') {
+        out += ", ";
+        while (i + 1 < c.size() && c[i + 1] == ' ') ++i;
+      } else {
+        out += c[i];
+      }
+    }
+    return out;
+  }
+  std::string_view name = setting_type_name(spec.type);
+  bool vowel = !name.empty() && std::string_view("aeiou").find(name.front()) != std::string_view::npos;
+  return std::string(vowel ? "an " : "a ") + std::string(name);
+}
+
+bool is_map_type(SettingType t) { return t == SettingType::number_map || t == SettingType::string_map; }
+
+bool valid_id(std::string_view id) {
+  if (id.empty()) return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// "host:port" with a numeric port; the host may be a bracketed IPv6 address.
+bool valid_listen(std::string_view s) {
+  size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size()) return false;
+  auto port = s.substr(colon + 1);
+  if (port.size() > 5) return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (value > 65535) return false;
+  auto host = s.substr(0, colon);
+  if (host.front() == '[') return host.size() > 2 && host.back() == ']';
+  return host.find(':') == std::string_view::npos;
+}
+
+enum class Role { source, destination };
+
+class Loader {
+ public:
+  Loader(std::string file, const Registry& registry) : file_(std::move(file)), registry_(registry) {}
+
+  Config load(std::string_view yaml) {
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(std::string(yaml));
+    } catch (const YAML::DeepRecursion& e) {
+      fail(e.mark, "", "invalid YAML: nested too deeply");  // yaml-cpp's own text says "bad file"
+    } catch (const YAML::Exception& e) {
+      fail(e.mark, "", "invalid YAML: " + e.msg);
+    }
+    try {
+      return load_documents(docs);
+    } catch (const YAML::Exception& e) {
+      // Not expected (every node is type-checked before use), but a bad file must never crash.
+      fail(e.mark, "", "invalid YAML: " + e.msg);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(const YAML::Mark& mark, std::string_view path, std::string_view problem) const {
+    int line = mark.line >= 0 ? mark.line + 1 : 1;
+    int column = mark.column >= 0 ? mark.column + 1 : 1;
+    std::string msg = file_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
+    if (!path.empty()) msg += std::string(path) + ": ";
+    msg += problem;
+    // One line, always: values were escaped already, this catches anything else.
+    for (char& c : msg)
+      if (c == '\n' || c == '\r') c = ' ';
+    throw ConfigError(msg);
+  }
+
+  static Val child(const Val& parent, const Entry& e) {
+    bool empty = !e.value.IsDefined() || e.value.IsNull();
+    return Val{e.value, empty ? e.key_node.Mark() : e.value.Mark(), join(parent.path, e.key)};
+  }
+
+  static Val item(const Val& parent, const YAML::Node& n, size_t i) {
+    bool empty = !n.IsDefined() || n.IsNull();
+    return Val{n, empty ? parent.mark : n.Mark(), parent.path + "[" + std::to_string(i) + "]"};
+  }
+
+  static bool empty(const Val& v) { return !v.node.IsDefined() || v.node.IsNull(); }
+
+  // The entries of a map, checking keys are plain, unique and (when `allowed` is given) known.
+  std::vector<Entry> entries(const Val& v, std::initializer_list<std::string_view> allowed = {},
+                             bool null_is_empty = true) const {
+    std::vector<Entry> out;
+    if (null_is_empty && empty(v)) return out;
+    if (!v.node.IsMap()) fail(v.mark, v.path, "expected a map, got " + describe(v.node));
+    std::map<std::string, int, std::less<>> first_line;
+    for (auto it = v.node.begin(); it != v.node.end(); ++it) {
+      // Copies: the iterator's pair is a temporary, references into it dangle.
+      YAML::Node k = it->first;
+      YAML::Node value = it->second;
+      if (!k.IsScalar()) fail(k.Mark(), v.path, "expected a plain key, got " + describe(k));
+      std::string key = k.Scalar();
+      if (allowed.size() != 0) {
+        bool known = false;
+        std::string list;
+        for (auto a : allowed) {
+          known = known || a == key;
+          list += (list.empty() ? "" : ", ") + std::string(a);
+        }
+        if (!known) fail(k.Mark(), join(v.path, key), "unknown key '" + key + "' (known: " + list + ")");
+      }
+      if (auto f = first_line.find(key); f != first_line.end())
+        fail(k.Mark(), join(v.path, key),
+             "duplicate key '" + key + "' (first at line " + std::to_string(f->second) + ")");
+      first_line.emplace(key, k.Mark().line + 1);
+      out.push_back(Entry{std::move(key), k, value});
+    }
+    return out;
+  }
+
+  static const Entry* find(const std::vector<Entry>& entries, std::string_view key) {
+    for (const auto& e : entries)
+      if (e.key == key) return &e;
+    return nullptr;
+  }
+
+  std::string interpolate(const Val& v, const std::string& raw) const {
+    std::string out, missing;
+    if (interpolate_env(raw, &out, &missing)) return out;
+    if (missing.empty())
+      fail(v.mark, v.path, "malformed ${...} (use ${NAME} or ${NAME:-default}; write $$ for a literal $)");
+    fail(v.mark, v.path,
+         "environment variable '" + missing + "' is not set (set it, or give a default: ${" + missing +
+             ":-default})");
+  }
+
+  // A scalar value, environment variables substituted.
+  std::string scalar(const Val& v, std::string_view expected = "a string") const {
+    if (!v.node.IsScalar())
+      fail(v.mark, v.path, "expected " + std::string(expected) + ", got " + describe(v.node));
+    return interpolate(v, v.node.Scalar());
+  }
+
+  SettingValue typed_scalar(const Val& v, const SettingSpec& spec) const {
+    std::string text = scalar(v, describe_type(spec));
+    SettingValue out;
+    if (auto err = parse_setting_scalar(spec, text, &out)) fail(v.mark, v.path, *err);
+    return out;
+  }
+
+  Config load_documents(const std::vector<YAML::Node>& docs) {
+    if (docs.empty() || docs[0].IsNull())
+      fail(docs.empty() ? YAML::Mark() : docs[0].Mark(), "",
+           "the file is empty (expected a map with 'version' and 'pipelines')");
+    for (size_t i = 1; i < docs.size(); ++i)
+      if (!docs[i].IsNull())
+        fail(docs[i].Mark(), "", "expected one YAML document, found another (remove the '---' line)");
+
+    Config config;
+    config.file = file_;
+    Val root{docs[0], docs[0].Mark(), ""};
+    auto top = entries(root, {"version", "pipelines", "checkpoints", "http"}, false);
+
+    if (const Entry* e = find(top, "version")) {
+      Val v = child(root, *e);
+      int64_t version = std::get<int64_t>(typed_scalar(v, kInteger));
+      if (version != 1)
+        fail(v.mark, v.path, "unsupported version " + std::to_string(version) + " (this sluice reads version 1)");
+      config.version = 1;
+    }
+
+    const Entry* pipelines = find(top, "pipelines");
+    if (!pipelines) fail(root.mark, "", "missing required key 'pipelines'");
+    Val list = child(root, *pipelines);
+    if (!list.node.IsSequence()) fail(list.mark, list.path, "expected a list of pipelines, got " + describe(list.node));
+    if (list.node.size() == 0) fail(list.mark, list.path, "expected at least one pipeline");
+    std::map<std::string, int, std::less<>> ids;  // id -> line, for duplicates
+    for (size_t i = 0; i < list.node.size(); ++i) {
+      Val p = item(list, list.node[i], i);
+      config.pipelines.push_back(load_pipeline(p, ids));
+    }
+
+    if (const Entry* e = find(top, "checkpoints")) {
+      Val c = child(root, *e);
+      auto fields = entries(c, {"path"});
+      if (const Entry* f = find(fields, "path")) {
+        Val v = child(c, *f);
+        config.checkpoints_path = scalar(v);
+        if (config.checkpoints_path.empty()) fail(v.mark, v.path, "expected a file path, got ''");
+      }
+    }
+
+    if (const Entry* e = find(top, "http")) {
+      Val h = child(root, *e);
+      auto fields = entries(h, {"listen", "enabled"});
+      if (const Entry* f = find(fields, "listen")) {
+        Val v = child(h, *f);
+        config.http_listen = scalar(v, "host:port");
+        if (!valid_listen(config.http_listen))
+          fail(v.mark, v.path, "expected host:port like 127.0.0.1:8080, got " + quoted(config.http_listen));
+      }
+      if (const Entry* f = find(fields, "enabled")) config.http_enabled = std::get<bool>(typed_scalar(child(h, *f), kBoolean));
+    }
+    return config;
+  }
+
+  PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
+    PipelineConfig out;
+    auto fields = entries(p, {"id", "source", "processors", "destination", "batch", "on_error", "dlq"}, false);
+
+    const Entry* id = find(fields, "id");
+    if (!id) fail(p.mark, p.path, "missing required key 'id'");
+    Val idv = child(p, *id);
+    out.id = scalar(idv);
+    if (!valid_id(out.id))
+      fail(idv.mark, idv.path,
+           "invalid pipeline id " + quoted(out.id) + " (use letters, digits, '_', '.' and '-')");
+    if (auto it = ids.find(out.id); it != ids.end())
+      fail(idv.mark, idv.path,
+           "duplicate pipeline id '" + out.id + "' (first at line " + std::to_string(it->second) + ")");
+    ids.emplace(out.id, idv.mark.line + 1);
+
+    const Entry* source = find(fields, "source");
+    if (!source) fail(p.mark, p.path, "missing required key 'source'");
+    out.source = load_connector(child(p, *source), Role::source);
+
+    if (const Entry* e = find(fields, "processors")) {
+      Val list = child(p, *e);
+      if (!empty(list)) {
+        if (!list.node.IsSequence())
+          fail(list.mark, list.path, "expected a list of processors, got " + describe(list.node));
+        for (size_t i = 0; i < list.node.size(); ++i) out.processors.push_back(load_processor(item(list, list.node[i], i)));
+      }
+    }
+
+    const Entry* destination = find(fields, "destination");
+    if (!destination) fail(p.mark, p.path, "missing required key 'destination'");
+    out.destination = load_connector(child(p, *destination), Role::destination);
+
+    if (const Entry* e = find(fields, "batch")) out.batch = load_batch(child(p, *e));
+
+    if (const Entry* e = find(fields, "on_error")) {
+      Val v = child(p, *e);
+      std::string mode = scalar(v, "one of stop, dlq");
+      if (mode == "stop") out.on_error = OnError::stop;
+      else if (mode == "dlq") out.on_error = OnError::dlq;
+      else fail(v.mark, v.path, "expected one of stop, dlq, got " + quoted(mode));
+    }
+
+    const Entry* dlq = find(fields, "dlq");
+    if (out.on_error == OnError::dlq && !dlq) fail(p.mark, p.path, "missing required key 'dlq' (on_error is dlq)");
+    if (dlq) {
+      Val v = child(p, *dlq);
+      if (out.on_error != OnError::dlq)
+        fail(dlq->key_node.Mark(), v.path, "dlq is set but on_error is not dlq (add 'on_error: dlq')");
+      out.dlq = load_connector(v, Role::destination);
+    }
+    return out;
+  }
+
+  std::string known_connectors(Role role) const {
+    std::string list;
+    for (const auto& c : registry_.connectors()) {
+      bool fits = role == Role::source ? c.make_source != nullptr : c.make_destination != nullptr;
+      if (fits) list += (list.empty() ? "" : ", ") + std::string(c.name);
+    }
+    return list.empty() ? "none in this build" : list;
+  }
+
+  ConnectorConfig load_connector(const Val& v, Role role) const {
+    ConnectorConfig out;
+    auto fields = entries(v, {"connector", "settings"}, false);
+    const Entry* name = find(fields, "connector");
+    if (!name) fail(v.mark, v.path, "missing required key 'connector'");
+    Val nv = child(v, *name);
+    out.connector = scalar(nv);
+    const char* role_name = role == Role::source ? "source" : "destination";
+    out.spec = registry_.connector(out.connector);
+    if (!out.spec)
+      fail(nv.mark, nv.path,
+           "unknown " + std::string(role_name) + " connector " + quoted(out.connector) + " (known: " +
+               known_connectors(role) + ")");
+    bool fits = role == Role::source ? out.spec->make_source != nullptr : out.spec->make_destination != nullptr;
+    if (!fits)
+      fail(nv.mark, nv.path,
+           "connector '" + out.connector + "' cannot be a " + role_name + " (" + role_name +
+               " connectors: " + known_connectors(role) + ")");
+    auto spec = role == Role::source ? out.spec->source_settings : out.spec->destination_settings;
+    out.settings = load_settings(spec, settings_val(v, fields));
+    return out;
+  }
+
+  ProcessorConfig load_processor(const Val& v) const {
+    ProcessorConfig out;
+    auto fields = entries(v, {"type", "settings"}, false);
+    const Entry* type = find(fields, "type");
+    if (!type) fail(v.mark, v.path, "missing required key 'type'");
+    Val tv = child(v, *type);
+    out.type = scalar(tv);
+    out.spec = registry_.processor(out.type);
+    if (!out.spec) {
+      std::string list;
+      for (const auto& p : registry_.processors()) list += (list.empty() ? "" : ", ") + std::string(p.name);
+      fail(tv.mark, tv.path,
+           "unknown processor " + quoted(out.type) + " (known: " + (list.empty() ? "none in this build" : list) +
+               ")");
+    }
+    out.settings = load_settings(out.spec->settings, settings_val(v, fields));
+    return out;
+  }
+
+  // The `settings` map of a connector or processor; when absent, errors point at the parent.
+  static Val settings_val(const Val& parent, const std::vector<Entry>& fields) {
+    if (const Entry* e = find(fields, "settings")) return child(parent, *e);
+    return Val{YAML::Node(), parent.mark, join(parent.path, "settings")};
+  }
+
+  BatchConfig load_batch(const Val& b) const {
+    BatchConfig out;
+    auto fields = entries(b, {"max_records", "max_bytes", "linger_ms"});
+    if (const Entry* e = find(fields, "max_records")) {
+      Val v = child(b, *e);
+      int64_t n = std::get<int64_t>(typed_scalar(v, kInteger));
+      if (n <= 0) fail(v.mark, v.path, "must be greater than 0, got " + std::to_string(n));
+      out.max_records = static_cast<size_t>(n);
+    }
+    if (const Entry* e = find(fields, "max_bytes")) {
+      Val v = child(b, *e);
+      std::string text = scalar(v, "a size");
+      if (auto err = parse_size(text, &out.max_bytes)) fail(v.mark, v.path, *err);
+      if (out.max_bytes == 0) fail(v.mark, v.path, "must be greater than 0");
+    }
+    if (const Entry* e = find(fields, "linger_ms")) {
+      Val v = child(b, *e);
+      std::string text = scalar(v, "a number of milliseconds");
+      SettingValue n;
+      if (!parse_setting_scalar(kInteger, text, &n) && std::get<int64_t>(n) < 0)
+        fail(v.mark, v.path, "must be 0 or more, got " + text);
+      // A bare number is milliseconds; "1s" style is accepted too.
+      if (auto err = parse_duration(text, &out.linger)) fail(v.mark, v.path, *err);
+    }
+    return out;
+  }
+
+  Settings load_settings(std::span<const SettingSpec> spec, const Val& v) const {
+    Settings out(spec);
+    std::map<std::string, int, std::less<>> seen;  // name -> line, for "given twice"
+    if (!empty(v)) collect(spec, v, "", out, seen, 0);
+    for (const auto& s : spec) {
+      if (s.name.ends_with(".*") || out.has(s.name)) continue;
+      if (!s.default_value.empty()) {
+        SettingValue value;
+        if (auto err = parse_setting_scalar(s, s.default_value, &value))
+          fail(v.mark, v.path, "built-in default of '" + std::string(s.name) + "' is invalid: " + *err);
+        out.set(std::string(s.name), std::move(value));
+      } else if (s.required) {
+        fail(v.mark, v.path, "missing required setting '" + std::string(s.name) + "'");
+      }
+    }
+    return out;
+  }
+
+  // Whether `name` is a proper prefix of some setting, so a nested map under it is meaningful.
+  static bool has_children(std::span<const SettingSpec> spec, std::string_view name) {
+    std::string lead = std::string(name) + ".";
+    for (const auto& s : spec) {
+      if (s.name.starts_with(lead)) return true;
+      if (s.name.ends_with(".*") && lead.starts_with(s.name.substr(0, s.name.size() - 1))) return true;
+    }
+    return false;
+  }
+
+  [[noreturn]] void unknown_setting(std::span<const SettingSpec> spec, const YAML::Mark& mark,
+                                    const std::string& path, const std::string& name) const {
+    if (spec.empty()) fail(mark, path, "unknown setting '" + name + "' (this takes no settings)");
+    std::string known;
+    for (const auto& s : spec) known += (known.empty() ? "" : ", ") + std::string(s.name);
+    fail(mark, path, "unknown setting '" + name + "' (known: " + known + ")");
+  }
+
+  // Walks a settings map; nested maps are dotted names (`snapshot: {mode: x}` is `snapshot.mode: x`)
+  // unless the spec declares that name as a map setting.
+  void collect(std::span<const SettingSpec> spec, const Val& map, const std::string& prefix, Settings& out,
+               std::map<std::string, int, std::less<>>& seen, int depth) const {
+    for (const Entry& e : entries(map, {}, false)) {
+      std::string name = prefix.empty() ? e.key : prefix + "." + e.key;
+      Val v = child(map, e);
+      const SettingSpec* s = find_setting(spec, name);
+      bool exact = s && s->name == name;
+      if (v.node.IsMap() && !exact && !(s && is_map_type(s->type))) {
+        if (!has_children(spec, name)) unknown_setting(spec, e.key_node.Mark(), v.path, name);
+        if (depth >= kMaxSettingsDepth) fail(v.mark, v.path, "settings nested too deeply");
+        collect(spec, v, name, out, seen, depth + 1);
+        continue;
+      }
+      if (!s && empty(v) && has_children(spec, name)) continue;  // `snapshot:` with its keys commented out
+      if (!s) unknown_setting(spec, e.key_node.Mark(), v.path, name);
+      if (auto it = seen.find(name); it != seen.end())
+        fail(e.key_node.Mark(), v.path,
+             "setting '" + name + "' is given twice (first at line " + std::to_string(it->second) + ")");
+      seen.emplace(name, e.key_node.Mark().line + 1);
+      out.set(name, setting_value(*s, v));
+    }
+  }
+
+  SettingValue setting_value(const SettingSpec& spec, const Val& v) const {
+    const YAML::Node& n = v.node;
+    if (n.IsScalar()) {
+      // A single string is a one-element list (never split on commas: values may contain them).
+      if (spec.type == SettingType::string_list) return std::vector<std::string>{scalar(v)};
+      return typed_scalar(v, spec);
+    }
+    if (n.IsSequence() && spec.type == SettingType::string_list) {
+      std::vector<std::string> list;
+      for (size_t i = 0; i < n.size(); ++i) list.push_back(scalar(item(v, n[i], i)));
+      return list;
+    }
+    if (n.IsMap() && is_map_type(spec.type)) {
+      const SettingSpec number{"", SettingType::number, "", false, "", {}, spec.secret};
+      std::map<std::string, double> numbers;
+      std::map<std::string, std::string> strings;
+      for (const Entry& e : entries(v, {}, false)) {
+        Val ev = child(v, e);
+        if (spec.type == SettingType::number_map) numbers[e.key] = std::get<double>(typed_scalar(ev, number));
+        else strings[e.key] = scalar(ev);
+      }
+      if (spec.type == SettingType::number_map) return numbers;
+      return strings;
+    }
+    fail(v.mark, v.path, "expected " + describe_type(spec) + ", got " + (n.IsScalar() ? "a value" : describe(n)));
+  }
+
+  std::string file_;
+  const Registry& registry_;
+};
+
+bool valid_env_name(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// A malformed reference ("${", "${}", "${1X}") fails with an empty `missing`.
+bool interpolate_env(std::string_view in, std::string* out, std::string* missing) {
+  out->clear();
+  missing->clear();
+  for (size_t i = 0; i < in.size();) {
+    if (in[i] != '$' || i + 1 == in.size() || (in[i + 1] != '$' && in[i + 1] != '{')) {
+      *out += in[i++];
+      continue;
+    }
+    if (in[i + 1] == '$') {
+      *out += '$';
+      i += 2;
+      continue;
+    }
+    // Find the closing brace, allowing ${...} nested in a default.
+    size_t j = i + 2;
+    int depth = 1;
+    while (j < in.size()) {
+      if (in[j] == '$' && j + 1 < in.size() && (in[j + 1] == '{' || in[j + 1] == '$')) {
+        if (in[j + 1] == '{') ++depth;
+        j += 2;
+        continue;
+      }
+      if (in[j] == '}' && --depth == 0) break;
+      ++j;
+    }
+    if (j >= in.size()) return false;
+    std::string_view body = in.substr(i + 2, j - i - 2);
+    size_t sep = body.find(":-");
+    std::string name(body.substr(0, sep));
+    if (!valid_env_name(name)) return false;
+    const char* value = std::getenv(name.c_str());
+    if (sep == std::string_view::npos) {
+      if (!value) {
+        *missing = name;
+        return false;
+      }
+      *out += value;
+    } else if (value && *value) {
+      *out += value;
+    } else {
+      std::string def;
+      if (!interpolate_env(body.substr(sep + 2), &def, missing)) return false;
+      *out += def;
+    }
+    i = j + 1;
+  }
+  return true;
+}
+
+Config load_config_string(std::string_view yaml, const std::string& name, const Registry& registry) {
+  return Loader(name, registry).load(yaml);
+}
+
+Config load_config_file(const std::string& path, const Registry& registry) {
+  struct Close {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Close> f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
+  if (std::ferror(f.get())) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
+  return load_config_string(text, path, registry);
+}
+
+}  // namespace sluice

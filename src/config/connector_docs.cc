@@ -1,0 +1,187 @@
+// Connector and processor reference, rendered from the settings tables so the docs cannot drift from
+// what validation accepts. Output depends only on the tables (deterministic, diff-friendly).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace sluice {
+
+namespace {
+
+// A table cell: one line, pipes escaped.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+std::string code(std::string_view text) { return text.empty() ? "" : "`" + cell(text) + "`"; }
+
+std::string choices_list(std::string_view choices, std::string_view sep, bool as_code) {
+  std::string out;
+  size_t start = 0;
+  while (start <= choices.size()) {
+    size_t end = choices.find(',', start);
+    if (end == std::string_view::npos) end = choices.size();
+    auto c = choices.substr(start, end - start);
+    while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+    while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
+    if (!c.empty()) out += (out.empty() ? "" : std::string(sep)) + (as_code ? code(c) : std::string(c));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string type_text(const SettingSpec& s, bool markdown) {
+  if (s.type == SettingType::enumeration)
+    return "one of " + choices_list(s.choices, markdown ? ", " : "|", markdown);
+  return std::string(setting_type_name(s.type));
+}
+
+std::string doc_text(const SettingSpec& s) {
+  std::string doc(s.doc);
+  if (s.secret) doc += doc.empty() ? "Secret: never logged." : " Secret: never logged.";
+  return doc;
+}
+
+void settings_table(std::string& out, std::span<const SettingSpec> settings) {
+  if (settings.empty()) {
+    out += "No settings.\n\n";
+    return;
+  }
+  out += "| name | type | default | required | description |\n";
+  out += "|---|---|---|---|---|\n";
+  for (const auto& s : settings) {
+    out += "| " + code(s.name) + " | " + cell(type_text(s, true)) + " | " + code(s.default_value) + " | " +
+           (s.required ? "yes" : "no") + " | " + cell(doc_text(s)) + " |\n";
+  }
+  out += "\n";
+}
+
+// GitHub's heading anchors: lower case, punctuation dropped, spaces to dashes.
+std::string anchor(std::string_view heading) {
+  std::string out;
+  for (char c : heading) {
+    if (c >= 'A' && c <= 'Z') out += static_cast<char>(c - 'A' + 'a');
+    else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_') out += c;
+    else if (c == ' ') out += '-';
+  }
+  return out;
+}
+
+std::string roles(const ConnectorSpec& spec) {
+  if (spec.make_source && spec.make_destination) return "source, destination";
+  if (spec.make_source) return "source";
+  if (spec.make_destination) return "destination";
+  return "none";
+}
+
+// Plain-text table with aligned columns; the description runs to the end of the line.
+void text_table(std::string& out, std::span<const SettingSpec> settings) {
+  if (settings.empty()) {
+    out += "  (no settings)\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"NAME", "TYPE", "DEFAULT", "REQUIRED", "DESCRIPTION"});
+  for (const auto& s : settings)
+    rows.push_back({std::string(s.name), type_text(s, false), s.default_value.empty() ? "-" : std::string(s.default_value),
+                    s.required ? "yes" : "no", doc_text(s)});
+  size_t width[4] = {};
+  for (const auto& r : rows)
+    for (size_t i = 0; i < 4; ++i) width[i] = std::max(width[i], r[i].size());
+  for (const auto& r : rows) {
+    std::string line = " ";
+    for (size_t i = 0; i < 4; ++i) line += " " + r[i] + std::string(width[i] - r[i].size() + 1, ' ');
+    line += " " + r[4];
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+}
+
+}  // namespace
+
+std::string render_connector_markdown(const ConnectorSpec& spec) {
+  std::string out = "## " + std::string(spec.name) + "\n\n";
+  if (!spec.summary.empty()) out += std::string(spec.summary) + "\n\n";
+  out += "Use as: " + roles(spec) + ".\n\n";
+  if (spec.make_source) {
+    out += "### Source settings\n\n";
+    settings_table(out, spec.source_settings);
+  }
+  if (spec.make_destination) {
+    out += "### Destination settings\n\n";
+    settings_table(out, spec.destination_settings);
+  }
+  return out;
+}
+
+std::string render_processor_markdown(const ProcessorSpec& spec) {
+  std::string out = "## " + std::string(spec.name) + " (processor)\n\n";
+  if (!spec.summary.empty()) out += std::string(spec.summary) + "\n\n";
+  out += "### Settings\n\n";
+  settings_table(out, spec.settings);
+  return out;
+}
+
+std::string render_connector_text(const ConnectorSpec& spec) {
+  std::string out = std::string(spec.name);
+  if (!spec.summary.empty()) out += ": " + std::string(spec.summary);
+  out += "\nUse as: " + roles(spec) + "\n";
+  if (spec.make_source) {
+    out += "\nSource settings:\n";
+    text_table(out, spec.source_settings);
+  }
+  if (spec.make_destination) {
+    out += "\nDestination settings:\n";
+    text_table(out, spec.destination_settings);
+  }
+  return out;
+}
+
+std::string render_reference_markdown(const Registry& registry) {
+  // Sorted by name so registration order does not churn the file.
+  std::vector<const ConnectorSpec*> connectors;
+  for (const auto& c : registry.connectors()) connectors.push_back(&c);
+  std::sort(connectors.begin(), connectors.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::vector<const ProcessorSpec*> processors;
+  for (const auto& p : registry.processors()) processors.push_back(&p);
+  std::sort(processors.begin(), processors.end(), [](auto* a, auto* b) { return a->name < b->name; });
+
+  std::string out = "# Connector reference\n\n";
+  out += "Generated by `sluice connectors --markdown` from the connectors' and processors' settings "
+         "tables; do not edit by hand.\n\n";
+  out += "Settings go under `settings:` of a pipeline's `source`, `destination`, `dlq` or processor. "
+         "Nested maps are the same as dotted names (`snapshot: {mode: initial}` is "
+         "`snapshot.mode: initial`), and every value may use `${ENV}` or `${ENV:-default}`.\n\n";
+  out += "Durations: `250ms`, `5s`, `2m`, `1h` or a bare number of milliseconds. "
+         "Sizes: `512KiB`, `64MiB`, `1GiB`, `10MB` or a bare number of bytes.\n\n";
+
+  if (!connectors.empty()) {
+    out += "Connectors:";
+    for (size_t i = 0; i < connectors.size(); ++i)
+      out += std::string(i ? "," : "") + " [" + std::string(connectors[i]->name) + "](#" +
+             anchor(connectors[i]->name) + ")";
+    out += "\n\n";
+  }
+  if (!processors.empty()) {
+    out += "Processors:";
+    for (size_t i = 0; i < processors.size(); ++i)
+      out += std::string(i ? "," : "") + " [" + std::string(processors[i]->name) + "](#" +
+             anchor(std::string(processors[i]->name) + " (processor)") + ")";
+    out += "\n\n";
+  }
+  for (const auto* c : connectors) out += render_connector_markdown(*c);
+  for (const auto* p : processors) out += render_processor_markdown(*p);
+  // Exactly one trailing newline.
+  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+  return out;
+}
+
+}  // namespace sluice

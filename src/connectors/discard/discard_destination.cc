@@ -1,0 +1,40 @@
+// The `discard` destination: counts and drops every record (benchmarks, dry runs). Every batch is
+// "durable" as soon as it arrives, so it measures the rest of the pipeline.
+#include <atomic>
+
+#include "connectors/builtin.h"
+
+namespace sluice {
+
+namespace {
+
+class DiscardDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  void write(Batch& batch, WriteDone done) override {
+    records_.fetch_add(batch.size(), std::memory_order_relaxed);
+    done(ok_status());
+  }
+
+ private:
+  std::atomic<uint64_t> records_{0};
+};
+
+Result<std::unique_ptr<Destination>> make_discard(const Settings&) {
+  return std::unique_ptr<Destination>(std::make_unique<DiscardDestination>());
+}
+
+}  // namespace
+
+ConnectorSpec discard_connector() {
+  return ConnectorSpec{
+      .name = "discard",
+      .summary = "Counts and drops every record; for benchmarks and dry runs.",
+      .source_settings = {},
+      .destination_settings = {},
+      .make_source = nullptr,
+      .make_destination = &make_discard,
+  };
+}
+
+}  // namespace sluice

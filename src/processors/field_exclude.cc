@@ -1,0 +1,94 @@
+// field.exclude: removes fields (or whole parts: `before`, `metadata`) from every record.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "processors/builtin.h"
+#include "processors/field_path.h"
+
+namespace sluice {
+
+namespace {
+
+constexpr SettingSpec kSettings[] = {
+    {"fields", SettingType::string_list, "", true,
+     "Fields to remove: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
+     "after.NAME; nested by dots), or a whole part (before, metadata, ...). Missing fields are "
+     "ignored; removed fields are absent afterwards."},
+};
+
+// The names removed from one object (one part and parent path), done in one copy of it.
+struct ExcludeGroup {
+  RecordPart part;
+  std::vector<std::string> parent;
+  std::vector<std::string> names;
+};
+
+bool contains(const std::vector<std::string>& names, std::string_view name) noexcept {
+  for (const std::string& n : names)
+    if (n == name) return true;
+  return false;
+}
+
+class FieldExclude final : public Processor {
+ public:
+  FieldExclude(std::vector<ExcludeGroup> groups, std::vector<RecordPart> whole_parts)
+      : groups_(std::move(groups)), whole_parts_(std::move(whole_parts)) {}
+
+  Status process(Batch& batch) override {
+    Arena& arena = batch.arena();
+    for (Record& r : batch.records()) {
+      for (RecordPart part : whole_parts_) record_part(r, part) = Value();
+      for (const ExcludeGroup& g : groups_) {
+        auto exclude = [&](const Value& obj) -> std::optional<Value> {
+          std::span<const Field> fields = obj.fields();
+          uint32_t removed = 0;
+          for (const Field& f : fields) removed += contains(g.names, f.name) ? 1 : 0;
+          if (removed == 0) return std::nullopt;  // no copy when nothing goes
+          Field* out = arena.allocate_array<Field>(fields.size() - removed);
+          uint32_t n = 0;
+          for (const Field& f : fields)
+            if (!contains(g.names, f.name)) out[n++] = f;
+          return Value::object(out, n);
+        };
+        edit_object(arena, record_part(r, g.part), g.parent, exclude);
+      }
+    }
+    return ok_status();
+  }
+
+ private:
+  std::vector<ExcludeGroup> groups_;
+  std::vector<RecordPart> whole_parts_;
+};
+
+Result<std::unique_ptr<Processor>> make_field_exclude(const Settings& s) {
+  std::vector<std::string> fields = s.get_list("fields");
+  if (fields.empty()) return Error(Errc::config, "field.exclude: fields: needs at least one field path");
+  std::vector<ExcludeGroup> groups;
+  std::vector<RecordPart> whole_parts;
+  for (const std::string& text : fields) {
+    Result<FieldPath> path = parse_field_path(text);
+    if (!path) return path.error().with_context("field.exclude: fields: ");
+    if (path->whole_part()) {
+      whole_parts.push_back(path->part);
+      continue;
+    }
+    std::vector<std::string> parent(path->parent().begin(), path->parent().end());
+    ExcludeGroup* g = nullptr;
+    for (ExcludeGroup& existing : groups)
+      if (existing.part == path->part && existing.parent == parent) g = &existing;
+    if (g == nullptr) g = &groups.emplace_back(ExcludeGroup{path->part, std::move(parent), {}});
+    if (!contains(g->names, path->leaf())) g->names.push_back(path->leaf());
+  }
+  std::unique_ptr<Processor> p = std::make_unique<FieldExclude>(std::move(groups), std::move(whole_parts));
+  return p;
+}
+
+}  // namespace
+
+ProcessorSpec field_exclude_processor() {
+  return {"field.exclude", "Removes fields from records.", kSettings, make_field_exclude};
+}
+
+}  // namespace sluice

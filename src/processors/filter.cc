@@ -1,0 +1,359 @@
+// filter: keeps or drops records by operation and/or by comparing one field with a constant.
+//
+//   record ──▶ operation listed? ──no──▶ dropped
+//                   │yes
+//                   ▼
+//           field condition holds? ──▶ kept or dropped by `action`
+//
+// Dropped records are erased from the batch in one stable pass; the batch position still covers them.
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "processors/builtin.h"
+#include "processors/field_path.h"
+#include "processors/scalar_text.h"
+
+namespace sluice {
+
+namespace {
+
+constexpr SettingSpec kSettings[] = {
+    {"operations", SettingType::string_list, "", false,
+     "Operations to keep (snapshot, create, update, delete); records with any other are dropped."},
+    {"field", SettingType::string, "", false,
+     "Field the condition tests: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
+     "after.NAME; nested by dots)."},
+    {"op", SettingType::enumeration, "eq", false,
+     "Comparison of the field with `value`: numbers numerically, text lexicographically, dates and "
+     "times chronologically. A null or missing field equals nothing (only ne holds); exists is true "
+     "for null, missing only for an absent field.",
+     "eq,ne,lt,le,gt,ge,exists,missing,in"},
+    {"value", SettingType::string, "", false,
+     "Constant to compare with, read as the field's kind; for op in, a comma-separated list."},
+    {"action", SettingType::enumeration, "keep", false,
+     "keep: keep the records where the condition holds, drop the others; drop: drop those where it "
+     "holds.",
+     "keep,drop"},
+};
+
+enum class Cmp { eq, ne, lt, le, gt, ge, exists, missing, in };
+
+constexpr std::array<std::pair<std::string_view, Cmp>, 9> kCmpNames = {{
+    {"eq", Cmp::eq}, {"ne", Cmp::ne}, {"lt", Cmp::lt}, {"le", Cmp::le}, {"gt", Cmp::gt},
+    {"ge", Cmp::ge}, {"exists", Cmp::exists}, {"missing", Cmp::missing}, {"in", Cmp::in},
+}};
+
+constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
+
+Error bad_setting(std::string_view setting, std::string_view problem) {
+  return Error(Errc::config, "filter: " + std::string(setting) + ": " + std::string(problem));
+}
+
+template <typename T>
+int three_way(T a, T b) noexcept {
+  return (a > b) - (a < b);
+}
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// strtold of a view; nullopt when it is not a number or is NaN (unordered). long double holds every
+// int64/uint64 exactly on the platforms we build for (x87 80-bit, or 128-bit quad on aarch64).
+std::optional<long double> to_long_double(std::string_view s) {
+  char buf[64];
+  std::string big;
+  const char* z;
+  if (s.size() < sizeof buf) {
+    std::memcpy(buf, s.data(), s.size());
+    buf[s.size()] = '\0';
+    z = buf;
+  } else {
+    big.assign(s);
+    z = big.c_str();
+  }
+  char* end = nullptr;
+  long double v = std::strtold(z, &end);
+  if (end == z || *end != '\0' || std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+// The filter's `value` (or one item of an `in` list), read once in every form a field's kind may
+// need, so that a record costs one comparison. Not copyable: `decimal` views `text`.
+struct Operand {
+  explicit Operand(std::string_view t) : text(t) {
+    int64_t i;
+    if (parse_int64_text(text, &i)) i64 = i;
+    uint64_t u;
+    if (parse_uint64_text(text, &u)) u64 = u;
+    PlainDecimal d;
+    if (parse_plain_decimal(text, &d)) decimal = d;
+    double f;
+    if (parse_float_text(text, &f)) {
+      f64 = f;
+      if (std::isinf(f)) approx = f;
+      else if (!std::isnan(f)) approx = to_long_double(text);
+    }
+    bool b;
+    if (parse_yaml_bool(text, &b)) boolean = b;
+    int32_t days;
+    int64_t micros;
+    int32_t offset;
+    const bool is_date = parse_date(text, &days);
+    if (is_date) date = days;
+    if (parse_time(text, &micros)) time = micros;
+    if (parse_timetz(text, &micros, &offset)) timetz = {micros, offset};
+    // A date alone means its midnight; a timestamptz without a zone means UTC.
+    if (parse_timestamp(text, &micros)) timestamp = timestamptz = micros;
+    else if (is_date) timestamp = timestamptz = int64_t(days) * kMicrosPerDay;
+    if (parse_timestamptz(text, &micros)) timestamptz = micros;
+    Interval iv;
+    if (parse_interval(text, &iv)) interval = iv;
+    std::array<uint8_t, 16> id;
+    if (parse_uuid(text, id.data())) uuid = id;
+  }
+  Operand(const Operand&) = delete;
+  Operand& operator=(const Operand&) = delete;
+
+  std::string text;
+  std::optional<int64_t> i64;
+  std::optional<uint64_t> u64;
+  std::optional<PlainDecimal> decimal;  // exact, plain notation only
+  std::optional<double> f64;            // nearest double, for float64 fields
+  std::optional<long double> approx;    // exponent forms and infinities against exact kinds
+  std::optional<bool> boolean;
+  std::optional<int32_t> date;
+  std::optional<int64_t> time;
+  std::optional<std::pair<int64_t, int32_t>> timetz;
+  std::optional<int64_t> timestamp;
+  std::optional<int64_t> timestamptz;
+  std::optional<Interval> interval;
+  std::optional<std::array<uint8_t, 16>> uuid;
+};
+
+// An integer field against the operand: exact unless the operand has an exponent or is infinite.
+template <typename Int>
+std::optional<int> compare_integer(Int v, const Operand& o) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  PlainDecimal field;
+  if (ec == std::errc() && o.decimal && parse_plain_decimal(std::string_view(buf, size_t(end - buf)), &field))
+    return compare_plain_decimal(field, *o.decimal);
+  if (o.approx) return three_way(static_cast<long double>(v), *o.approx);
+  return std::nullopt;
+}
+
+uint8_t operation_bit(Operation op) noexcept { return uint8_t(1u << static_cast<unsigned>(op)); }
+
+// PostgreSQL orders intervals by their span with months of 30 days.
+__int128 interval_span(const Interval& iv) noexcept {
+  return (__int128(iv.months) * 30 + iv.days) * kMicrosPerDay + iv.micros;
+}
+
+// <0, 0, >0 for field versus operand; nullopt when they cannot be compared (the operand does not
+// read as the field's kind, NaN, arrays, objects).
+std::optional<int> compare(const Value& v, const Operand& o) {
+  switch (v.kind()) {
+    case ValueKind::int64:
+      if (o.i64) return three_way(v.as_int64(), *o.i64);
+      return compare_integer(v.as_int64(), o);
+    case ValueKind::uint64:
+      if (o.u64) return three_way(v.as_uint64(), *o.u64);
+      return compare_integer(v.as_uint64(), o);
+    case ValueKind::float64:
+      // Read as the nearest double, so `value: 0.1` equals the double 0.1.
+      if (!o.f64 || std::isnan(v.as_double()) || std::isnan(*o.f64)) return std::nullopt;
+      return three_way(v.as_double(), *o.f64);
+    case ValueKind::decimal: {
+      PlainDecimal field;
+      if (o.decimal && parse_plain_decimal(v.as_text(), &field)) return compare_plain_decimal(field, *o.decimal);
+      std::optional<long double> x = to_long_double(v.as_text());  // exponent, Infinity; NaN unordered
+      if (!x || !o.approx) return std::nullopt;
+      return three_way(*x, *o.approx);
+    }
+    case ValueKind::string:
+    case ValueKind::bytes:
+    case ValueKind::json: {
+      int c = v.as_text().compare(o.text);
+      return (c > 0) - (c < 0);
+    }
+    case ValueKind::boolean:
+      if (!o.boolean) return std::nullopt;
+      return three_way(int(v.as_bool()), int(*o.boolean));
+    case ValueKind::date:
+      if (!o.date) return std::nullopt;
+      return three_way(v.as_date(), *o.date);
+    case ValueKind::time:
+      if (!o.time) return std::nullopt;
+      return three_way(v.as_micros(), *o.time);
+    case ValueKind::timetz: {
+      // By UTC instant, then by offset (as PostgreSQL does), so distinct zones are never equal.
+      if (!o.timetz) return std::nullopt;
+      auto key = [](int64_t micros, int32_t off) { return std::pair(micros - int64_t(off) * 1000000, off); };
+      auto a = key(v.as_micros(), v.tz_offset_seconds());
+      auto b = key(o.timetz->first, o.timetz->second);
+      return a < b ? -1 : (b < a ? 1 : 0);
+    }
+    case ValueKind::timestamp:
+      if (!o.timestamp) return std::nullopt;
+      return three_way(v.as_micros(), *o.timestamp);
+    case ValueKind::timestamptz:
+      if (!o.timestamptz) return std::nullopt;
+      return three_way(v.as_micros(), *o.timestamptz);
+    case ValueKind::interval:
+      if (!o.interval) return std::nullopt;
+      return three_way(interval_span(v.as_interval()), interval_span(*o.interval));
+    case ValueKind::uuid: {
+      if (!o.uuid) return std::nullopt;
+      int c = std::memcmp(v.uuid_bytes(), o.uuid->data(), 16);  // byte order = canonical text order
+      return (c > 0) - (c < 0);
+    }
+    case ValueKind::absent:
+    case ValueKind::null:
+    case ValueKind::array:
+    case ValueKind::object:
+      break;
+  }
+  return std::nullopt;
+}
+
+class Filter final : public Processor {
+ public:
+  Filter(uint8_t operations, std::optional<FieldPath> path, Cmp cmp,
+         std::vector<std::unique_ptr<Operand>> operands, bool keep)
+      : operations_(operations), path_(std::move(path)), cmp_(cmp), operands_(std::move(operands)),
+        keep_(keep) {}
+
+  Status process(Batch& batch) override {
+    // erase_if is remove_if + erase: one stable O(n) pass.
+    std::erase_if(batch.records(), [this](const Record& r) { return !keeps(r); });
+    return ok_status();
+  }
+
+ private:
+  bool keeps(const Record& r) const {
+    if (operations_ != 0 && (operations_ & operation_bit(r.op)) == 0) return false;
+    if (!path_) return true;
+    return holds(r) == keep_;
+  }
+
+  bool holds(const Record& r) const {
+    const Value v = lookup_field(r, *path_);
+    if (cmp_ == Cmp::exists) return !v.is_absent();
+    if (cmp_ == Cmp::missing) return v.is_absent();
+    if (v.is_absent() || v.is_null()) return cmp_ == Cmp::ne;  // null equals nothing, orders nowhere
+    if (cmp_ == Cmp::in) {
+      for (const auto& o : operands_)
+        if (std::optional<int> c = compare(v, *o); c && *c == 0) return true;
+      return false;
+    }
+    const std::optional<int> c = compare(v, *operands_.front());
+    if (!c) return cmp_ == Cmp::ne;
+    switch (cmp_) {
+      case Cmp::eq: return *c == 0;
+      case Cmp::ne: return *c != 0;
+      case Cmp::lt: return *c < 0;
+      case Cmp::le: return *c <= 0;
+      case Cmp::gt: return *c > 0;
+      case Cmp::ge: return *c >= 0;
+      default: return false;
+    }
+  }
+
+  uint8_t operations_;  // bit per Operation; 0 = every operation
+  std::optional<FieldPath> path_;
+  Cmp cmp_;
+  std::vector<std::unique_ptr<Operand>> operands_;
+  bool keep_;
+};
+
+Result<std::unique_ptr<Processor>> make_filter(const Settings& s) {
+  uint8_t operations = 0;
+  if (s.has("operations")) {
+    for (const std::string& item : s.get_list("operations")) {
+      // Also accept "create,update" written as one string.
+      std::string_view rest = item;
+      while (true) {
+        size_t comma = rest.find(',');
+        std::string_view name = trim(rest.substr(0, comma));
+        Operation op;
+        if (!parse_operation(name, &op))
+          return bad_setting("operations", "unknown operation '" + std::string(name) +
+                                               "' (snapshot, create, update, delete)");
+        operations |= operation_bit(op);
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+      }
+    }
+    if (operations == 0) return bad_setting("operations", "empty list would drop every record");
+  }
+
+  std::optional<FieldPath> path;
+  if (s.has("field") && !s.get_string("field").empty()) {
+    Result<FieldPath> p = parse_field_path(s.get_string("field"));
+    if (!p) return p.error().with_context("filter: field: ");
+    path = std::move(*p);
+  }
+
+  const std::string cmp_name = s.has("op") ? s.get_string("op") : "eq";
+  auto cmp_it = std::find_if(kCmpNames.begin(), kCmpNames.end(), [&](const auto& e) { return e.first == cmp_name; });
+  if (cmp_it == kCmpNames.end())
+    return bad_setting("op", "unknown comparison '" + cmp_name + "' (eq, ne, lt, le, gt, ge, exists, missing, in)");
+  const Cmp cmp = cmp_it->second;
+
+  const std::string action = s.has("action") ? s.get_string("action") : "keep";
+  if (action != "keep" && action != "drop")
+    return bad_setting("action", "unknown action '" + action + "' (keep, drop)");
+
+  const bool has_value = s.has("value");
+  std::vector<std::unique_ptr<Operand>> operands;
+  if (!path) {
+    if (operations == 0) return Error(Errc::config, "filter: needs `operations` or `field` (or both)");
+    if (has_value) return bad_setting("value", "compares a field: set `field` too");
+    // Without a condition there is nothing for `drop` to apply to; say so rather than keep only the
+    // listed operations, which is the opposite of what `action: drop` reads like.
+    if (action == "drop")
+      return bad_setting("action", "drop needs a `field` condition; to drop operations, list the ones "
+                                   "to keep in `operations`");
+  } else if (cmp != Cmp::exists && cmp != Cmp::missing) {
+    if (path->whole_part())
+      return bad_setting("field", "'" + path->text + "' names the whole " +
+                                      std::string(record_part_name(path->part)) +
+                                      "; only op exists or missing applies to it");
+    if (!has_value) return bad_setting("value", "required with op " + cmp_name);
+    const std::string text = s.get_string("value");
+    if (cmp == Cmp::in) {
+      std::string_view rest = text;
+      while (true) {
+        size_t comma = rest.find(',');
+        operands.push_back(std::make_unique<Operand>(trim(rest.substr(0, comma))));
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+      }
+    } else {
+      operands.push_back(std::make_unique<Operand>(text));
+    }
+  }
+
+  std::unique_ptr<Processor> p =
+      std::make_unique<Filter>(operations, std::move(path), cmp, std::move(operands), action == "keep");
+  return p;
+}
+
+}  // namespace
+
+ProcessorSpec filter_processor() {
+  return {"filter", "Keeps or drops records by operation or by a field condition.", kSettings, make_filter};
+}
+
+}  // namespace sluice

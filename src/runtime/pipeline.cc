@@ -1,0 +1,314 @@
+#include "runtime/pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/backoff.h"
+
+namespace sluice {
+
+namespace {
+int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
+                   std::vector<std::unique_ptr<Processor>> processors,
+                   std::unique_ptr<Destination> destination, CheckpointStore* checkpoints)
+    : options_(std::move(options)),
+      source_(std::move(source)),
+      processors_(std::move(processors)),
+      destination_(std::move(destination)),
+      checkpoints_(checkpoints) {}
+
+Pipeline::~Pipeline() = default;
+
+void Pipeline::request_stop() {
+  stop_.request_stop();
+  pool_cv_.notify_all();
+}
+
+void Pipeline::fail(Error error) {
+  {
+    std::lock_guard lock(fail_mu_);
+    if (!failure_) failure_ = std::move(error);
+  }
+  request_stop();
+}
+
+bool Pipeline::idle() const noexcept {
+  return (source_idle_.load() || source_ended_.load()) && acker_.pending() == 0;
+}
+
+std::optional<std::chrono::steady_clock::time_point> Pipeline::idle_since() const {
+  if (!idle()) return std::nullopt;
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(idle_since_ns_.load()));
+}
+
+uint64_t Pipeline::in_flight_records() const noexcept {
+  uint64_t begun = records_begun_.load(), written = metrics_.records_written.load();
+  return begun > written ? begun - written : 0;
+}
+
+std::string Pipeline::checkpoint_position() const {
+  std::lock_guard lock(pos_mu_);
+  return checkpoint_position_;
+}
+
+Status Pipeline::run() {
+  auto loaded = checkpoints_->load(options_.id);
+  if (!loaded.ok()) return std::move(loaded).error();
+  std::optional<std::string> checkpoint = std::move(loaded.value());
+  if (checkpoint) {
+    std::lock_guard lock(pos_mu_);
+    checkpoint_position_ = *checkpoint;
+  }
+
+  ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats};
+  ConnectorContext dest_ctx{options_.id, options_.destination_connector, &metrics_.destination_stats};
+  if (Status st = source_->open(source_ctx, checkpoint); !st.ok()) {
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return st.error().with_context(options_.source_connector + " source: ");
+  }
+  if (Status st = destination_->open(dest_ctx); !st.ok()) {
+    source_->close();
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return st.error().with_context(options_.destination_connector + " destination: ");
+  }
+  max_in_flight_ = destination_->max_in_flight() + 2;
+  idle_since_ns_ = steady_ns();
+  metrics_.state = static_cast<int>(PipelineState::running);
+  spdlog::info("pipeline {}: started ({} → {}){}", options_.id, options_.source_connector,
+               options_.destination_connector, checkpoint ? ", resuming from checkpoint" : "");
+
+  std::jthread acker([this](std::stop_token st) { acker_loop(st); });
+  std::thread writer([this] { writer_loop(); });
+  std::thread reader([this] { reader_loop(stop_.get_token()); });
+
+  reader.join();
+  if (stop_.stop_requested()) metrics_.state = static_cast<int>(PipelineState::stopping);
+  writer.join();
+  if (Status st = destination_->flush(std::chrono::seconds(60)); !st.ok()) fail(st.error());
+  {
+    // Every batch handed to the destination comes back through on_written (or is released).
+    std::unique_lock lock(pool_mu_);
+    bool drained = pool_cv_.wait_for(lock, std::chrono::seconds(60), [&] {
+      return free_batches_.size() == all_batches_.size();
+    });
+    if (!drained) {
+      lock.unlock();
+      fail(Error(Errc::timeout, "destination did not complete in-flight batches within 60 s"));
+    }
+  }
+  acker.request_stop();
+  acker_.notify();
+  acker.join();
+
+  source_->close();
+  destination_->close();
+
+  std::optional<Error> failure;
+  {
+    std::lock_guard lock(fail_mu_);
+    failure = failure_;
+  }
+  if (failure) {
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return *failure;
+  }
+  metrics_.state = static_cast<int>(PipelineState::stopped);
+  return ok_status();
+}
+
+Batch* Pipeline::take_batch(std::stop_token stop) {
+  std::unique_lock lock(pool_mu_);
+  pool_cv_.wait(lock, stop, [&] { return !free_batches_.empty() || all_batches_.size() < max_in_flight_; });
+  if (stop.stop_requested()) return nullptr;
+  if (!free_batches_.empty()) {
+    Batch* b = free_batches_.back();
+    free_batches_.pop_back();
+    return b;
+  }
+  all_batches_.push_back(std::make_unique<Batch>());
+  return all_batches_.back().get();
+}
+
+void Pipeline::release_batch(Batch* batch) {
+  batch->clear();
+  {
+    std::lock_guard lock(pool_mu_);
+    free_batches_.push_back(batch);
+  }
+  pool_cv_.notify_all();
+}
+
+void Pipeline::reader_loop(std::stop_token stop) {
+  ReadRequest req;
+  req.max_records = options_.max_records;
+  req.max_bytes = options_.max_bytes;
+  req.linger = options_.linger;
+  req.poll = options_.poll;
+  while (!stop.stop_requested()) {
+    Batch* batch = take_batch(stop);
+    if (batch == nullptr) break;
+    auto result = source_->read(*batch, req, stop);
+    if (!result.ok()) {
+      release_batch(batch);
+      if (result.error().code() != Errc::cancelled)
+        fail(result.error().with_context(options_.source_connector + " source: "));
+      break;
+    }
+    const ReadStatus status = result.value();
+    const size_t n = batch->size();
+    batch->set_read_count(n);
+    metrics_.records_read.fetch_add(n, std::memory_order_relaxed);
+    if (n > 0) {
+      // A source that tracks positions per record may leave the batch's own unset.
+      if (!batch->has_position() && !batch->records().back().position.empty())
+        batch->set_position(batch->records().back().position);
+      idle_since_ns_ = steady_ns();
+      bool ok = true;
+      for (auto& p : processors_) {
+        if (Status st = p->process(*batch); !st.ok()) {
+          fail(st.error().with_context("processor: "));
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) {
+        release_batch(batch);
+        break;
+      }
+      metrics_.records_filtered.fetch_add(n - batch->size(), std::memory_order_relaxed);
+    }
+    source_idle_ = status != ReadStatus::more;
+    if (batch->empty() && !batch->has_position()) {
+      release_batch(batch);
+    } else {
+      const uint64_t seq = next_seq_++;
+      batch->set_sequence(seq);
+      records_begun_.fetch_add(batch->size(), std::memory_order_relaxed);
+      acker_.begin(seq, batch->position());
+      if (!queue_.push(batch)) {
+        release_batch(batch);
+        break;
+      }
+    }
+    if (status == ReadStatus::end) {
+      source_ended_ = true;
+      spdlog::info("pipeline {}: source finished", options_.id);
+      break;
+    }
+  }
+  queue_.close();
+}
+
+void Pipeline::writer_loop() {
+  while (auto item = queue_.pop()) {
+    Batch* batch = *item;
+    bool failed;
+    {
+      std::lock_guard lock(fail_mu_);
+      failed = failure_.has_value();
+    }
+    if (failed) {  // never write past a failure; these batches are simply not acknowledged
+      release_batch(batch);
+      continue;
+    }
+    if (batch->empty()) {  // everything filtered: nothing to write, but its position advances
+      (void)acker_.complete(batch->sequence(), ok_status());
+      release_batch(batch);
+      continue;
+    }
+    write_batch(batch);
+  }
+}
+
+void Pipeline::write_batch(Batch* batch) {
+  Backoff backoff;
+  std::stop_token stop = stop_.get_token();
+  for (;;) {
+    struct Call {
+      std::mutex mu;
+      bool returned = false;
+      std::optional<Status> early;
+    };
+    auto call = std::make_shared<Call>();
+    auto started = std::chrono::steady_clock::now();
+    destination_->write(*batch, [this, batch, started, call](Status st) {
+      {
+        std::lock_guard lock(call->mu);
+        if (!call->returned) {  // completed synchronously: handled below, on the writer thread
+          call->early = std::move(st);
+          return;
+        }
+      }
+      on_written(batch, started, std::move(st));
+    });
+    std::optional<Status> early;
+    {
+      std::lock_guard lock(call->mu);
+      call->returned = true;
+      early = std::move(call->early);
+    }
+    if (!early) return;  // asynchronous: on_written runs when the destination calls back
+    if (early->ok() || !early->error().retriable()) {
+      on_written(batch, started, std::move(*early));
+      return;
+    }
+    // A retriable error (connection lost, deadlock, busy): the batch is idempotent, write it again.
+    metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
+    const bool give_up = options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
+    spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
+                 options_.destination_connector, early->error().message(), backoff.next_delay().count());
+    if (give_up || !backoff.wait(stop)) {
+      on_written(batch, started, std::move(*early));
+      return;
+    }
+  }
+}
+
+void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_.write_latency.observe(seconds);
+  if (status.ok()) {
+    metrics_.records_written.fetch_add(batch->size(), std::memory_order_relaxed);
+    metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
+    metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
+    fail(status.error().with_context(options_.destination_connector + " destination: "));
+  }
+  (void)acker_.complete(batch->sequence(), status);
+  release_batch(batch);
+}
+
+void Pipeline::persist(const std::string& position) {
+  if (Status st = checkpoints_->save(options_.id, position); !st.ok()) {
+    fail(st.error().with_context("checkpoint store: "));
+    return;
+  }
+  source_->ack(position);
+  metrics_.checkpoints.fetch_add(1, std::memory_order_relaxed);
+  metrics_.last_checkpoint_unix_ms = now_unix_ms();
+  std::lock_guard lock(pos_mu_);
+  checkpoint_position_ = position;
+}
+
+void Pipeline::acker_loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    acker_.wait_for_change(options_.checkpoint_interval);
+    if (auto pos = acker_.take_advanced()) persist(*pos);
+  }
+  if (auto pos = acker_.take_advanced()) persist(*pos);
+}
+
+}  // namespace sluice

@@ -1,0 +1,116 @@
+// One running pipeline: source → processors → destination with ordered acknowledgement.
+//
+//   reader thread                          writer thread                 acker thread
+//   ─────────────                          ─────────────                 ────────────
+//   take a free batch (≤ max_in_flight)    pop batch from queue          wait for watermark
+//   source.read(batch, limits)    ──queue──▶ destination.write(batch) ──▶ checkpoint.save(pos)
+//   processors(batch)               (cap 2)   done(status) [any thread]    source.ack(pos)
+//   acker.begin(seq, position)                acker.complete(seq)
+//
+// Memory is bounded by max_in_flight batches of at most max_bytes each: the reader blocks until a
+// batch comes back from the destination. The checkpoint never passes a batch that has not been
+// durably written, whatever order the destination completes batches in.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/bounded_queue.h"
+#include "runtime/ordered_acker.h"
+#include "runtime/pipeline_metrics.h"
+#include "sluice/checkpoint.h"
+#include "sluice/connector.h"
+
+namespace sluice {
+
+struct PipelineOptions {
+  std::string id;
+  std::string source_connector;
+  std::string destination_connector;
+  size_t max_records = 10000;
+  size_t max_bytes = 64u << 20;
+  std::chrono::milliseconds linger{50};
+  std::chrono::milliseconds poll{200};
+  // How often the acker persists the watermark (it always persists at the end).
+  std::chrono::milliseconds checkpoint_interval{100};
+  // Upper bound on retries of a batch after retriable write errors (0 = retry until stopped).
+  int max_write_retries = 0;
+};
+
+class Pipeline {
+ public:
+  Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
+           std::vector<std::unique_ptr<Processor>> processors,
+           std::unique_ptr<Destination> destination, CheckpointStore* checkpoints);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Opens the connectors, resumes from the checkpoint and runs until the source ends, a fatal
+  // error happens, or request_stop() is called (then drains in-flight batches and checkpoints).
+  Status run();
+  // Graceful stop: stop reading, finish and checkpoint what was read. Thread-safe, idempotent.
+  void request_stop();
+
+  const PipelineOptions& options() const noexcept { return options_; }
+  const PipelineMetrics& metrics() const noexcept { return metrics_; }
+  PipelineState state() const noexcept { return static_cast<PipelineState>(metrics_.state.load()); }
+  // True when the source last reported nothing to read and every batch read has been acknowledged.
+  bool idle() const noexcept;
+  // Since when idle() has been true (steady clock), if it is.
+  std::optional<std::chrono::steady_clock::time_point> idle_since() const;
+  uint64_t in_flight_records() const noexcept;
+  std::string checkpoint_position() const;
+
+ private:
+  void reader_loop(std::stop_token stop);
+  void writer_loop();
+  void acker_loop(std::stop_token stop);
+  void write_batch(Batch* batch);
+  void on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status);
+  Batch* take_batch(std::stop_token stop);
+  void release_batch(Batch* batch);
+  void fail(Error error);
+  void persist(const std::string& position);
+
+  PipelineOptions options_;
+  std::unique_ptr<Source> source_;
+  std::vector<std::unique_ptr<Processor>> processors_;
+  std::unique_ptr<Destination> destination_;
+  CheckpointStore* checkpoints_;
+
+  PipelineMetrics metrics_;
+  OrderedAcker acker_;
+  BoundedQueue<Batch*> queue_{2};
+  std::stop_source stop_;
+
+  // Batch pool: at most max_in_flight_ batches exist; the reader waits for a free one.
+  std::mutex pool_mu_;
+  std::condition_variable_any pool_cv_;
+  std::vector<std::unique_ptr<Batch>> all_batches_;
+  std::vector<Batch*> free_batches_;
+  size_t max_in_flight_ = 4;
+
+  std::mutex fail_mu_;
+  std::optional<Error> failure_;
+
+  std::atomic<bool> source_idle_{false};
+  std::atomic<bool> source_ended_{false};
+  std::atomic<int64_t> idle_since_ns_{0};
+  std::atomic<uint64_t> records_acked_{0};
+  std::atomic<uint64_t> records_begun_{0};
+  uint64_t next_seq_ = 1;
+
+  mutable std::mutex pos_mu_;
+  std::string checkpoint_position_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,272 @@
+// Runtime behaviour with scripted connectors: ordered acknowledgement under out-of-order
+// completion, batch limits, back-pressure, graceful stop.
+#include "runtime/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "sluice/registry.h"
+
+namespace sluice {
+namespace {
+
+using namespace std::chrono_literals;
+
+class MemoryCheckpoints final : public CheckpointStore {
+ public:
+  Result<std::optional<std::string>> load(std::string_view id) override {
+    std::lock_guard l(mu);
+    auto it = saved.find(std::string(id));
+    if (it == saved.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
+  Status save(std::string_view id, std::string_view pos) override {
+    std::lock_guard l(mu);
+    saved[std::string(id)] = std::string(pos);
+    history.emplace_back(pos);
+    return ok_status();
+  }
+  Status erase(std::string_view id) override {
+    std::lock_guard l(mu);
+    saved.erase(std::string(id));
+    return ok_status();
+  }
+  std::vector<std::string> saves() {
+    std::lock_guard l(mu);
+    return history;
+  }
+  std::mutex mu;
+  std::map<std::string, std::string> saved;
+  std::vector<std::string> history;
+};
+
+// Emits `total` records, position = record number, one batch per read up to max_records.
+class CountingSource final : public Source {
+ public:
+  explicit CountingSource(int total, std::vector<std::string>* acks = nullptr) : total_(total), acks_(acks) {}
+  Status open(const ConnectorContext&, const std::optional<std::string>& cp) override {
+    if (cp) next_ = std::stoi(*cp);
+    return ok_status();
+  }
+  Result<ReadStatus> read(Batch& b, const ReadRequest& req, std::stop_token) override {
+    while (next_ < total_ && b.size() < req.max_records) {
+      Record& r = b.add();
+      r.op = Operation::create;
+      r.key = b.object(1).add("id", Value::int64(next_)).build();
+      ++next_;
+      r.position = b.copy(std::to_string(next_));
+    }
+    b.set_position(std::to_string(next_));
+    return next_ >= total_ ? ReadStatus::end : ReadStatus::more;
+  }
+  void ack(std::string_view p) override {
+    if (acks_) acks_->emplace_back(p);
+  }
+
+ private:
+  int total_;
+  int next_ = 0;
+  std::vector<std::string>* acks_;
+};
+
+// Holds every batch until the test completes it, in any order.
+class ManualDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  size_t max_in_flight() const noexcept override { return 8; }
+  void write(Batch& b, WriteDone done) override {
+    std::lock_guard l(mu);
+    pending.push_back({b.position(), std::move(done)});
+    cv.notify_all();
+  }
+  void wait_for(size_t n) {
+    std::unique_lock l(mu);
+    ASSERT_TRUE(cv.wait_for(l, 10s, [&] { return pending.size() >= n; }));
+  }
+  void complete(size_t i, Status st = ok_status()) {
+    WriteDone d;
+    {
+      std::lock_guard l(mu);
+      d = std::move(pending[i].done);
+    }
+    d(std::move(st));
+  }
+  struct Pending {
+    std::string position;
+    WriteDone done;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Pending> pending;
+};
+
+class RecordingDestination final : public Destination {
+ public:
+  explicit RecordingDestination(std::chrono::milliseconds delay = 0ms) : delay_(delay) {}
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  void write(Batch& b, WriteDone done) override {
+    if (delay_.count()) std::this_thread::sleep_for(delay_);
+    sizes.push_back(b.size());
+    done(ok_status());
+  }
+  std::vector<size_t> sizes;
+
+ private:
+  std::chrono::milliseconds delay_;
+};
+
+PipelineOptions options(size_t max_records) {
+  PipelineOptions o;
+  o.id = "t";
+  o.source_connector = "test";
+  o.destination_connector = "test";
+  o.max_records = max_records;
+  o.checkpoint_interval = 10ms;
+  return o;
+}
+
+TEST(Pipeline, CheckpointNeverPassesAGapWhenBatchesCompleteOutOfOrder) {
+  MemoryCheckpoints cps;
+  std::vector<std::string> acks;
+  auto dest = std::make_unique<ManualDestination>();
+  ManualDestination* d = dest.get();
+  Pipeline p(options(1), std::make_unique<CountingSource>(4, &acks), {}, std::move(dest), &cps);
+  Status result;
+  std::thread t([&] { result = p.run(); });
+  d->wait_for(4);
+  d->complete(2);
+  d->complete(1);
+  std::this_thread::sleep_for(150ms);
+  EXPECT_TRUE(cps.saves().empty()) << "checkpoint advanced past the unfinished first batch";
+  d->complete(0);  // batches 1..3 now contiguous
+  for (int i = 0; i < 200 && cps.saves().empty(); ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_FALSE(cps.saves().empty());
+  EXPECT_EQ(cps.saves().back(), "3");
+  d->complete(3);
+  t.join();
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  EXPECT_EQ(cps.saved["t"], "4");
+  for (const auto& s : cps.saves()) EXPECT_TRUE(s == "3" || s == "4") << s;
+  ASSERT_FALSE(acks.empty());
+  EXPECT_EQ(acks.back(), "4");
+}
+
+TEST(Pipeline, FailedBatchFreezesTheCheckpointBelowIt) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<ManualDestination>();
+  ManualDestination* d = dest.get();
+  Pipeline p(options(1), std::make_unique<CountingSource>(3), {}, std::move(dest), &cps);
+  Status result;
+  std::thread t([&] { result = p.run(); });
+  d->wait_for(3);
+  d->complete(0);
+  d->complete(1, Error(Errc::data, "rejected"));
+  d->complete(2);
+  t.join();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.error().message().find("rejected"), std::string::npos);
+  EXPECT_EQ(cps.saved["t"], "1");
+  EXPECT_EQ(p.state(), PipelineState::failed);
+}
+
+TEST(Pipeline, BatchesRespectMaxRecordsAndResumeFromCheckpoint) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<RecordingDestination>();
+  RecordingDestination* d = dest.get();
+  {
+    Pipeline p(options(10000), std::make_unique<CountingSource>(25000), {}, std::move(dest), &cps);
+    ASSERT_TRUE(p.run().ok());
+    EXPECT_EQ(d->sizes, (std::vector<size_t>{10000, 10000, 5000}));
+    EXPECT_EQ(p.metrics().records_written.load(), 25000u);
+  }
+  EXPECT_EQ(cps.saved["t"], "25000");
+  // A second run with the same checkpoint store resumes at the end: nothing to do.
+  auto dest2 = std::make_unique<RecordingDestination>();
+  RecordingDestination* d2 = dest2.get();
+  Pipeline p2(options(10000), std::make_unique<CountingSource>(25000), {}, std::move(dest2), &cps);
+  ASSERT_TRUE(p2.run().ok());
+  size_t total = 0;
+  for (size_t s : d2->sizes) total += s;
+  EXPECT_EQ(total, 0u);
+}
+
+Result<std::unique_ptr<Source>> generator(std::map<std::string, std::string> text) {
+  const ConnectorSpec* spec = Registry::builtin().connector("generator");
+  Settings s;
+  if (auto err = settings_from_text(spec->source_settings, text, &s)) return Error(Errc::config, *err);
+  return spec->make_source(s);
+}
+
+TEST(Pipeline, SlowDestinationBoundsRecordsInFlight) {
+  MemoryCheckpoints cps;
+  auto src = generator({});  // unlimited, as fast as possible
+  ASSERT_TRUE(src.ok());
+  auto dest = std::make_unique<RecordingDestination>(20ms);
+  Pipeline p(options(100), std::move(src.value()), {}, std::move(dest), &cps);
+  Status result;
+  std::thread t([&] { result = p.run(); });
+  uint64_t max_gap = 0;
+  for (int i = 0; i < 30; ++i) {
+    std::this_thread::sleep_for(10ms);
+    const uint64_t read = p.metrics().records_read.load(), written = p.metrics().records_written.load();
+    max_gap = std::max(max_gap, read - std::min(read, written));
+  }
+  p.request_stop();
+  t.join();
+  ASSERT_TRUE(result.ok());
+  // At most max_in_flight (1 + 2) batches of 100 are read ahead of the destination.
+  EXPECT_LE(max_gap, 300u);
+  // Graceful stop drains: everything read was written and checkpointed.
+  EXPECT_EQ(p.metrics().records_read.load(), p.metrics().records_written.load());
+  EXPECT_EQ(cps.saved["t"], std::to_string(p.metrics().records_written.load()));
+}
+
+TEST(Pipeline, LingerClosesBatchesOfASlowSource) {
+  MemoryCheckpoints cps;
+  auto src = generator({{"count", "60"}, {"rate", "300"}});
+  ASSERT_TRUE(src.ok());
+  auto dest = std::make_unique<RecordingDestination>();
+  RecordingDestination* d = dest.get();
+  PipelineOptions o = options(10000);
+  o.linger = 50ms;
+  Pipeline p(o, std::move(src.value()), {}, std::move(dest), &cps);
+  ASSERT_TRUE(p.run().ok());
+  size_t total = 0;
+  for (size_t s : d->sizes) total += s;
+  EXPECT_EQ(total, 60u);
+  // 60 records at 300/s take ~200 ms: with 50 ms linger they cannot all land in one batch, and
+  // batching means far fewer batches than records.
+  EXPECT_GT(d->sizes.size(), 1u);
+  EXPECT_LT(d->sizes.size(), 30u);
+}
+
+TEST(OrderedAcker, AdvancesOnlyOverContiguousPrefix) {
+  OrderedAcker a;
+  a.begin(1, "a");
+  a.begin(2, "b");
+  a.begin(3, "c");
+  EXPECT_FALSE(a.complete(3, ok_status()));
+  EXPECT_FALSE(a.take_advanced());
+  EXPECT_TRUE(a.complete(1, ok_status()));
+  EXPECT_EQ(a.take_advanced().value_or(""), "a");
+  EXPECT_TRUE(a.complete(2, ok_status()));
+  EXPECT_EQ(a.take_advanced().value_or(""), "c");
+  EXPECT_EQ(a.pending(), 0u);
+}
+
+TEST(OrderedAcker, FailureStopsAdvancing) {
+  OrderedAcker a;
+  a.begin(1, "a");
+  a.begin(2, "b");
+  EXPECT_FALSE(a.complete(1, Error(Errc::data, "x")));
+  EXPECT_FALSE(a.complete(2, ok_status()));
+  EXPECT_FALSE(a.take_advanced());
+  ASSERT_TRUE(a.failure());
+}
+
+}  // namespace
+}  // namespace sluice
