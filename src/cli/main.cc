@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
                "Streams rows and changes out of databases into Kafka, databases and files."};
   app.set_version_flag("--version", std::string("sluice ") + SLUICE_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // global options may follow the subcommand: `sluice run f.yaml --log-level debug`
   std::string log_level = "info", log_format = "text";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
   app.add_option("--log-format", log_format, "text or json")->capture_default_str();
