@@ -10,5 +10,6 @@ ConnectorSpec generator_connector();  // src/connectors/generator/
 ConnectorSpec discard_connector();    // src/connectors/discard/
 ConnectorSpec file_connector();       // src/connectors/file/
 ConnectorSpec sqlite_connector();     // src/connectors/sqlite/
+ConnectorSpec postgres_connector();   // src/connectors/postgres/
 
 }  // namespace sluice

@@ -9,6 +9,7 @@ void register_builtin_connectors(Registry& r) {
   r.add(discard_connector());
   r.add(file_connector());
   r.add(sqlite_connector());
+  r.add(postgres_connector());
 }
 
 }  // namespace sluice

@@ -1,0 +1,133 @@
+#include "connectors/postgres/pg_connection.h"
+
+#include <fmt/format.h>
+
+namespace sluice::pg {
+
+namespace {
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n' || c == '\r') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+
+}  // namespace
+
+std::string quote_identifier(std::string_view ident) {
+  std::string out = "\"";
+  for (char c : ident) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string describe_target(const std::string& url) {
+  PQconninfoOption* opts = PQconninfoParse(url.c_str(), nullptr);
+  if (!opts) return "the server in `url`";
+  std::string host = "localhost", port = "5432", user, db;
+  for (PQconninfoOption* o = opts; o->keyword; ++o) {
+    if (!o->val) continue;
+    std::string_view k = o->keyword;
+    if (k == "host" || k == "hostaddr") host = o->val;
+    else if (k == "port") port = o->val;
+    else if (k == "user") user = o->val;
+    else if (k == "dbname") db = o->val;
+  }
+  PQconninfoFree(opts);
+  return fmt::format("{}:{}{}", host, port, db.empty() ? "" : "/" + db);
+}
+
+Error classify_error(std::string_view raw, std::string_view doing) {
+  const std::string msg = one_line(raw);
+  const std::string prefix = doing.empty() ? "" : std::string(doing) + ": ";
+  if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
+      contains(msg, "authentication failed"))
+    return Error(Errc::auth, prefix + msg + " (check the user and password in `url`)");
+  if (contains(msg, "must be superuser or replication role") || contains(msg, "permission denied to start WAL sender") ||
+      contains(msg, "must have REPLICATION") || contains(msg, "permission denied to use replication"))
+    return Error(Errc::permission, prefix + msg + " (grant it: ALTER ROLE <user> WITH REPLICATION)");
+  if (contains(msg, "permission denied"))
+    return Error(Errc::permission, prefix + msg + " (grant the privilege to the user in `url`)");
+  if (contains(msg, "logical decoding requires wal_level") || contains(msg, "wal_level"))
+    return Error(Errc::unsupported, prefix + msg + " (set wal_level = logical in postgresql.conf and restart PostgreSQL)");
+  if (contains(msg, "is active for PID") || contains(msg, "is in use"))
+    return Error(Errc::conflict, prefix + msg + " (another process uses this slot: stop it, or set a different `slot`)");
+  if (contains(msg, "does not exist"))
+    return Error(Errc::not_found, prefix + msg);
+  if (contains(msg, "Connection refused") || contains(msg, "could not connect") || contains(msg, "could not translate host") ||
+      contains(msg, "server closed the connection") || contains(msg, "connection to server") || contains(msg, "timeout expired") ||
+      contains(msg, "terminating connection") || contains(msg, "no connection to the server") || contains(msg, "SSL SYSCALL"))
+    return Error(Errc::connection, prefix + msg, true);
+  if (contains(msg, "too many connections") || contains(msg, "the database system is starting up") ||
+      contains(msg, "the database system is shutting down"))
+    return Error(Errc::connection, prefix + msg, true);
+  return Error(Errc::internal, prefix + msg);
+}
+
+Result<PgConn> PgConn::connect(const std::string& url, bool replication) {
+  // Later keywords override what the URL says; expand_dbname makes libpq parse the URL/DSN.
+  const char* keys[] = {"dbname", "options", "application_name", "connect_timeout", replication ? "replication" : nullptr, nullptr};
+  const char* vals[] = {url.c_str(),
+                        "-c DateStyle=ISO -c IntervalStyle=iso_8601 -c TimeZone=UTC -c extra_float_digits=3 "
+                        "-c synchronize_seqscans=off -c statement_timeout=0",
+                        "sluice", "10", replication ? "database" : nullptr, nullptr};
+  PGconn* c = PQconnectdbParams(keys, vals, 1);
+  if (c == nullptr) return Error(Errc::internal, "out of memory creating a PostgreSQL connection");
+  PgConn conn(c);
+  if (PQstatus(c) != CONNECTION_OK) {
+    Error e = classify_error(PQerrorMessage(c), "cannot connect to " + describe_target(url));
+    if (e.code() == Errc::connection)
+      return Error(Errc::connection, e.message() + " (is PostgreSQL running there? check host and port in `url`)", true);
+    return e;
+  }
+  return conn;
+}
+
+std::string PgConn::last_error() const { return conn_ ? one_line(PQerrorMessage(conn_)) : "no connection"; }
+
+Result<PgResult> PgConn::exec(const std::string& sql, ExecStatusType expect) {
+  PgResult r(PQexec(conn_, sql.c_str()));
+  if (!r || PQresultStatus(r.get()) != expect) {
+    std::string msg = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
+    if (msg.empty()) msg = PQerrorMessage(conn_);
+    return classify_error(msg, "");
+  }
+  return r;
+}
+
+Result<PgResult> PgConn::exec_params(const std::string& sql, const std::vector<std::string>& params, ExecStatusType expect) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  PgResult r(PQexecParams(conn_, sql.c_str(), int(values.size()), nullptr, values.data(), nullptr, nullptr, 0));
+  if (!r || PQresultStatus(r.get()) != expect) {
+    std::string msg = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
+    if (msg.empty()) msg = PQerrorMessage(conn_);
+    return classify_error(msg, "");
+  }
+  return r;
+}
+
+std::string PgConn::quote_ident(std::string_view ident) const { return quote_identifier(ident); }
+
+std::string PgConn::quote_literal(std::string_view text) const {
+  char* q = PQescapeLiteral(conn_, text.data(), text.size());
+  if (!q) return "''";
+  std::string out(q);
+  PQfreemem(q);
+  return out;
+}
+
+}  // namespace sluice::pg

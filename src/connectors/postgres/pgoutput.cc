@@ -1,0 +1,379 @@
+#include "connectors/postgres/pgoutput.h"
+
+#include <cstring>
+#include <string>
+
+namespace sluice::pg {
+
+std::string Lsn::to_string() const {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  char buf[17 + 1];
+  size_t n = 0;
+  auto put = [&](uint32_t part) {
+    char tmp[8];
+    int k = 0;
+    do {
+      tmp[k++] = kHex[part & 0xF];
+      part >>= 4;
+    } while (part != 0);
+    while (k > 0) buf[n++] = tmp[--k];
+  };
+  put(static_cast<uint32_t>(value >> 32));
+  buf[n++] = '/';
+  put(static_cast<uint32_t>(value));
+  return std::string(buf, n);
+}
+
+std::optional<Lsn> Lsn::parse(std::string_view text) {
+  // Same rules as PostgreSQL's pg_lsn_in: 1-8 hex digits, '/', 1-8 hex digits, nothing else.
+  auto part = [&](uint32_t* out) -> bool {
+    uint32_t v = 0;
+    size_t n = 0;
+    while (n < text.size() && n < 9) {
+      char c = text[n];
+      uint32_t d;
+      if (c >= '0' && c <= '9') d = uint32_t(c - '0');
+      else if (c >= 'a' && c <= 'f') d = uint32_t(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') d = uint32_t(c - 'A' + 10);
+      else break;
+      v = (v << 4) | d;
+      ++n;
+    }
+    if (n == 0 || n > 8) return false;
+    text.remove_prefix(n);
+    *out = v;
+    return true;
+  };
+  uint32_t hi, lo;
+  if (!part(&hi)) return std::nullopt;
+  if (text.empty() || text.front() != '/') return std::nullopt;
+  text.remove_prefix(1);
+  if (!part(&lo) || !text.empty()) return std::nullopt;
+  return Lsn{(uint64_t(hi) << 32) | lo};
+}
+
+namespace {
+
+// Bounds-checked big-endian reader over one message. Every read fails (returns false) instead of
+// reading past the end.
+class Reader {
+ public:
+  explicit Reader(std::string_view s) : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
+
+  size_t remaining() const noexcept { return size_t(end_ - p_); }
+  bool at_end() const noexcept { return p_ == end_; }
+
+  bool u8(uint8_t* v) {
+    if (remaining() < 1) return false;
+    *v = *p_++;
+    return true;
+  }
+  bool byte(char* c) {
+    uint8_t v;
+    if (!u8(&v)) return false;
+    *c = static_cast<char>(v);
+    return true;
+  }
+  bool u16(uint16_t* v) {
+    if (remaining() < 2) return false;
+    *v = uint16_t((uint16_t(p_[0]) << 8) | p_[1]);
+    p_ += 2;
+    return true;
+  }
+  bool i16(int16_t* v) {
+    uint16_t u;
+    if (!u16(&u)) return false;
+    *v = static_cast<int16_t>(u);
+    return true;
+  }
+  bool u32(uint32_t* v) {
+    if (remaining() < 4) return false;
+    *v = (uint32_t(p_[0]) << 24) | (uint32_t(p_[1]) << 16) | (uint32_t(p_[2]) << 8) | uint32_t(p_[3]);
+    p_ += 4;
+    return true;
+  }
+  bool i32(int32_t* v) {
+    uint32_t u;
+    if (!u32(&u)) return false;
+    *v = static_cast<int32_t>(u);
+    return true;
+  }
+  bool u64(uint64_t* v) {
+    if (remaining() < 8) return false;
+    uint64_t r = 0;
+    for (int i = 0; i < 8; ++i) r = (r << 8) | p_[i];
+    p_ += 8;
+    *v = r;
+    return true;
+  }
+  bool i64(int64_t* v) {
+    uint64_t u;
+    if (!u64(&u)) return false;
+    *v = static_cast<int64_t>(u);
+    return true;
+  }
+  bool lsn(Lsn* l) { return u64(&l->value); }
+  // A NUL-terminated string; the view excludes the terminator.
+  bool cstr(std::string_view* s) {
+    if (p_ == end_) return false;
+    const void* nul = std::memchr(p_, 0, remaining());
+    if (nul == nullptr) return false;
+    const auto* z = static_cast<const uint8_t*>(nul);
+    *s = std::string_view(reinterpret_cast<const char*>(p_), size_t(z - p_));
+    p_ = z + 1;
+    return true;
+  }
+  bool bytes(size_t n, std::string_view* s) {
+    if (remaining() < n) return false;
+    *s = std::string_view(reinterpret_cast<const char*>(p_), n);
+    p_ += n;
+    return true;
+  }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+constexpr std::string_view kPgCatalog = "pg_catalog";
+
+Error truncated(std::string_view what) {
+  return Error(Errc::data, "pgoutput: truncated " + std::string(what) + " message");
+}
+Error malformed(std::string_view what, std::string_view why) {
+  return Error(Errc::data, "pgoutput: malformed " + std::string(what) + " message: " + std::string(why));
+}
+Error trailing(std::string_view what, size_t n) {
+  return Error(Errc::data,
+               "pgoutput: malformed " + std::string(what) + " message: " + std::to_string(n) + " trailing bytes");
+}
+
+std::string describe_byte(uint8_t b) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  if (b >= 0x20 && b < 0x7f) {
+    s += '\'';
+    s += char(b);
+    s += "' ";
+  }
+  s += "(0x";
+  s += kHex[b >> 4];
+  s += kHex[b & 15];
+  s += ')';
+  return s;
+}
+
+bool pg_time_to_unix(int64_t pg_micros, int64_t* out) {
+  return !__builtin_add_overflow(pg_micros, kPgEpochOffsetMicros, out);
+}
+
+// TupleData: Int16 ncols, then per column a kind byte and for 't'/'b' an Int32 length + bytes.
+Status read_tuple(Reader& r, std::string_view what, Tuple* tuple) {
+  int16_t ncols;
+  if (!r.i16(&ncols)) return truncated(what);
+  if (ncols < 0) return malformed(what, "negative column count " + std::to_string(ncols));
+  // Every column takes at least one byte: refuse counts the payload cannot hold before allocating.
+  if (size_t(ncols) > r.remaining()) return truncated(what);
+  tuple->resize(size_t(ncols));
+  for (TupleValue& v : *tuple) {
+    char kind;
+    if (!r.byte(&kind)) return truncated(what);
+    v.kind = kind;
+    v.data = {};
+    switch (kind) {
+      case 'n':
+      case 'u':
+        break;
+      case 't':
+      case 'b': {
+        int32_t len;
+        if (!r.i32(&len)) return truncated(what);
+        if (len < 0) return malformed(what, "negative value length " + std::to_string(len));
+        if (!r.bytes(size_t(len), &v.data)) return truncated(what);
+        break;
+      }
+      default:
+        return malformed(what, "unknown tuple value kind " + describe_byte(uint8_t(kind)));
+    }
+  }
+  return ok_status();
+}
+
+template <typename T>
+T& reuse(Message* out) {
+  if (auto* p = std::get_if<T>(out)) return *p;
+  return out->emplace<T>();
+}
+
+Status decode_begin(Reader& r, Message* out) {
+  constexpr std::string_view what = "Begin";
+  BeginMsg m;
+  int64_t ts;
+  if (!r.lsn(&m.final_lsn) || !r.i64(&ts) || !r.u32(&m.xid)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  if (!pg_time_to_unix(ts, &m.commit_time)) return malformed(what, "commit timestamp out of range");
+  *out = m;
+  return ok_status();
+}
+
+Status decode_commit(Reader& r, Message* out) {
+  constexpr std::string_view what = "Commit";
+  CommitMsg m;
+  int64_t ts;
+  if (!r.u8(&m.flags) || !r.lsn(&m.commit_lsn) || !r.lsn(&m.end_lsn) || !r.i64(&ts)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  if (!pg_time_to_unix(ts, &m.commit_time)) return malformed(what, "commit timestamp out of range");
+  *out = m;
+  return ok_status();
+}
+
+Status decode_origin(Reader& r, Message* out) {
+  constexpr std::string_view what = "Origin";
+  OriginMsg m;
+  if (!r.lsn(&m.origin_lsn) || !r.cstr(&m.name)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  *out = m;
+  return ok_status();
+}
+
+Status decode_relation(Reader& r, Message* out) {
+  constexpr std::string_view what = "Relation";
+  auto rel = std::make_shared<Relation>();
+  std::string_view ns, name;
+  char ident;
+  int16_t ncols;
+  if (!r.u32(&rel->oid) || !r.cstr(&ns) || !r.cstr(&name) || !r.byte(&ident) || !r.i16(&ncols))
+    return truncated(what);
+  if (ncols < 0) return malformed(what, "negative column count " + std::to_string(ncols));
+  // Each column is at least flags + empty name + type oid + typmod = 10 bytes.
+  if (size_t(ncols) * 10 > r.remaining()) return truncated(what);
+  rel->schema = ns.empty() ? std::string(kPgCatalog) : std::string(ns);
+  rel->name = std::string(name);
+  rel->replica_identity = ident;
+  rel->columns.resize(size_t(ncols));
+  for (Column& c : rel->columns) {
+    uint8_t flags;
+    std::string_view cname;
+    if (!r.u8(&flags) || !r.cstr(&cname) || !r.u32(&c.type_oid) || !r.i32(&c.type_mod)) return truncated(what);
+    c.key = (flags & 1) != 0;
+    c.name = std::string(cname);
+  }
+  if (!r.at_end()) return trailing(what, r.remaining());
+  out->emplace<RelationMsg>(RelationMsg{std::move(rel)});
+  return ok_status();
+}
+
+Status decode_type(Reader& r, Message* out) {
+  constexpr std::string_view what = "Type";
+  TypeMsg m;
+  if (!r.u32(&m.oid) || !r.cstr(&m.schema) || !r.cstr(&m.name)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  if (m.schema.empty()) m.schema = kPgCatalog;
+  *out = m;
+  return ok_status();
+}
+
+Status decode_insert(Reader& r, Message* out) {
+  constexpr std::string_view what = "Insert";
+  InsertMsg& m = reuse<InsertMsg>(out);
+  char tag;
+  if (!r.u32(&m.relation_oid) || !r.byte(&tag)) return truncated(what);
+  if (tag != 'N') return malformed(what, "expected 'N', got " + describe_byte(uint8_t(tag)));
+  if (Status s = read_tuple(r, what, &m.new_tuple); !s) return s;
+  if (!r.at_end()) return trailing(what, r.remaining());
+  return ok_status();
+}
+
+Status decode_update(Reader& r, Message* out) {
+  constexpr std::string_view what = "Update";
+  UpdateMsg& m = reuse<UpdateMsg>(out);
+  char tag;
+  if (!r.u32(&m.relation_oid) || !r.byte(&tag)) return truncated(what);
+  m.old_kind = 0;
+  if (tag == 'K' || tag == 'O') {
+    m.old_kind = tag;
+    if (Status s = read_tuple(r, what, &m.old_tuple); !s) return s;
+    if (!r.byte(&tag)) return truncated(what);
+  } else {
+    m.old_tuple.clear();
+  }
+  if (tag != 'N') return malformed(what, "expected 'N', got " + describe_byte(uint8_t(tag)));
+  if (Status s = read_tuple(r, what, &m.new_tuple); !s) return s;
+  if (!r.at_end()) return trailing(what, r.remaining());
+  return ok_status();
+}
+
+Status decode_delete(Reader& r, Message* out) {
+  constexpr std::string_view what = "Delete";
+  DeleteMsg& m = reuse<DeleteMsg>(out);
+  char tag;
+  if (!r.u32(&m.relation_oid) || !r.byte(&tag)) return truncated(what);
+  if (tag != 'K' && tag != 'O') return malformed(what, "expected 'K' or 'O', got " + describe_byte(uint8_t(tag)));
+  m.old_kind = tag;
+  if (Status s = read_tuple(r, what, &m.old_tuple); !s) return s;
+  if (!r.at_end()) return trailing(what, r.remaining());
+  return ok_status();
+}
+
+Status decode_truncate(Reader& r, Message* out) {
+  constexpr std::string_view what = "Truncate";
+  TruncateMsg& m = reuse<TruncateMsg>(out);
+  int32_t nrels;
+  if (!r.i32(&nrels) || !r.u8(&m.options)) return truncated(what);
+  if (nrels < 0) return malformed(what, "negative relation count " + std::to_string(nrels));
+  if (size_t(nrels) * 4 > r.remaining()) return truncated(what);
+  m.relation_oids.resize(size_t(nrels));
+  for (uint32_t& oid : m.relation_oids)
+    if (!r.u32(&oid)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  return ok_status();
+}
+
+Status decode_message(Reader& r, Message* out) {
+  constexpr std::string_view what = "logical decoding Message";
+  LogicalMsg m;
+  uint8_t flags;
+  int32_t len;
+  if (!r.u8(&flags) || !r.lsn(&m.lsn) || !r.cstr(&m.prefix) || !r.i32(&len)) return truncated(what);
+  if (len < 0) return malformed(what, "negative content length " + std::to_string(len));
+  if (!r.bytes(size_t(len), &m.content)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  m.transactional = (flags & 1) != 0;
+  *out = m;
+  return ok_status();
+}
+
+}  // namespace
+
+Status decode_pgoutput(std::string_view payload, Message* out) {
+  if (payload.empty()) return Error(Errc::data, "pgoutput: empty message");
+  Reader r(payload.substr(1));
+  const uint8_t type = static_cast<uint8_t>(payload.front());
+  switch (type) {
+    case 'B': return decode_begin(r, out);
+    case 'C': return decode_commit(r, out);
+    case 'O': return decode_origin(r, out);
+    case 'R': return decode_relation(r, out);
+    case 'Y': return decode_type(r, out);
+    case 'I': return decode_insert(r, out);
+    case 'U': return decode_update(r, out);
+    case 'D': return decode_delete(r, out);
+    case 'T': return decode_truncate(r, out);
+    case 'M': return decode_message(r, out);
+    case 'S':  // Stream Start (protocol version 2+)
+    case 'E':  // Stream Stop
+    case 'c':  // Stream Commit
+    case 'A':  // Stream Abort
+    case 'b':  // Begin Prepare (protocol version 3+)
+    case 'P':  // Prepare
+    case 'K':  // Commit Prepared
+    case 'r':  // Rollback Prepared
+    case 'p':  // Stream Prepare
+      return Error(Errc::unsupported, "pgoutput: message type " + describe_byte(type) +
+                                          " needs a protocol version above 1, which sluice does not request");
+    default:
+      return Error(Errc::data, "pgoutput: unknown message type " + describe_byte(type));
+  }
+}
+
+}  // namespace sluice::pg

@@ -1,0 +1,26 @@
+// The `postgres` source: a consistent snapshot (COPY inside the snapshot exported by slot creation),
+// then logical replication (pgoutput, protocol 1) from the slot.
+//
+//   open: connect ─▶ checks (wal_level, REPLICATION, tables) ─▶ publication ─▶ slot
+//                      (created with an exported snapshot the first time)
+//   read: ┌ snapshot phase: COPY (SELECT ctid, cols FROM t WHERE ctid > last) per table ─┐
+//         └──────────────────────────────────────────────────────────────────────────────┴▶ CDC:
+//         START_REPLICATION from the checkpoint; XLogData → pgoutput → records
+//   ack:  standby status updates carry flush = the position the runtime acknowledged (durable at
+//         the destination), never what was merely received.
+//
+// Position (opaque to the runtime, text):
+//   "snapshot <start-lsn> <table-index> <ctid>"     snapshot in progress; stream starts at start-lsn
+//   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn are
+//                                                   durable, plus the first n changes of the
+//                                                   transaction committing at tx-commit-lsn
+//   "done <lsn>"                                    initial_only snapshot finished
+#pragma once
+
+#include "connectors/builtin.h"
+
+namespace sluice {
+
+ConnectorSpec postgres_connector();
+
+}  // namespace sluice
