@@ -9,7 +9,7 @@ namespace {
 std::string one_line(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\n' || c == '\r') {
+    if (c == '\n' || c == '\r' || c == '\t') {
       if (!out.empty() && out.back() != ' ') out += ' ';
     } else {
       out += c;

@@ -271,6 +271,13 @@ class PostgresSource final : public Source {
   Clock::time_point last_heartbeat_ = Clock::now();
   std::string last_returned_position_;
   pg::Message msg_;
+  // Per-batch caches (reset by read()): transaction metadata already copied into this batch's
+  // arena, and relations already retained by it.
+  struct TxMeta {
+    bool valid = false;
+    std::string_view commit_lsn, commit_time, xid;
+  } tx_meta_;
+  std::vector<const pg::Relation*> retained_;
   Backoff reconnect_backoff_{std::chrono::milliseconds(200), std::chrono::seconds(30)};
   std::jthread status_thread_;
 };
@@ -299,8 +306,9 @@ Status PostgresSource::resolve_tables() {
   tables_.clear();
   all_tables_ = tables_setting_.size() == 1 && tables_setting_[0] == "*";
   if (all_tables_) {
+    // Estimated rows (progress only): reltuples, or ~120 bytes a row if never analysed.
     auto r = conn_.exec(
-        "SELECT n.nspname, c.relname, c.oid, greatest(c.reltuples, 0)::bigint FROM pg_class c JOIN pg_namespace n ON "
+        "SELECT n.nspname, c.relname, c.oid, (CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 120 END)::bigint FROM pg_class c JOIN pg_namespace n ON "
         "n.oid = c.relnamespace WHERE c.relkind = 'r' AND NOT c.relispartition AND n.nspname NOT IN "
         "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' "
         "ORDER BY 1, 2");
@@ -317,7 +325,7 @@ Status PostgresSource::resolve_tables() {
       return Error(Errc::config, fmt::format("setting 'tables': '{}' is not a table name (schema.table, quote names "
                                              "with spaces: sales.\"Order Items\")", spec));
     auto r = conn_.exec_params(
-        "SELECT c.oid, c.relkind, greatest(c.reltuples, 0)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = "
+        "SELECT c.oid, c.relkind, (CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 120 END)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = "
         "c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
         {name->first, name->second});
     if (!r.ok()) return std::move(r).error();
@@ -655,6 +663,10 @@ Result<ReadStatus> PostgresSource::read_snapshot(Batch& batch, const ReadRequest
           v.data = f;
         }
       }
+      if (std::find(retained_.begin(), retained_.end(), copy_table_->rel.get()) == retained_.end()) {
+        batch.retain(copy_table_->rel);
+        retained_.push_back(copy_table_->rel.get());
+      }
       Record& r = batch.add();
       r.op = Operation::snapshot;
       r.metadata = metadata(batch, *copy_table_, Lsn{}, false);
@@ -690,10 +702,16 @@ Value PostgresSource::metadata(Batch& batch, const TableState& t, Lsn lsn, bool 
   m.add(meta::kSchema, Value::string(t.rel->schema));
   m.add(meta::kTable, Value::string(t.rel->name));
   if (cdc) {
+    if (!tx_meta_.valid) {
+      tx_meta_.commit_lsn = batch.copy(tx_final_.to_string());
+      tx_meta_.commit_time = batch.copy(format_timestamptz(tx_commit_time_));
+      tx_meta_.xid = batch.copy(std::to_string(tx_xid_));
+      tx_meta_.valid = true;
+    }
     m.add("lsn", Value::string(batch.copy(lsn.to_string())));
-    m.add("commit_lsn", Value::string(batch.copy(tx_final_.to_string())));
-    m.add("commit_time", Value::string(batch.copy(format_timestamptz(tx_commit_time_))));
-    m.add("xid", Value::string(batch.copy(std::to_string(tx_xid_))));
+    m.add("commit_lsn", Value::string(tx_meta_.commit_lsn));
+    m.add("commit_time", Value::string(tx_meta_.commit_time));
+    m.add("xid", Value::string(tx_meta_.xid));
   }
   return m.build();
 }
@@ -725,7 +743,10 @@ Status PostgresSource::tuple_to_object(Batch& batch, const TableState& t, const 
 
 Status PostgresSource::emit_change(Batch& batch, TableState& t, Operation op, const pg::Tuple* old_tuple, char old_kind,
                                    const pg::Tuple* new_tuple, Lsn lsn) {
-  batch.retain(t.rel);
+  if (std::find(retained_.begin(), retained_.end(), t.rel.get()) == retained_.end()) {
+    batch.retain(t.rel);  // column names and schema/table strings live in the relation
+    retained_.push_back(t.rel.get());
+  }
   Record& r = batch.add();
   r.op = op;
   r.position = batch.copy(lsn.to_string());
@@ -853,6 +874,7 @@ Status PostgresSource::handle_xlog(Batch& batch, const char* buf, int len) {
 
   if (auto* b = std::get_if<pg::BeginMsg>(&msg_)) {
     in_tx_ = true;
+    tx_meta_.valid = false;
     tx_final_ = b->final_lsn;
     tx_commit_time_ = b->commit_time;
     tx_xid_ = b->xid;
@@ -917,7 +939,10 @@ Status PostgresSource::handle_xlog(Batch& batch, const char* buf, int len) {
     for (uint32_t oid : tr->relation_oids) {
       TableState* t = lookup(oid);
       if (!t) continue;
-      batch.retain(t->rel);
+      if (std::find(retained_.begin(), retained_.end(), t->rel.get()) == retained_.end()) {
+        batch.retain(t->rel);
+        retained_.push_back(t->rel.get());
+      }
       Record& rec = batch.add();
       rec.op = Operation::remove;
       rec.position = batch.copy(lsn.to_string());
@@ -1024,6 +1049,8 @@ Result<ReadStatus> PostgresSource::read_cdc(Batch& batch, const ReadRequest& req
 }
 
 Result<ReadStatus> PostgresSource::read(Batch& batch, const ReadRequest& req, std::stop_token stop) {
+  tx_meta_.valid = false;
+  retained_.clear();
   switch (pos_.phase) {
     case Position::Phase::snapshot: return read_snapshot(batch, req, stop);
     case Position::Phase::cdc: return read_cdc(batch, req, stop);

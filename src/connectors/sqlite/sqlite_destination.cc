@@ -211,6 +211,12 @@ class SqliteDestination final : public Destination {
     if (!table) return std::move(table).error();
     TableState& t = *table.value();
 
+    // A source-side TRUNCATE (a key-less delete marked `truncate`) empties the table.
+    if (r.op == Operation::remove && r.key.is_absent() && r.meta("truncate") == "true") {
+      if (!t.exists) return ok_status();
+      return db_.exec("DELETE FROM " + t.quoted, "cannot truncate " + t.name);
+    }
+
     // The key: an object's fields, or a scalar as one column named "key".
     std::span<const Field> key;
     if (r.key.is_object()) {

@@ -189,6 +189,24 @@ TEST_F(SqliteDestinationTest, DeleteRemovesByKey) {
   EXPECT_EQ(db.rows("SELECT id FROM employees ORDER BY id"), (std::vector<std::string>{"1", "3"}));
 }
 
+TEST_F(SqliteDestinationTest, TruncateRecordEmptiesTheTableAndLaterInsertsLand) {
+  open();
+  Batch b1;
+  for (int i = 1; i <= 3; ++i) add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
+  write_ok(b1);
+  Batch b2;
+  Record& t = b2.add();
+  t.op = Operation::remove;
+  t.metadata = b2.object(2).add("table", Value::string("employees")).add("truncate", Value::string("true")).build();
+  add(b2, Operation::create, "employees", id_key(b2, 9), person(b2, 9, "after", 9));
+  add(b2, Operation::remove, "other", Value());  // key-less delete without the marker is still an error
+  EXPECT_FALSE(write(b2).ok());
+  b2.records().pop_back();
+  write_ok(b2);
+  Reader db(path_);
+  EXPECT_EQ(db.rows("SELECT id FROM employees ORDER BY id"), (std::vector<std::string>{"9"}));
+}
+
 TEST_F(SqliteDestinationTest, DeleteFromAnUnknownTableDoesNotCreateIt) {
   open();
   Batch b;
