@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -125,12 +127,16 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   const auto started = Clock::now();
   std::vector<std::optional<Status>> results(pipelines.size());
   std::vector<std::atomic<bool>> done(pipelines.size());
+  std::mutex done_mu;
+  std::condition_variable done_cv;
   std::vector<std::thread> threads;
   for (size_t i = 0; i < pipelines.size(); ++i) {
     threads.emplace_back([&, i] {
       results[i] = pipelines[i]->run();
       if (!results[i]->ok()) spdlog::error("pipeline {}: {}", pipelines[i]->options().id, results[i]->error().message());
+      std::lock_guard lock(done_mu);
       done[i] = true;
+      done_cv.notify_all();
     });
   }
 
@@ -143,7 +149,12 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     bool all_done = true;
     for (auto& d : done) all_done = all_done && d.load();
     if (all_done) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    {
+      std::unique_lock lock(done_mu);
+      done_cv.wait_for(lock, std::chrono::milliseconds(100), [&] {
+        return std::all_of(done.begin(), done.end(), [](const std::atomic<bool>& d) { return d.load(); });
+      });
+    }
     const auto now = Clock::now();
 
     if (idle_exit_seconds > 0 && !idle_stop) {

@@ -3,14 +3,15 @@
 //
 //   open: connect ─▶ checks (wal_level, REPLICATION, tables) ─▶ publication ─▶ slot
 //                      (created with an exported snapshot the first time)
-//   read: ┌ snapshot phase: COPY (SELECT ctid, cols FROM t WHERE ctid > last) per table ─┐
+//   read: ┌ snapshot phase: COPY (SELECT cols FROM t WHERE ctid in a 32 MiB page range) ────┐
 //         └──────────────────────────────────────────────────────────────────────────────┴▶ CDC:
 //         START_REPLICATION from the checkpoint; XLogData → pgoutput → records
 //   ack:  standby status updates carry flush = the position the runtime acknowledged (durable at
 //         the destination), never what was merely received.
 //
 // Position (opaque to the runtime, text):
-//   "snapshot <start-lsn> <table-index> <ctid>"     snapshot in progress; stream starts at start-lsn
+//   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress at the chunk starting at
+//                                                   heap page <page>; stream starts at start-lsn
 //   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn are
 //                                                   durable, plus the first n changes of the
 //                                                   transaction committing at tx-commit-lsn

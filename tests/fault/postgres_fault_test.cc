@@ -1,0 +1,277 @@
+// Faults of the postgres source, through the sluice binary against the real PostgreSQL 15 test
+// servers: configuration and connection failures (each one error line naming the fix), a slot in
+// use, wal_level not logical (the postgres-replica service), a replication connection dropped
+// mid-stream, and `sluice cleanup`.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "integration/pg_harness.h"
+
+namespace sluice::pgtest {
+namespace {
+
+using e2e::Process;
+
+// What `sluice run` prints when a pipeline cannot start: one error log line (the cause and its
+// fix) and the final summary line; nothing else, no warnings.
+void expect_single_error(const std::string& err, const std::string& pipeline,
+                         const std::vector<std::string>& words) {
+  std::vector<std::string> errors, summaries, others;
+  for (const std::string& l : lines_of(err)) {
+    if (l.empty()) continue;
+    if (is_error_log_line(l)) errors.push_back(l);
+    else if (starts_with(l, "sluice: pipeline " + pipeline + " FAILED: ")) summaries.push_back(l);
+    else others.push_back(l);
+  }
+  ASSERT_EQ(errors.size(), 1u) << err;
+  EXPECT_EQ(summaries.size(), 1u) << err;
+  EXPECT_TRUE(others.empty()) << "unexpected lines:\n" << err;
+  EXPECT_NE(errors[0].find("pipeline " + pipeline + ": postgres source: "), std::string::npos) << errors[0];
+  for (const std::string& w : words) EXPECT_NE(errors[0].find(w), std::string::npos) << "no '" << w << "' in: " << errors[0];
+}
+
+int run_expect_failure(const std::filesystem::path& dir, std::string* err) {
+  Process p({"run", "p.yaml"}, dir);
+  const int rc = p.wait_for(60s);
+  *err = p.stderr_text();
+  return rc;
+}
+
+int closed_port() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    close(s);
+    return 1;
+  }
+  close(s);  // bound, never listened, now closed: connections are refused
+  return ntohs(a.sin_port);
+}
+
+std::string slot_count(Conn& c, const std::string& slot) {
+  return c.scalar("SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "'");
+}
+
+TEST(PostgresFaults, UnreachableServerFailsWithOneLineNamingHostAndPort) {
+  const std::string base = env_url();
+  ASSERT_FALSE(base.empty());
+  const int port = closed_port();
+  auto dir = e2e::make_temp_dir("pg-unreachable");
+  PipelineFile f;
+  f.id = "unreachable";
+  f.url = url_with_port(base, port);
+  f.tables = {"public.anything"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  std::string err;
+  EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
+  expect_single_error(err, "unreachable",
+                      {"cannot connect to 127.0.0.1:" + std::to_string(port), "Connection refused",
+                       "check host and port in `url`"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresFaults, WrongPasswordFailsWithOneLineNamingTheCredentials) {
+  TestDb db("wrong_password");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY)"));
+  auto dir = e2e::make_temp_dir("pg-wrongpw");
+  PipelineFile f;
+  f.id = "wrong_password";
+  f.url = url_with_credentials(db.url(), "postgres", "not-the-password");
+  f.tables = {"public.t"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  std::string err;
+  EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
+  expect_single_error(err, "wrong_password",
+                      {"password authentication failed", "check the user and password in `url`"});
+  EXPECT_EQ(err.find("not-the-password"), std::string::npos) << "the password is echoed: " << err;
+  EXPECT_EQ(slot_count(db.admin(), "sluice_wrong_password"), "0");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresFaults, RoleWithoutReplicationFailsWithTheGrantToRun) {
+  TestDb db("norepl");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.admin().exec("DROP ROLE IF EXISTS sluice_t_norepl; CREATE ROLE sluice_t_norepl LOGIN PASSWORD 'pw1'"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); GRANT SELECT ON t TO sluice_t_norepl"));
+  auto dir = e2e::make_temp_dir("pg-norepl");
+  PipelineFile f;
+  f.id = "norepl";
+  f.url = url_with_credentials(db.url(), "sluice_t_norepl", "pw1");
+  f.tables = {"public.t"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  std::string err;
+  EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
+  expect_single_error(err, "norepl",
+                      {"sluice_t_norepl", "lacks the REPLICATION attribute", "ALTER ROLE \"sluice_t_norepl\" WITH REPLICATION"});
+  EXPECT_EQ(slot_count(db.admin(), "sluice_norepl"), "0");
+  db.sql().exec("DROP TABLE t");
+  EXPECT_TRUE(db.admin().exec("DROP ROLE sluice_t_norepl"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresFaults, MissingTableFailsWithOneLineNamingTheTableAndSetting) {
+  TestDb db("missing_table");
+  ASSERT_TRUE(db.ok());
+  auto dir = e2e::make_temp_dir("pg-notable");
+  PipelineFile f;
+  f.id = "missing_table";
+  f.url = db.url();
+  f.tables = {"public.nosuch"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  std::string err;
+  EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
+  expect_single_error(err, "missing_table", {"\"public\".\"nosuch\" does not exist", "check `tables`"});
+  EXPECT_EQ(slot_count(db.admin(), "sluice_missing_table"), "0");
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication"), "0");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresFaults, WalLevelNotLogicalFailsWithTheSettingToChange) {
+  TestDb db("nological", "SLUICE_TEST_PG_NOLOGICAL_URL", "postgres-replica");
+  ASSERT_TRUE(db.ok());
+  ASSERT_EQ(db.sql().scalar("SHOW wal_level"), "replica");
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY)"));
+  auto dir = e2e::make_temp_dir("pg-nological");
+  PipelineFile f;
+  f.id = "nological";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  std::string err;
+  EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
+  expect_single_error(err, "nological", {"wal_level is 'replica'", "set wal_level = logical in postgresql.conf",
+                                         "restart PostgreSQL"});
+  std::filesystem::remove_all(dir);
+}
+
+// A second pipeline on the same slot fails with the 'in use' message; the first keeps streaming.
+TEST(PostgresFaults, SlotInUseByAnotherProcessFailsTheSecondPipelineOnly) {
+  TestDb db("slot_in_use");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1);"));
+  auto dir1 = e2e::make_temp_dir("pg-inuse1"), dir2 = e2e::make_temp_dir("pg-inuse2");
+  PipelineFile f;
+  f.id = "slot_in_use";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  e2e::write_file(dir1 / "p.yaml", f.yaml());
+  e2e::write_file(dir2 / "p.yaml", f.yaml());
+  Process first({"run", "p.yaml"}, dir1);
+  ASSERT_TRUE(wait_for_checkpoint(first, dir1, "slot_in_use", [](const std::string& c) { return starts_with(c, "cdc "); }))
+      << first.stderr_text();
+  ASSERT_TRUE(wait_until([&] {
+    return db.sql().scalar("SELECT active FROM pg_replication_slots WHERE slot_name = 'sluice_slot_in_use'") == "t";
+  }, 10s));
+  std::string err;
+  EXPECT_EQ(run_expect_failure(dir2, &err), 1) << err;
+  expect_single_error(err, "slot_in_use", {"replication slot sluice_slot_in_use is in use", "set a different `slot`"});
+  // The first one is unaffected: still running, still streaming.
+  EXPECT_EQ(first.wait_for(0ms), -1) << first.stderr_text();
+  ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2)"));
+  EXPECT_TRUE(wait_until([&] { return e2e::Db(dir1 / "out.db").scalar("SELECT count(*) FROM t") == 2; }, 30s))
+      << first.stderr_text();
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait_for(60s), 0) << first.stderr_text();
+  std::filesystem::remove_all(dir1);
+  std::filesystem::remove_all(dir2);
+}
+
+// The walsender is terminated several times while a writer commits transactions: each time the
+// source reconnects and resumes from what it had read, and every row arrives.
+TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
+  TestDb db("dropped");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id bigserial PRIMARY KEY, n int NOT NULL, s text NOT NULL)"));
+  auto dir = e2e::make_temp_dir("pg-dropped");
+  PipelineFile f;
+  f.id = "dropped";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  f.max_records = 300;
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "dropped", [](const std::string& c) { return starts_with(c, "cdc "); }))
+      << p.stderr_text();
+  Writer writer(
+      db.url(),
+      [](Conn& c, uint64_t i) {
+        return c.exec("BEGIN; INSERT INTO t (n, s) SELECT g, md5(g::text) FROM generate_series(1, 200) g;"
+                      "UPDATE t SET n = n + 1 WHERE id = " + std::to_string(i * 7 + 1) + "; COMMIT;");
+      },
+      5ms);
+  int terminated = 0;
+  std::string last_pid;
+  for (int round = 0; round < 4; ++round) {
+    // Wait until the source streams again (a new walsender holds the slot), then cut it off.
+    std::string pid;
+    ASSERT_TRUE(wait_until([&] {
+      pid = db.sql().scalar("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_dropped' AND active");
+      return !pid.empty() && pid != last_pid;
+    }, 30s)) << p.stderr_text();
+    last_pid = pid;
+    const uint64_t at = writer.steps();
+    ASSERT_TRUE(wait_until([&] { return writer.steps() >= at + 5; }, 30s));
+    if (db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")") == "t") ++terminated;
+  }
+  const uint64_t at = writer.steps();
+  ASSERT_TRUE(wait_until([&] { return writer.steps() >= at + 5; }, 30s));
+  writer.stop();
+  EXPECT_FALSE(writer.failed());
+  ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
+  EXPECT_EQ(terminated, 4);
+  const std::string err = p.stderr_text();
+  size_t reconnects = 0;
+  for (const auto& l : lines_of(err)) reconnects += l.find("(reconnecting)") != std::string::npos;
+  EXPECT_GE(reconnects, 1u) << err;
+  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, n::text, s FROM t ORDER BY t.id", dir / "out.db",
+                           "SELECT id, n, s FROM t ORDER BY id"),
+            0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresFaults, CleanupDropsTheSlotThePublicationAndTheCheckpoint) {
+  TestDb db("cleanup");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1);"));
+  auto dir = e2e::make_temp_dir("pg-cleanup");
+  PipelineFile f;
+  f.id = "cleanup";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  {
+    Process p({"run", "p.yaml"}, dir);
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, "cleanup", [](const std::string& c) { return starts_with(c, "cdc "); }))
+        << p.stderr_text();
+    EXPECT_EQ(slot_count(db.admin(), "sluice_cleanup"), "1");
+    EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_cleanup'"), "1");
+    // While the pipeline runs, cleanup refuses.
+    Process c({"cleanup", "p.yaml"}, dir);
+    EXPECT_EQ(c.wait_for(60s), 1);
+    EXPECT_NE(c.stderr_text().find("stop the pipeline first"), std::string::npos) << c.stderr_text();
+    EXPECT_EQ(slot_count(db.admin(), "sluice_cleanup"), "1");
+    p.signal(SIGTERM);
+    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  }
+  ASSERT_FALSE(checkpoint_of(dir, "cleanup").empty());
+  ASSERT_TRUE(wait_until([&] {
+    return db.sql().scalar("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_cleanup' AND active") == "0";
+  }, 10s));
+  Process c({"cleanup", "p.yaml"}, dir);
+  EXPECT_EQ(c.wait_for(60s), 0) << c.stderr_text();
+  EXPECT_NE(e2e::read_file(dir / "stdout.txt").find("pipeline cleanup: cleaned up"), std::string::npos);
+  EXPECT_EQ(slot_count(db.admin(), "sluice_cleanup"), "0");
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_cleanup'"), "0");
+  EXPECT_EQ(checkpoint_of(dir, "cleanup"), "");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sluice::pgtest
