@@ -17,9 +17,10 @@ using e2e::Process;
 constexpr const char* kBigDdl =
     "CREATE TABLE big (id bigserial PRIMARY KEY, n int NOT NULL, s text NOT NULL, amount numeric(12,2) NOT NULL)";
 
-std::string fill_big(int64_t rows) {
-  return "INSERT INTO big (n, s, amount) SELECT g, md5(g::text), (g % 100000) / 100.0 FROM generate_series(1, " +
-         std::to_string(rows) + ") g";
+// `width` md5s per row: 3 makes 300,000 rows about 5,400 heap pages, more than one snapshot chunk.
+std::string fill_big(int64_t rows, int width = 1) {
+  return "INSERT INTO big (n, s, amount) SELECT g, repeat(md5(g::text), " + std::to_string(width) +
+         "), (g % 100000) / 100.0 FROM generate_series(1, " + std::to_string(rows) + ") g";
 }
 
 int compare_big(TestDb& db, const std::filesystem::path& dir) {
@@ -66,9 +67,9 @@ TEST(PostgresToSqlite, SnapshotWhileAWriterInsertsAndUpdatesEndsEqualToTheSource
   Writer writer(db.url(), mixed_writes(200000, 3, 3, true), 2ms);
   ASSERT_TRUE(wait_until([&] { return writer.steps() > 0; }, 10s));
   Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) { return starts_with(c, "snapshot "); }))
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) { return !c.empty(); }))
       << p.stderr_text();
-  const uint64_t steps_in_snapshot = writer.steps();
+  const uint64_t steps_in_snapshot = writer.steps();  // at the first checkpoint (usually mid-snapshot)
   ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) { return starts_with(c, "cdc "); }))
       << p.stderr_text();
   // Keep writing while changes stream, then stop: the pipeline catches up and exits when idle.
@@ -78,7 +79,7 @@ TEST(PostgresToSqlite, SnapshotWhileAWriterInsertsAndUpdatesEndsEqualToTheSource
   EXPECT_FALSE(writer.failed());
   ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
   EXPECT_EQ(compare_big(db, dir), 0);
-  std::cout << "writer transactions: " << steps_in_snapshot << " before the first snapshot checkpoint, " << at_cdc
+  std::cout << "writer transactions: " << steps_in_snapshot << " before the first checkpoint, " << at_cdc
             << " before the first CDC one, " << steps << " in all\n";
   std::filesystem::remove_all(dir);
 }
@@ -89,13 +90,17 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
   TestDb db("snap_kill");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kBigDdl));
-  ASSERT_TRUE(db.sql().exec(fill_big(300000)));
+  ASSERT_TRUE(db.sql().exec(fill_big(300000, 3)));
+  ASSERT_GT(std::stoll(db.sql().scalar("SELECT pg_relation_size('big') / 8192")), 4096) << "fits one snapshot chunk";
   auto dir = e2e::make_temp_dir("pg-snap-kill");
   e2e::write_file(dir / "p.yaml", big_pipeline(db, "snap_kill").yaml());
+  // A writer runs throughout: before the kill, while sluice is down and after the restart.
+  Writer writer(db.url(), mixed_writes(300000, 2, 4, true), 2ms);
   {
     Process p({"run", "p.yaml"}, dir);
+    // "snapshot <lsn> <table> <page>": killed in the second chunk, the restart resumes there.
     ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_kill", [](const std::string& c) {
-      return starts_with(c, "snapshot ") && c.find(" (0,0)") == std::string::npos;
+      return starts_with(c, "snapshot ") && c.substr(c.rfind(' ')) != " 0";
     })) << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
@@ -107,6 +112,12 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
                             "DELETE FROM big WHERE id % 997 = 0;" +
                             fill_big(100)));
   Process p2({"run", "p.yaml", "--idle-exit", "2"}, dir);
+  ASSERT_TRUE(wait_for_checkpoint(p2, dir, "snap_kill", [](const std::string& c) { return starts_with(c, "cdc "); }))
+      << p2.stderr_text();
+  const uint64_t at_cdc = writer.steps();
+  ASSERT_TRUE(wait_until([&] { return writer.steps() >= at_cdc + 20; }, 30s));
+  writer.stop();
+  EXPECT_FALSE(writer.failed());
   ASSERT_EQ(p2.wait_for(120s), 0) << p2.stderr_text();
   EXPECT_NE(p2.stderr_text().find("resuming from checkpoint"), std::string::npos);
   EXPECT_TRUE(starts_with(checkpoint_of(dir, "snap_kill"), "cdc ")) << checkpoint_of(dir, "snap_kill");

@@ -461,10 +461,12 @@ Result<TableState*> PostgresSource::table_from_relation(std::shared_ptr<const pg
   return &t;
 }
 
+// The snapshot's columns: those pgoutput sends (generated columns never are), so snapshot and
+// stream records of one row have the same fields.
 Result<TableState*> PostgresSource::table_from_catalog(const TableRef& tr) {
   auto r = conn_.exec_params(
       "SELECT a.attname, a.atttypid, a.atttypmod, c.relreplident FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-      "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+      "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum",
       {std::to_string(tr.oid)});
   if (!r.ok()) return r.error().with_context(fmt::format("cannot read the columns of {}.{}: ", tr.schema, tr.name));
   auto rel = std::make_shared<pg::Relation>();
@@ -508,11 +510,20 @@ Status PostgresSource::open(const ConnectorContext& ctx, const std::optional<std
   std::string exported;
   if (!snapshot_only) {
     if (Status st = ensure_publication(); !st.ok()) return st;
-    auto slot = conn_.exec_params(
+    const std::string slot_query =
         "SELECT active, coalesce(active_pid, 0), coalesce(confirmed_flush_lsn::text, ''), plugin FROM "
-        "pg_replication_slots WHERE slot_name = $1 AND database = current_database()",
-        {slot_});
+        "pg_replication_slots WHERE slot_name = $1 AND database = current_database()";
+    auto slot = conn_.exec_params(slot_query, {slot_});
     if (!slot.ok()) return std::move(slot).error();
+    // Right after a crash of a previous run, its walsender may still be on its way out: give it a
+    // few seconds to release the slot before calling the slot taken.
+    for (int i = 0; i < 50 && PQntuples(slot.value().get()) == 1 &&
+                    std::string_view(PQgetvalue(slot.value().get(), 0, 0)) == "t";
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      slot = conn_.exec_params(slot_query, {slot_});
+      if (!slot.ok()) return std::move(slot).error();
+    }
     PGresult* res = slot.value().get();
     if (PQntuples(res) == 1) {
       if (std::string_view(PQgetvalue(res, 0, 0)) == "t")
@@ -997,9 +1008,12 @@ Status PostgresSource::handle_xlog(Batch& batch, const char* buf, int len) {
 std::string PostgresSource::cdc_position() const {
   Position p = pos_;
   p.phase = Position::Phase::cdc;
-  if (in_tx_ && tx_n_ > 0) {
+  if (in_tx_ && std::max(tx_n_, skip_n_) > 0) {
     p.tx_lsn = tx_final_;
-    p.tx_n = tx_n_;
+    p.tx_n = std::max(tx_n_, skip_n_);  // changes still being skipped were written before
+  } else if (!in_tx_ && resume_n_ > 0) {
+    p.tx_lsn = resume_tx_;  // the partly written transaction has not come again yet
+    p.tx_n = resume_n_;
   } else {
     p.tx_n = 0;
   }
@@ -1068,6 +1082,10 @@ Result<ReadStatus> PostgresSource::read_cdc(Batch& batch, const ReadRequest& req
     // Restart from exactly what this and earlier batches cover.
     const auto p = Position::parse(cdc_position());
     if (p) pos_ = *p;
+    if (p && p->tx_n) {
+      resume_tx_ = p->tx_lsn;
+      resume_n_ = p->tx_n;
+    }
     in_tx_ = false;
   }
   const std::string position = cdc_position();
