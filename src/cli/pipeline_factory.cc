@@ -12,9 +12,6 @@ Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config) {
 }
 
 Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, CheckpointStore* checkpoints) {
-  if (config.on_error == OnError::dlq)
-    return Error(Errc::unsupported, fmt::format("pipeline {}: on_error: dlq is not supported by this build yet; "
-                                                "use on_error: stop", config.id));
   auto source = build_source(config);
   if (!source.ok()) return std::move(source).error();
   std::vector<std::unique_ptr<Processor>> processors;
@@ -31,6 +28,15 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, C
     return std::move(destination).error().with_context(
         fmt::format("pipeline {}: {} destination: ", config.id, config.destination.connector));
 
+  std::unique_ptr<Destination> dlq;
+  if (config.on_error == OnError::dlq && config.dlq) {
+    auto d = config.dlq->spec->make_destination(config.dlq->settings);
+    if (!d.ok())
+      return std::move(d).error().with_context(
+          fmt::format("pipeline {}: dlq ({}): ", config.id, config.dlq->connector));
+    dlq = std::move(d.value());
+  }
+
   PipelineOptions options;
   options.id = config.id;
   options.source_connector = config.source.connector;
@@ -38,8 +44,10 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, C
   options.max_records = config.batch.max_records;
   options.max_bytes = config.batch.max_bytes;
   options.linger = config.batch.linger;
+  options.on_error = config.on_error == OnError::dlq ? PipelineOptions::OnError::dlq : PipelineOptions::OnError::stop;
+  if (config.dlq) options.dlq_connector = config.dlq->connector;
   return std::make_unique<Pipeline>(std::move(options), std::move(source.value()), std::move(processors),
-                                    std::move(destination.value()), checkpoints);
+                                    std::move(destination.value()), checkpoints, std::move(dlq));
 }
 
 }  // namespace sluice

@@ -209,9 +209,11 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     const bool ok = results[i] && results[i]->ok();
     if (!ok) exit_code = 1;
     const uint64_t written = m.records_written.load();
-    fmt::print(stderr, "sluice: pipeline {} {}: {} read, {} written, {} filtered in {:.2f} s ({} rec/s); checkpoint {}\n",
+    const uint64_t dead = m.dlq_records.load();
+    fmt::print(stderr, "sluice: pipeline {} {}: {} read, {} written, {} filtered{} in {:.2f} s ({} rec/s); checkpoint {}\n",
                p.options().id, ok ? "stopped" : "FAILED", thousands(m.records_read.load()), thousands(written),
-               thousands(m.records_filtered.load()), elapsed,
+               thousands(m.records_filtered.load()), dead ? fmt::format(", {} to the dead-letter queue", thousands(dead)) : "",
+               elapsed,
                thousands(uint64_t(elapsed > 0 ? double(written) / elapsed : 0)),
                printable_position(p.checkpoint_position()));
   }
@@ -228,9 +230,11 @@ int validate_command(const std::string& file) {
         fmt::print(stderr, "sluice: {}: {}\n", file, s.error().message());
         return 2;
       }
-      if (pc.on_error == OnError::dlq) {
-        fmt::print(stderr, "sluice: {}: pipeline {}: on_error: dlq is not supported by this build yet; use on_error: stop\n", file, pc.id);
-        return 2;
+      if (pc.dlq) {
+        if (auto d = pc.dlq->spec->make_destination(pc.dlq->settings); !d.ok()) {
+          fmt::print(stderr, "sluice: {}: pipeline {}: dlq ({}): {}\n", file, pc.id, pc.dlq->connector, d.error().message());
+          return 2;
+        }
       }
       for (const ProcessorConfig& proc : pc.processors)
         if (auto p = proc.spec->make(proc.settings); !p.ok()) {

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <functional>
+#include <future>
+
 #include "runtime/backoff.h"
 
 namespace sluice {
@@ -21,12 +24,14 @@ int64_t steady_ns() {
 
 Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
                    std::vector<std::unique_ptr<Processor>> processors,
-                   std::unique_ptr<Destination> destination, CheckpointStore* checkpoints)
+                   std::unique_ptr<Destination> destination, CheckpointStore* checkpoints,
+                   std::unique_ptr<Destination> dlq)
     : options_(std::move(options)),
       source_(std::move(source)),
       processors_(std::move(processors)),
       destination_(std::move(destination)),
-      checkpoints_(checkpoints) {}
+      checkpoints_(checkpoints),
+      dlq_(std::move(dlq)) {}
 
 Pipeline::~Pipeline() = default;
 
@@ -82,6 +87,15 @@ Status Pipeline::run() {
     metrics_.state = static_cast<int>(PipelineState::failed);
     return st.error().with_context(options_.destination_connector + " destination: ");
   }
+  if (dlq_) {
+    ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr};
+    if (Status st = dlq_->open(dlq_ctx); !st.ok()) {
+      destination_->close();
+      source_->close();
+      metrics_.state = static_cast<int>(PipelineState::failed);
+      return st.error().with_context(options_.dlq_connector + " dead-letter destination: ");
+    }
+  }
   max_in_flight_ = destination_->max_in_flight() + 2;
   idle_since_ns_ = steady_ns();
   metrics_.state = static_cast<int>(PipelineState::running);
@@ -113,6 +127,7 @@ Status Pipeline::run() {
 
   source_->close();
   destination_->close();
+  if (dlq_) dlq_->close();
 
   std::optional<Error> failure;
   {
@@ -259,6 +274,13 @@ void Pipeline::write_batch(Batch* batch) {
       early = std::move(call->early);
     }
     if (!early) return;  // asynchronous: on_written runs when the destination calls back
+    if (!early->ok() && early->error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq &&
+        dlq_) {
+      const uint64_t dlq_before = metrics_.dlq_records.load();
+      Status isolated = isolate_rejected(batch->records(), early->error());
+      on_written(batch, started, std::move(isolated), metrics_.dlq_records.load() - dlq_before);
+      return;
+    }
     if (early->ok() || !early->error().retriable()) {
       on_written(batch, started, std::move(*early));
       return;
@@ -275,12 +297,72 @@ void Pipeline::write_batch(Batch* batch) {
   }
 }
 
-void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status) {
+Status Pipeline::write_with_retry(Batch& batch) {
+  Backoff backoff;
+  std::stop_token stop = stop_.get_token();
+  for (;;) {
+    auto done = std::make_shared<std::promise<Status>>();
+    std::future<Status> result = done->get_future();
+    destination_->write(batch, [done](Status st) { done->set_value(std::move(st)); });
+    Status st = result.get();
+    if (st.ok() || !st.error().retriable()) return st;
+    metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id, options_.destination_connector,
+                 st.error().message());
+    if (!backoff.wait(stop)) return st;
+  }
+}
+
+Status Pipeline::isolate_rejected(std::span<const Record> records, const Error& error) {
+  // Depth-first over halves keeps the records the destination accepts in their original order.
+  std::function<Status(std::span<const Record>, const Error&)> split = [&](std::span<const Record> part,
+                                                                          const Error& err) -> Status {
+    if (part.size() == 1) return dead_letter(part.front(), err);
+    const size_t mid = part.size() / 2;
+    for (std::span<const Record> half : {part.first(mid), part.subspan(mid)}) {
+      Batch sub;
+      sub.records().assign(half.begin(), half.end());
+      Status st = write_with_retry(sub);
+      if (st.ok()) continue;
+      if (st.error().code() != Errc::data) return st;
+      if (Status inner = split(half, st.error()); !inner.ok()) return inner;
+    }
+    return ok_status();
+  };
+  return split(records, error);
+}
+
+Status Pipeline::dead_letter(const Record& record, const Error& error) {
+  Batch dl;
+  Record& r = dl.add();
+  r = record;
+  // The record as it was, plus why it was rejected and by whom.
+  const uint32_t n = record.metadata.is_object() ? record.metadata.size() : 0;
+  ObjectBuilder m = dl.object(n + 3);
+  if (n) {
+    for (const Field& f : record.metadata.fields()) m.add(f.name, f.value);
+  }
+  m.add("sluice.error", Value::string(dl.copy(error.message())));
+  m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
+  m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));
+  r.metadata = m.build();
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = done->get_future();
+  dlq_->write(dl, [done](Status st) { done->set_value(std::move(st)); });
+  Status st = result.get();
+  if (!st.ok()) return st.error().with_context("dead-letter queue (" + options_.dlq_connector + "): ");
+  metrics_.dlq_records.fetch_add(1, std::memory_order_relaxed);
+  spdlog::warn("pipeline {}: record sent to the dead-letter queue: {}", options_.id, error.message());
+  return ok_status();
+}
+
+void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status,
+                          uint64_t dead_lettered) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_.write_latency.observe(seconds);
   if (status.ok()) {
-    metrics_.records_written.fetch_add(batch->size(), std::memory_order_relaxed);
+    metrics_.records_written.fetch_add(batch->size() - dead_lettered, std::memory_order_relaxed);
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
     metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
   } else {

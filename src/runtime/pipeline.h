@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -43,13 +44,18 @@ struct PipelineOptions {
   std::chrono::milliseconds checkpoint_interval{100};
   // Upper bound on retries of a batch after retriable write errors (0 = retry until stopped).
   int max_write_retries = 0;
+  // What a record the destination rejects (Errc::data) does: stop the pipeline (the checkpoint
+  // stays before its batch), or go to the dead-letter destination while the rest lands.
+  enum class OnError { stop, dlq } on_error = OnError::stop;
+  std::string dlq_connector;
 };
 
 class Pipeline {
  public:
   Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
            std::vector<std::unique_ptr<Processor>> processors,
-           std::unique_ptr<Destination> destination, CheckpointStore* checkpoints);
+           std::unique_ptr<Destination> destination, CheckpointStore* checkpoints,
+           std::unique_ptr<Destination> dlq = nullptr);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -75,7 +81,14 @@ class Pipeline {
   void writer_loop();
   void acker_loop(std::stop_token stop);
   void write_batch(Batch* batch);
-  void on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status);
+  // Synchronous write of `batch`, retrying retriable errors with backoff.
+  Status write_with_retry(Batch& batch);
+  // After a data error: writes the batch in halves down to single records, so every record the
+  // destination accepts lands (in order) and each rejected one goes to the dead-letter queue.
+  Status isolate_rejected(std::span<const Record> records, const Error& error);
+  Status dead_letter(const Record& record, const Error& error);
+  void on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status,
+                  uint64_t dead_lettered = 0);
   Batch* take_batch(std::stop_token stop);
   void release_batch(Batch* batch);
   void fail(Error error);
@@ -86,6 +99,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Processor>> processors_;
   std::unique_ptr<Destination> destination_;
   CheckpointStore* checkpoints_;
+  std::unique_ptr<Destination> dlq_;
 
   PipelineMetrics metrics_;
   OrderedAcker acker_;

@@ -43,6 +43,7 @@ struct PipelineMetrics {
   std::atomic<uint64_t> batches_written{0};
   std::atomic<uint64_t> write_errors{0};
   std::atomic<uint64_t> write_retries{0};
+  std::atomic<uint64_t> dlq_records{0};
   std::atomic<uint64_t> checkpoints{0};
   std::atomic<int64_t> last_checkpoint_unix_ms{0};
   std::atomic<int> state{static_cast<int>(PipelineState::starting)};

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "sluice/registry.h"
@@ -242,6 +243,96 @@ TEST(Pipeline, LingerClosesBatchesOfASlowSource) {
   // batching means far fewer batches than records.
   EXPECT_GT(d->sizes.size(), 1u);
   EXPECT_LT(d->sizes.size(), 30u);
+}
+
+// A transactional destination: a batch containing a record with a negative id fails as a whole
+// with a data error (like a constraint violation rolling back the batch's transaction).
+class RejectingDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  void write(Batch& b, WriteDone done) override {
+    for (const Record& r : b.records())
+      if (r.key.find("id")->as_int64() < 0) {
+        ++failed_writes;
+        done(Error(Errc::data, "id " + std::to_string(r.key.find("id")->as_int64()) + " rejected"));
+        return;
+      }
+    for (const Record& r : b.records()) ids.push_back(r.key.find("id")->as_int64());
+    done(ok_status());
+  }
+  std::vector<int64_t> ids;
+  int failed_writes = 0;
+};
+
+class CollectingDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  void write(Batch& b, WriteDone done) override {
+    for (const Record& r : b.records()) {
+      ids.push_back(r.key.find("id")->as_int64());
+      errors.emplace_back(r.meta("sluice.error"));
+    }
+    done(ok_status());
+  }
+  std::vector<int64_t> ids;
+  std::vector<std::string> errors;
+};
+
+// Emits ids 0..n-1 with every id in `bad` negated.
+class IdSource final : public Source {
+ public:
+  IdSource(int n, std::set<int> bad) : n_(n), bad_(std::move(bad)) {}
+  Status open(const ConnectorContext&, const std::optional<std::string>&) override { return ok_status(); }
+  Result<ReadStatus> read(Batch& b, const ReadRequest& req, std::stop_token) override {
+    while (next_ < n_ && b.size() < req.max_records) {
+      Record& r = b.add();
+      r.key = b.object(1).add("id", Value::int64(bad_.count(next_) ? -next_ : next_)).build();
+      ++next_;
+    }
+    b.set_position(std::to_string(next_));
+    return next_ >= n_ ? ReadStatus::end : ReadStatus::more;
+  }
+  void ack(std::string_view) override {}
+
+ private:
+  int n_;
+  std::set<int> bad_;
+  int next_ = 0;
+};
+
+TEST(Pipeline, RejectedRecordsGoToTheDeadLetterQueueAndTheRestLandsInOrder) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<RejectingDestination>();
+  auto dlq = std::make_unique<CollectingDestination>();
+  RejectingDestination* d = dest.get();
+  CollectingDestination* q = dlq.get();
+  PipelineOptions o = options(100);
+  o.on_error = PipelineOptions::OnError::dlq;
+  o.dlq_connector = "test";
+  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {}, std::move(dest), &cps,
+             std::move(dlq));
+  Status st = p.run();
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  std::vector<int64_t> expected;
+  for (int i = 0; i < 250; ++i)
+    if (i != 3 && i != 150 && i != 151 && i != 249) expected.push_back(i);
+  EXPECT_EQ(d->ids, expected);
+  EXPECT_EQ(q->ids, (std::vector<int64_t>{-3, -150, -151, -249}));
+  EXPECT_EQ(q->errors[0], "id -3 rejected");
+  EXPECT_EQ(p.metrics().dlq_records.load(), 4u);
+  EXPECT_EQ(p.metrics().records_written.load(), 246u);
+  EXPECT_EQ(cps.saved["t"], "250");
+}
+
+TEST(Pipeline, RejectedRecordStopsThePipelineWithTheCheckpointBeforeItsBatch) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<RejectingDestination>();
+  PipelineOptions o = options(100);
+  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{150}), {}, std::move(dest), &cps);
+  Status st = p.run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("id -150 rejected"), std::string::npos);
+  EXPECT_EQ(cps.saved["t"], "100");
 }
 
 TEST(OrderedAcker, AdvancesOnlyOverContiguousPrefix) {

@@ -47,6 +47,7 @@ std::string render_prometheus(std::span<Pipeline* const> pipelines) {
       {"sluice_batches_written_total", "Batches durably written by the destination.", &PipelineMetrics::batches_written, false},
       {"sluice_errors_total", "Batch writes that failed.", &PipelineMetrics::write_errors, false},
       {"sluice_write_retries_total", "Batch writes retried after a retriable error.", &PipelineMetrics::write_retries, false},
+      {"sluice_dlq_records_total", "Records the destination rejected, sent to the dead-letter queue.", &PipelineMetrics::dlq_records, false},
       {"sluice_checkpoints_total", "Checkpoints persisted.", &PipelineMetrics::checkpoints, true},
   };
   for (const Counter& c : counters) {
