@@ -77,12 +77,26 @@ Error classify_error(std::string_view raw, std::string_view doing) {
 }
 
 Result<PgConn> PgConn::connect(const std::string& url, bool replication) {
-  // Later keywords override what the URL says; expand_dbname makes libpq parse the URL/DSN.
+  // Later keywords override what the URL says; expand_dbname makes libpq parse the URL/DSN. The
+  // URL's own `options` are kept, ahead of the settings sluice needs for exact text values.
+  std::string options;
+  std::string application_name = "sluice";
+  std::string connect_timeout = "10";
+  if (PQconninfoOption* opts = PQconninfoParse(url.c_str(), nullptr)) {
+    for (PQconninfoOption* o = opts; o->keyword; ++o) {
+      if (!o->val) continue;
+      const std::string_view k = o->keyword;
+      if (k == "options") options = std::string(o->val) + " ";
+      else if (k == "application_name") application_name = o->val;
+      else if (k == "connect_timeout") connect_timeout = o->val;
+    }
+    PQconninfoFree(opts);
+  }
+  options += "-c DateStyle=ISO -c IntervalStyle=iso_8601 -c TimeZone=UTC -c extra_float_digits=3 "
+             "-c synchronize_seqscans=off -c statement_timeout=0";
   const char* keys[] = {"dbname", "options", "application_name", "connect_timeout", replication ? "replication" : nullptr, nullptr};
-  const char* vals[] = {url.c_str(),
-                        "-c DateStyle=ISO -c IntervalStyle=iso_8601 -c TimeZone=UTC -c extra_float_digits=3 "
-                        "-c synchronize_seqscans=off -c statement_timeout=0",
-                        "sluice", "10", replication ? "database" : nullptr, nullptr};
+  const char* vals[] = {url.c_str(), options.c_str(), application_name.c_str(), connect_timeout.c_str(),
+                        replication ? "database" : nullptr, nullptr};
   PGconn* c = PQconnectdbParams(keys, vals, 1);
   if (c == nullptr) return Error(Errc::internal, "out of memory creating a PostgreSQL connection");
   PgConn conn(c);
