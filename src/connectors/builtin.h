@@ -11,5 +11,6 @@ ConnectorSpec discard_connector();    // src/connectors/discard/
 ConnectorSpec file_connector();       // src/connectors/file/
 ConnectorSpec sqlite_connector();     // src/connectors/sqlite/
 ConnectorSpec postgres_connector();   // src/connectors/postgres/
+ConnectorSpec mysql_connector();      // src/connectors/mysql/
 
 }  // namespace sluice

@@ -10,6 +10,7 @@ void register_builtin_connectors(Registry& r) {
   r.add(file_connector());
   r.add(sqlite_connector());
   r.add(postgres_connector());
+  r.add(mysql_connector());
 }
 
 }  // namespace sluice

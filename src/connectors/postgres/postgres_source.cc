@@ -1172,14 +1172,17 @@ Result<std::unique_ptr<Source>> make_postgres_source(const Settings& s) {
 }  // namespace
 
 ConnectorSpec postgres_connector() {
+  // The destination (postgres_destination.h), declared here to keep this file's includes untouched.
+  extern const std::span<const SettingSpec> kPostgresDestinationSettings;
+  Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& settings);
   return ConnectorSpec{
       .name = "postgres",
       .summary = "PostgreSQL: consistent snapshot, then logical replication (pgoutput) with acknowledgement of "
                  "durably written changes only.",
       .source_settings = kPostgresSourceSettings,
-      .destination_settings = {},
+      .destination_settings = kPostgresDestinationSettings,
       .make_source = &make_postgres_source,
-      .make_destination = nullptr,
+      .make_destination = &make_postgres_destination,
   };
 }
 
