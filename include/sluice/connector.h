@@ -78,6 +78,17 @@ class Destination {
   // Waits until every written batch has completed (or the timeout passed).
   virtual Status flush(std::chrono::milliseconds /*timeout*/) { return ok_status(); }
   virtual void close() noexcept {}
+
+  // Positions stored in the destination (e.g. `checkpoint_in_destination: true`). When true, each
+  // write() commits batch.position() (when non-empty) for ctx.pipeline_id in the same transaction
+  // as the batch's rows, and stored_position() returns the last one committed. The runtime calls
+  // stored_position() after open() and, when it holds a position, resumes the source from it
+  // rather than from the checkpoint store: the destination's own record is authoritative.
+  virtual bool stores_positions() const noexcept { return false; }
+  // The position last committed for `pipeline_id`; empty when none (or not stored here).
+  virtual Result<std::optional<std::string>> stored_position(std::string_view /*pipeline_id*/) {
+    return std::optional<std::string>();
+  }
 };
 
 class Processor {

@@ -1,5 +1,6 @@
 #include "runtime/pipeline.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <functional>
@@ -78,14 +79,42 @@ Status Pipeline::run() {
 
   ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats};
   ConnectorContext dest_ctx{options_.id, options_.destination_connector, &metrics_.destination_stats};
-  if (Status st = source_->open(source_ctx, checkpoint); !st.ok()) {
-    metrics_.state = static_cast<int>(PipelineState::failed);
-    return st.error().with_context(options_.source_connector + " source: ");
-  }
+  // The destination opens first: one that stores positions (in the same transaction as the rows)
+  // decides where the source resumes.
   if (Status st = destination_->open(dest_ctx); !st.ok()) {
-    source_->close();
     metrics_.state = static_cast<int>(PipelineState::failed);
     return st.error().with_context(options_.destination_connector + " destination: ");
+  }
+  const char* resumed_from = checkpoint ? "checkpoint store" : nullptr;
+  if (destination_->stores_positions()) {
+    auto stored = destination_->stored_position(options_.id);
+    if (!stored.ok()) {
+      destination_->close();
+      metrics_.state = static_cast<int>(PipelineState::failed);
+      return stored.error().with_context(options_.destination_connector +
+                                         " destination: cannot read the stored position: ");
+    }
+    if (stored.value()) {
+      if (!checkpoint || *checkpoint != *stored.value()) {
+        spdlog::info("pipeline {}: using the position stored in the destination ({}); the checkpoint store "
+                     "is updated to match",
+                     options_.id, checkpoint ? "it differs from the checkpoint store's" : "the checkpoint store has none");
+        if (Status st = checkpoints_->save(options_.id, *stored.value()); !st.ok()) {
+          destination_->close();
+          metrics_.state = static_cast<int>(PipelineState::failed);
+          return st.error().with_context("checkpoint store: ");
+        }
+      }
+      checkpoint = std::move(stored.value());
+      resumed_from = "destination";
+      std::lock_guard lock(pos_mu_);
+      checkpoint_position_ = *checkpoint;
+    }
+  }
+  if (Status st = source_->open(source_ctx, checkpoint); !st.ok()) {
+    destination_->close();
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return st.error().with_context(options_.source_connector + " source: ");
   }
   if (dlq_) {
     ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr};
@@ -100,7 +129,9 @@ Status Pipeline::run() {
   idle_since_ns_ = steady_ns();
   metrics_.state = static_cast<int>(PipelineState::running);
   spdlog::info("pipeline {}: started ({} → {}){}", options_.id, options_.source_connector,
-               options_.destination_connector, checkpoint ? ", resuming from checkpoint" : "");
+               options_.destination_connector,
+               checkpoint ? fmt::format(", resuming from checkpoint (position stored in the {})", resumed_from)
+                          : std::string());
 
   std::jthread acker([this](std::stop_token st) { acker_loop(st); });
   std::thread writer([this] { writer_loop(); });

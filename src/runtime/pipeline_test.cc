@@ -335,6 +335,59 @@ TEST(Pipeline, RejectedRecordStopsThePipelineWithTheCheckpointBeforeItsBatch) {
   EXPECT_EQ(cps.saved["t"], "100");
 }
 
+// Stores positions like `checkpoint_in_destination: true`: reports `stored` for pipeline "t".
+class PositionStoringDestination final : public Destination {
+ public:
+  explicit PositionStoringDestination(std::optional<std::string> stored) : stored_(std::move(stored)) {}
+  Status open(const ConnectorContext&) override {
+    opened = true;
+    return ok_status();
+  }
+  bool stores_positions() const noexcept override { return true; }
+  Result<std::optional<std::string>> stored_position(std::string_view id) override {
+    EXPECT_TRUE(opened) << "stored_position() before open()";
+    if (id != "t") return std::optional<std::string>();
+    return stored_;
+  }
+  void write(Batch& b, WriteDone done) override {
+    first_keys.push_back(b.records().front().key.find("id")->as_int64());
+    stored_ = std::string(b.position());
+    done(ok_status());
+  }
+  bool opened = false;
+  std::vector<int64_t> first_keys;
+
+ private:
+  std::optional<std::string> stored_;
+};
+
+TEST(Pipeline, PositionStoredInTheDestinationWinsOverAnOlderCheckpoint) {
+  MemoryCheckpoints cps;
+  ASSERT_TRUE(cps.save("t", "2").ok());  // older than what the destination committed
+  auto dest = std::make_unique<PositionStoringDestination>("7");
+  PositionStoringDestination* d = dest.get();
+  Pipeline p(options(100), std::make_unique<CountingSource>(10), {}, std::move(dest), &cps);
+  ASSERT_TRUE(p.run().ok());
+  ASSERT_EQ(d->first_keys.size(), 1u);
+  EXPECT_EQ(d->first_keys[0], 7);  // resumed at 7, not 2: records 2..6 are not applied again
+  auto saves = cps.saves();
+  ASSERT_GE(saves.size(), 3u);
+  EXPECT_EQ(saves[1], "7");  // the store was brought in line before the run
+  EXPECT_EQ(cps.saved["t"], "10");
+}
+
+TEST(Pipeline, DestinationWithoutAStoredPositionLeavesTheCheckpointInCharge) {
+  MemoryCheckpoints cps;
+  ASSERT_TRUE(cps.save("t", "4").ok());
+  auto dest = std::make_unique<PositionStoringDestination>(std::nullopt);
+  PositionStoringDestination* d = dest.get();
+  Pipeline p(options(100), std::make_unique<CountingSource>(10), {}, std::move(dest), &cps);
+  ASSERT_TRUE(p.run().ok());
+  ASSERT_EQ(d->first_keys.size(), 1u);
+  EXPECT_EQ(d->first_keys[0], 4);
+  EXPECT_EQ(cps.saved["t"], "10");
+}
+
 TEST(OrderedAcker, AdvancesOnlyOverContiguousPrefix) {
   OrderedAcker a;
   a.begin(1, "a");

@@ -14,7 +14,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string pipeline_yaml(int64_t count, const std::string& operations, double rate = 0) {
+std::string pipeline_yaml(int64_t count, const std::string& operations, double rate = 0,
+                          bool checkpoint_in_destination = false) {
   std::string ops = operations.empty() ? "" : "        operations: " + operations + "\n";
   return "version: 1\n"
          "pipelines:\n"
@@ -27,7 +28,8 @@ std::string pipeline_yaml(int64_t count, const std::string& operations, double r
          "        seed: 7\n" + ops +
          "    destination:\n"
          "      connector: sqlite\n"
-         "      settings: {path: out.db, table: employees}\n"
+         "      settings: {path: out.db, table: employees" +
+         std::string(checkpoint_in_destination ? ", checkpoint_in_destination: true" : "") + "}\n"
          "checkpoints: {path: state/checkpoints.db}\n"
          "http: {enabled: false}\n";
 }
@@ -132,6 +134,48 @@ TEST(GeneratorToSqlite, KillNineMidRunThenResumeLosesAndDuplicatesNothing) {
   EXPECT_NE(p2.stderr_text().find("resuming from checkpoint"), std::string::npos);
   EXPECT_EQ(checkpoint(dir), "1000000");
   EXPECT_EQ(verify_table(dir / "out.db", expected_state(1000000, 1, 0, 0)), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// checkpoint_in_destination: the position commits with the rows, so even with the checkpoint
+// store lost the resume starts exactly after the last batch applied.
+TEST(GeneratorToSqlite, CrashThenLostCheckpointStoreResumesFromTheDestinationsPosition) {
+  auto dir = make_temp_dir("cid");
+  write_file(dir / "p.yaml", pipeline_yaml(50000, "", 20000, /*checkpoint_in_destination=*/true));
+  {
+    Process p({"run", "p.yaml"}, dir);
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, 5000)) << "no checkpoint before exit: " << p.stderr_text();
+    p.signal(SIGKILL);
+    EXPECT_EQ(p.wait(), 128 + SIGKILL);
+  }
+  const std::string in_store = checkpoint(dir);
+  std::string in_dest;
+  {
+    Db db(dir / "out.db");
+    in_dest = db.text("SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = 'gen-to-sqlite'");
+    ASSERT_FALSE(in_dest.empty());
+    // The destination commits a position before the store saves it, and its rows are exactly
+    // those up to it.
+    EXPECT_GE(std::stoll(in_dest), std::stoll(in_store));
+    EXPECT_EQ(db.scalar("SELECT count(*) FROM employees"), std::stoll(in_dest));
+  }
+  ASSERT_LT(std::stoll(in_dest), 50000) << "killed too late to test a resume";
+  std::filesystem::remove(dir / "state/checkpoints.db");
+  std::filesystem::remove(dir / "state/checkpoints.db-wal");
+  std::filesystem::remove(dir / "state/checkpoints.db-shm");
+  ASSERT_EQ(checkpoint(dir), "");
+
+  Process p2({"run", "p.yaml"}, dir);
+  ASSERT_EQ(p2.wait_for(300s), 0) << p2.stderr_text();
+  const std::string log = p2.stderr_text();
+  EXPECT_NE(log.find("resuming from checkpoint (position stored in the destination)"), std::string::npos) << log;
+  EXPECT_EQ(checkpoint(dir), "50000");
+  {
+    Db db(dir / "out.db");
+    EXPECT_EQ(db.text("SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = 'gen-to-sqlite'"),
+              "50000");
+  }
+  EXPECT_EQ(verify_table(dir / "out.db", expected_state(50000, 1, 0, 0)), 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -28,6 +28,10 @@ constexpr SettingSpec kDestinationSettings[] = {
      "Largest multi-row INSERT/DELETE statement sent; keep it below the server's "
      "max_allowed_packet."},
     {"connect_timeout", SettingType::duration, "10s", false, "How long connecting may take."},
+    {"checkpoint_in_destination", SettingType::boolean, "false", false,
+     "Store the source position in the destination, in the same transaction as each batch (table "
+     "sluice_checkpoints, in the URL's database); on restart the pipeline resumes exactly after the "
+     "last batch applied, so no change is applied twice."},
 };
 
 Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) {
@@ -48,6 +52,8 @@ Result<MysqlDestinationOptions> mysql_destination_options(const Settings& settin
   if (settings.has("tls.ca")) o.tls_ca = settings.get_string("tls.ca");
   if (settings.has("max_statement_size")) o.max_statement_size = settings.get_size("max_statement_size");
   if (settings.has("connect_timeout")) o.connect_timeout = settings.get_duration("connect_timeout");
+  if (settings.has("checkpoint_in_destination"))
+    o.checkpoint_in_destination = settings.get_bool("checkpoint_in_destination");
   return o;
 }
 

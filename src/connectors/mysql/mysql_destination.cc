@@ -244,7 +244,39 @@ class MysqlDestination final : public Destination {
       : options_(std::move(options)), url_(std::move(url)), template_(std::move(table)) {}
   ~MysqlDestination() override { disconnect(); }
 
-  Status open(const ConnectorContext&) override { return connect(); }
+  Status open(const ConnectorContext& ctx) override {
+    pipeline_id_ = ctx.pipeline_id;
+    if (Status s = connect(); !s) return s;
+    if (!options_.checkpoint_in_destination) return ok_status();
+    // DDL commits implicitly: it runs here, never inside a batch's transaction.
+    return exec_plain(
+        "CREATE TABLE IF NOT EXISTS `sluice_checkpoints` (`pipeline` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE "
+        "utf8mb4_bin NOT NULL PRIMARY KEY, `position` LONGBLOB NOT NULL, `updated_at` DATETIME(6) NOT NULL) "
+        "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+        "cannot create table sluice_checkpoints");
+  }
+
+  bool stores_positions() const noexcept override { return options_.checkpoint_in_destination; }
+
+  Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override {
+    if (!options_.checkpoint_in_destination) return std::optional<std::string>();
+    if (!conn_) {
+      if (Status s = connect(); !s) return std::move(s).error();
+    }
+    sql_ = "SELECT `position` FROM `sluice_checkpoints` WHERE `pipeline` = ";
+    append_quoted(pipeline_id);
+    if (mysql_real_query(conn_, sql_.data(), sql_.size()) != 0)
+      return server_error("cannot read the stored position");
+    MYSQL_RES* res = mysql_store_result(conn_);
+    if (!res) return server_error("cannot read the stored position");
+    std::optional<std::string> out;
+    if (MYSQL_ROW row = mysql_fetch_row(res)) {
+      unsigned long* lengths = mysql_fetch_lengths(res);
+      out = std::string(row[0] ? row[0] : "", row[0] ? lengths[0] : 0);
+    }
+    mysql_free_result(res);
+    return out;
+  }
 
   void write(Batch& batch, WriteDone done) override {
     Status s = write_batch(batch, /*one_row_per_statement=*/false);
@@ -365,6 +397,21 @@ class MysqlDestination final : public Destination {
       if (!sql_.empty() && mysql_real_query(conn_, sql_.data(), sql_.size()) != 0)
         return rollback_and(statement_error(i, next));
       i = next;
+    }
+    if (options_.checkpoint_in_destination && !batch.position().empty()) {
+      // Inside the batch's transaction: the position commits (or rolls back) with the rows.
+      static const char* hex = "0123456789abcdef";
+      sql_ = "INSERT INTO `sluice_checkpoints` (`pipeline`, `position`, `updated_at`) VALUES (";
+      append_quoted(pipeline_id_);
+      sql_ += ", X'";
+      for (unsigned char c : batch.position()) {
+        sql_ += hex[c >> 4];
+        sql_ += hex[c & 15];
+      }
+      sql_ += "', UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE `position` = VALUES(`position`), `updated_at` = "
+              "VALUES(`updated_at`)";
+      if (Status s = exec_plain(sql_, "cannot store the position in sluice_checkpoints"); !s)
+        return rollback_and(std::move(s).error());
     }
     if (Status s = exec_plain("COMMIT", "cannot commit"); !s) return rollback_and(std::move(s).error());
     return ok_status();
@@ -754,6 +801,7 @@ class MysqlDestination final : public Destination {
   std::vector<Field> fields_;
   std::string sql_;
   std::string json_;
+  std::string pipeline_id_;
 };
 
 }  // namespace

@@ -65,6 +65,9 @@ struct MysqlDestinationOptions {
   std::string tls_ca;                // CA file for verify_ca / verify_identity
   uint64_t max_statement_size = 4u << 20;
   std::chrono::milliseconds connect_timeout{10000};
+  // Commit each batch's source position into table sluice_checkpoints (in the URL's database) in
+  // the batch's transaction; stored_position() reads it back.
+  bool checkpoint_in_destination = false;
 };
 
 // The destination's settings table (see mysql_connector.cc).

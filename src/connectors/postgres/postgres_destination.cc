@@ -35,6 +35,10 @@ constexpr SettingSpec kDestinationSettings[] = {
     {"schema", SettingType::string, "public", false,
      "Schema of the tables: a template like `table` (e.g. {{schema}} keeps the source's schema); created if "
      "missing."},
+    {"checkpoint_in_destination", SettingType::boolean, "false", false,
+     "Store the source position in the destination, in the same transaction as each batch (table "
+     "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so no change is "
+     "applied twice. The table is created in `schema` (in public when `schema` is a template)."},
 };
 
 // A metadata value as text; empty when missing or not a string.
@@ -313,10 +317,42 @@ bool is_data_state(std::string_view s) {
 
 class PostgresDestination final : public Destination {
  public:
-  PostgresDestination(std::string url, Template table, Template schema)
-      : url_(std::move(url)), table_(std::move(table)), schema_(std::move(schema)) {}
+  PostgresDestination(std::string url, Template table, Template schema, std::string checkpoint_schema)
+      : url_(std::move(url)), table_(std::move(table)), schema_(std::move(schema)),
+        checkpoint_schema_(std::move(checkpoint_schema)) {}
 
-  Status open(const ConnectorContext&) override { return connect(); }
+  // `checkpoint_schema` empty: checkpoint_in_destination is off.
+  Status open(const ConnectorContext& ctx) override {
+    pipeline_id_ = ctx.pipeline_id;
+    if (Status s = connect(); !s) return s;
+    if (checkpoint_schema_.empty()) return ok_status();
+    checkpoint_table_ = pg::quote_identifier(checkpoint_schema_) + ".\"sluice_checkpoints\"";
+    if (checkpoint_schema_ != "public") {
+      if (Status s = exec("CREATE SCHEMA IF NOT EXISTS " + pg::quote_identifier(checkpoint_schema_), nullptr); !s)
+        return s;
+    }
+    return exec("CREATE TABLE IF NOT EXISTS " + checkpoint_table_ +
+                    " (pipeline text PRIMARY KEY, position bytea NOT NULL, updated_at timestamptz NOT NULL "
+                    "DEFAULT now())",
+                nullptr);
+  }
+
+  bool stores_positions() const noexcept override { return !checkpoint_schema_.empty(); }
+
+  Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override {
+    if (checkpoint_schema_.empty()) return std::optional<std::string>();
+    if (!conn_.ok()) {
+      conn_.reset();
+      if (Status s = connect(); !s) return std::move(s).error();
+    }
+    const std::string sql = "SELECT position FROM " + checkpoint_table_ + " WHERE pipeline = $1";
+    const std::string id(pipeline_id);
+    const char* params[] = {id.c_str()};
+    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), nullptr, nullptr);
+    if (PQntuples(r.get()) == 0) return std::optional<std::string>();
+    return std::optional<std::string>(std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
+  }
 
   void write(Batch& batch, WriteDone done) override {
     Status s = write_batch(batch);
@@ -361,7 +397,24 @@ class PostgresDestination final : public Destination {
     for (const Record& r : batch.records())
       if (Status s = add_record(r); !s) return s;
     if (Status s = flush_run(); !s) return s;
+    if (!checkpoint_schema_.empty() && !batch.position().empty()) {
+      if (Status s = save_position(batch.position()); !s) return s;
+    }
     return exec("COMMIT", nullptr);
+  }
+
+  // Inside the batch's transaction: the position commits (or rolls back) with the rows.
+  Status save_position(const std::string& position) {
+    const std::string sql = "INSERT INTO " + checkpoint_table_ +
+                            " (pipeline, position, updated_at) VALUES ($1, $2, now()) ON CONFLICT (pipeline) DO "
+                            "UPDATE SET position = EXCLUDED.position, updated_at = EXCLUDED.updated_at";
+    const Oid types[] = {25 /* text */, 17 /* bytea */};
+    const char* values[] = {pipeline_id_.c_str(), position.data()};
+    const int lengths[] = {0, int(position.size())};
+    const int formats[] = {0, 1};
+    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 2, types, values, lengths, formats, 0));
+    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
+    return failure(r.get(), nullptr, nullptr);
   }
 
   Result<TableState*> table_for(const Record& r) {
@@ -774,6 +827,7 @@ class PostgresDestination final : public Destination {
 
   std::string url_;
   Template table_, schema_;
+  std::string checkpoint_schema_, checkpoint_table_, pipeline_id_;
   PgConn conn_;
   std::unordered_map<std::string, std::unique_ptr<TableState>> tables_;
   TableState* last_table_ = nullptr;
@@ -801,8 +855,13 @@ Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& s
   if (!table) return table.error().with_context("postgres destination: ");
   auto schema = Template::parse(settings.has("schema") ? settings.get_string("schema") : "public", "schema");
   if (!schema) return schema.error().with_context("postgres destination: ");
-  return std::unique_ptr<Destination>(
-      std::make_unique<PostgresDestination>(std::move(url), std::move(table.value()), std::move(schema.value())));
+  std::string checkpoint_schema;
+  if (settings.has("checkpoint_in_destination") && settings.get_bool("checkpoint_in_destination")) {
+    checkpoint_schema = settings.has("schema") ? settings.get_string("schema") : "public";
+    if (checkpoint_schema.empty() || checkpoint_schema.find("{{") != std::string::npos) checkpoint_schema = "public";
+  }
+  return std::unique_ptr<Destination>(std::make_unique<PostgresDestination>(
+      std::move(url), std::move(table.value()), std::move(schema.value()), std::move(checkpoint_schema)));
 }
 
 }  // namespace sluice

@@ -25,6 +25,10 @@ constexpr SettingSpec kDestinationSettings[] = {
     {"busy_timeout", SettingType::duration, "5s", false,
      "How long a write waits for another connection's lock before failing (the batch is then "
      "retried)."},
+    {"checkpoint_in_destination", SettingType::boolean, "false", false,
+     "Store the source position in the destination, in the same transaction as each batch (table "
+     "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so "
+     "no change is applied twice."},
 };
 
 Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) {
@@ -44,6 +48,8 @@ Result<SqliteDestinationOptions> sqlite_destination_options(const Settings& sett
   if (settings.has("synchronous")) o.synchronous = settings.get_string("synchronous");
   if (settings.has("journal_mode")) o.journal_mode = settings.get_string("journal_mode");
   if (settings.has("busy_timeout")) o.busy_timeout = settings.get_duration("busy_timeout");
+  if (settings.has("checkpoint_in_destination"))
+    o.checkpoint_in_destination = settings.get_bool("checkpoint_in_destination");
   if (o.path.empty())
     return Error(Errc::invalid_argument, "sqlite destination: `path` is empty; set the database file path");
   return o;

@@ -157,7 +157,8 @@ class SqliteDestination final : public Destination {
   SqliteDestination(SqliteDestinationOptions options, TableTemplate table)
       : options_(std::move(options)), template_(std::move(table)) {}
 
-  Status open(const ConnectorContext&) override {
+  Status open(const ConnectorContext& ctx) override {
+    pipeline_id_ = ctx.pipeline_id;
     sqlite::OpenOptions o;
     o.journal_mode = options_.journal_mode;
     o.synchronous = options_.synchronous;
@@ -172,10 +173,44 @@ class SqliteDestination final : public Destination {
       if (!s) return s.error().with_context("sqlite destination: ");
       *stmt = std::move(s.value());
     }
+    if (options_.checkpoint_in_destination) {
+      if (Status s = db_.exec(
+              "CREATE TABLE IF NOT EXISTS sluice_checkpoints (pipeline TEXT PRIMARY KEY NOT NULL, "
+              "position BLOB NOT NULL, updated_at TEXT NOT NULL)",
+              "create table sluice_checkpoints");
+          !s)
+        return s.error().with_context("sqlite destination: ");
+      for (auto [stmt, sql] :
+           {std::pair{&save_position_,
+                      "INSERT INTO sluice_checkpoints(pipeline, position, updated_at) VALUES(?1, ?2, "
+                      "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) ON CONFLICT(pipeline) DO UPDATE SET "
+                      "position = excluded.position, updated_at = excluded.updated_at"},
+            std::pair{&load_position_, "SELECT position FROM sluice_checkpoints WHERE pipeline = ?1"}}) {
+        auto s = db_.prepare(sql, "prepare a statement");
+        if (!s) return s.error().with_context("sqlite destination: ");
+        *stmt = std::move(s.value());
+      }
+    }
     return ok_status();
   }
 
   void write(Batch& batch, WriteDone done) override { done(write_batch(batch)); }
+
+  bool stores_positions() const noexcept override { return options_.checkpoint_in_destination; }
+
+  Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override {
+    if (!options_.checkpoint_in_destination) return std::optional<std::string>();
+    if (!db_.get()) return Error(Errc::internal, "sqlite destination: stored_position before open");
+    sqlite3_stmt* st = load_position_.get();
+    sqlite::ResetOnExit reset(st);
+    sqlite3_bind_text64(st, 1, pipeline_id.data(), pipeline_id.size(), SQLITE_STATIC, SQLITE_UTF8);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) return std::optional<std::string>();
+    if (rc != SQLITE_ROW) return db_failure(rc, "cannot read the stored position");
+    const void* p = sqlite3_column_blob(st, 0);
+    const int n = sqlite3_column_bytes(st, 0);
+    return std::optional<std::string>(std::string(static_cast<const char*>(p), p ? size_t(n) : 0));
+  }
 
   void close() noexcept override {
     forget_tables();
@@ -183,6 +218,8 @@ class SqliteDestination final : public Destination {
     commit_ = Stmt();
     rollback_ = Stmt();
     table_info_ = Stmt();
+    save_position_ = Stmt();
+    load_position_ = Stmt();
     db_ = Db();
   }
 
@@ -198,11 +235,28 @@ class SqliteDestination final : public Destination {
         return s;
       }
     }
+    if (options_.checkpoint_in_destination && batch.has_position() && !batch.position().empty()) {
+      if (Status s = save_position(batch.position()); !s) {
+        rollback();
+        return s;
+      }
+    }
     if (int rc = step_once(commit_.get()); rc != SQLITE_DONE) {
       Error e = db_failure(rc, "cannot commit");
       rollback();
       return e;
     }
+    return ok_status();
+  }
+
+  // Inside the batch's transaction: the position commits (or rolls back) with the rows.
+  Status save_position(std::string_view position) {
+    sqlite3_stmt* st = save_position_.get();
+    sqlite3_bind_text64(st, 1, pipeline_id_.data(), pipeline_id_.size(), SQLITE_STATIC, SQLITE_UTF8);
+    sqlite3_bind_blob64(st, 2, position.data(), position.size(), SQLITE_STATIC);
+    int rc = step_once(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) return db_failure(rc, "cannot store the position in sluice_checkpoints");
     return ok_status();
   }
 
@@ -585,6 +639,8 @@ class SqliteDestination final : public Destination {
   TableTemplate template_;
   Db db_;
   Stmt begin_, commit_, rollback_, table_info_;
+  Stmt save_position_, load_position_;  // checkpoint_in_destination
+  std::string pipeline_id_;
   std::unordered_map<std::string, std::unique_ptr<TableState>, FoldedHash, FoldedEqual> tables_;
   TableState* last_table_ = nullptr;
   // Per-record working memory, reused so that the hot path does not allocate.

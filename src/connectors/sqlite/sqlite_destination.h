@@ -9,6 +9,10 @@
 // Tables are created on first use from the first record (key columns + fields of `after`, key as
 // PRIMARY KEY); a field the table lacks adds a column. Statements are cached per (table,
 // operation, key names, present field names), so steady traffic prepares nothing.
+//
+// With checkpoint_in_destination, the batch's position is upserted into
+// sluice_checkpoints(pipeline, position BLOB, updated_at) before COMMIT, and stored_position()
+// reads it back: the rows and the position they reach are applied atomically.
 #pragma once
 
 #include <chrono>
@@ -27,6 +31,8 @@ struct SqliteDestinationOptions {
   std::string synchronous = "normal";   // off | normal | full
   std::string journal_mode = "wal";     // wal | delete | truncate | persist
   std::chrono::milliseconds busy_timeout{5000};
+  // Commit each batch's source position into table sluice_checkpoints in the batch's transaction.
+  bool checkpoint_in_destination = false;
 };
 
 // The destination's settings table (see sqlite_connector.cc).

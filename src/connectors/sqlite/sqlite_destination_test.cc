@@ -159,6 +159,65 @@ TEST_F(SqliteDestinationTest, CreatesTableWithKeyAsPrimaryKeyAndParentDirectorie
   EXPECT_EQ(db.one("PRAGMA journal_mode"), "wal");
 }
 
+TEST_F(SqliteDestinationTest, CheckpointInDestinationCommitsThePositionWithTheBatch) {
+  SqliteDestinationOptions o;
+  o.checkpoint_in_destination = true;
+  Destination& d = open(o);
+  ASSERT_TRUE(d.stores_positions());
+  auto none = d.stored_position("test");
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_FALSE(none.value().has_value());
+
+  // Arbitrary bytes, NUL included.
+  const std::string pos1("lsn\0\xff\x01-1", 8);
+  Batch b1;
+  add(b1, Operation::create, "employees", id_key(b1, 1), person(b1, 1, "Ada", 1));
+  b1.set_position(pos1);
+  write_ok(b1);
+  auto got = d.stored_position("test");
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  ASSERT_TRUE(got.value().has_value());
+  EXPECT_EQ(*got.value(), pos1);
+  EXPECT_FALSE(d.stored_position("other").value().has_value());
+
+  // A failing batch (a keyless record after a good one) rolls back its rows and its position.
+  Batch b2;
+  add(b2, Operation::create, "employees", id_key(b2, 2), person(b2, 2, "Alan", 2));
+  add(b2, Operation::create, "employees", Value(), person(b2, 3, "Grace", 3));
+  b2.set_position("pos-2");
+  Status s = write(b2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(*d.stored_position("test").value(), pos1);
+
+  // Replaying the first batch and writing a newer one moves the position forward.
+  Batch b3;
+  add(b3, Operation::create, "employees", id_key(b3, 2), person(b3, 2, "Alan", 2));
+  b3.set_position("pos-3");
+  write_ok(b3);
+  {
+    Reader db(path_);
+    EXPECT_EQ(db.rows("SELECT id FROM employees ORDER BY id"), (std::vector<std::string>{"1", "2"}));
+    EXPECT_EQ(db.one("SELECT pipeline, CAST(position AS TEXT), typeof(position) FROM sluice_checkpoints"),
+              "test|pos-3|blob");
+  }
+
+  // Survives a reopen.
+  dest_->close();
+  Destination& again = open(o);
+  EXPECT_EQ(*again.stored_position("test").value(), "pos-3");
+}
+
+TEST_F(SqliteDestinationTest, WithoutCheckpointInDestinationNoPositionTableIsCreated) {
+  Destination& d = open();
+  EXPECT_FALSE(d.stores_positions());
+  Batch b;
+  add(b, Operation::create, "employees", id_key(b, 1), person(b, 1, "Ada", 1));
+  b.set_position("p");
+  write_ok(b);
+  Reader db(path_);
+  EXPECT_EQ(db.one("SELECT count(*) FROM sqlite_master WHERE name = 'sluice_checkpoints'"), "0");
+}
+
 TEST_F(SqliteDestinationTest, UpsertUpdatesExistingRowWithinAndAcrossBatches) {
   open();
   Batch b1;
