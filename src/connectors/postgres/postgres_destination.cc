@@ -11,6 +11,7 @@
 
 #include "connectors/postgres/pg_connection.h"
 #include "sluice/json.h"
+#include "connectors/record_template.h"
 
 namespace sluice {
 
@@ -41,66 +42,8 @@ constexpr SettingSpec kDestinationSettings[] = {
      "applied twice. The table is created in `schema` (in public when `schema` is a template)."},
 };
 
-// A metadata value as text; empty when missing or not a string.
-std::string_view meta_text(const Record& r, std::string_view name) noexcept {
-  const Value* v = r.metadata.find(name);
-  return v && v->kind() == ValueKind::string ? v->as_text() : std::string_view{};
-}
-
-constexpr std::string_view kDefaultTable = "records";
-
-// {{name}} placeholders filled from record metadata ({{table}} falls back to opencdc.collection,
-// then "records").
-class Template {
- public:
-  static Result<Template> parse(std::string_view text, std::string_view what) {
-    Template t;
-    while (!text.empty()) {
-      size_t open = text.find("{{");
-      if (open == std::string_view::npos) {
-        t.parts_.push_back({false, std::string(text)});
-        break;
-      }
-      if (open > 0) t.parts_.push_back({false, std::string(text.substr(0, open))});
-      size_t close = text.find("}}", open + 2);
-      if (close == std::string_view::npos)
-        return Error(Errc::invalid_argument, fmt::format("{} template \"{}\" has an unclosed \"{{{{\"", what, text));
-      std::string_view name = text.substr(open + 2, close - open - 2);
-      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-      if (name.empty())
-        return Error(Errc::invalid_argument,
-                     fmt::format("{} template has an empty \"{{{{}}}}\"; use {{{{table}}}}, {{{{schema}}}} or a "
-                                 "metadata key",
-                                 what));
-      t.parts_.push_back({true, std::string(name)});
-      text.remove_prefix(close + 2);
-    }
-    return t;
-  }
-
-  void render(const Record& r, std::string& out, std::string_view fallback) const {
-    out.clear();
-    for (const Part& p : parts_) {
-      if (!p.placeholder) out += p.text;
-      else if (p.text == "table") out += table_of(r);
-      else out += meta_text(r, p.text);
-    }
-    if (out.empty()) out = fallback;
-  }
-
- private:
-  static std::string_view table_of(const Record& r) {
-    std::string_view t = meta_text(r, meta::kTable);
-    if (t.empty()) t = meta_text(r, meta::kCollection);
-    return t.empty() ? kDefaultTable : t;
-  }
-  struct Part {
-    bool placeholder;
-    std::string text;
-  };
-  std::vector<Part> parts_;
-};
+using Template = RecordTemplate;
+constexpr std::string_view kDefaultTable = kDefaultTableName;
 
 // ── values as PostgreSQL input text ─────────────────────────────────────────
 

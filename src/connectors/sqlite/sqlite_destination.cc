@@ -8,6 +8,7 @@
 
 #include "connectors/sqlite/sqlite_value_mapping.h"
 #include "runtime/sqlite_handles.h"
+#include "connectors/record_template.h"
 
 namespace sluice {
 
@@ -40,71 +41,8 @@ struct FoldedEqual {
   bool operator()(std::string_view a, std::string_view b) const noexcept { return iequals(a, b); }
 };
 
-// A metadata value as text; empty when missing or not a string.
-std::string_view meta_text(const Record& r, std::string_view name) noexcept {
-  const Value* v = r.metadata.find(name);
-  return v && v->kind() == ValueKind::string ? v->as_text() : std::string_view{};
-}
-
-constexpr std::string_view kDefaultTable = "records";
-
-// The `table` setting: literal text with {{name}} placeholders filled from record metadata.
-// {{table}} falls back to opencdc.collection, then to "records"; an empty result is "records".
-class TableTemplate {
- public:
-  static Result<TableTemplate> parse(std::string_view text) {
-    TableTemplate t;
-    while (!text.empty()) {
-      size_t open = text.find("{{");
-      if (open == std::string_view::npos) {
-        t.parts_.push_back({false, std::string(text)});
-        break;
-      }
-      if (open > 0) t.parts_.push_back({false, std::string(text.substr(0, open))});
-      size_t close = text.find("}}", open + 2);
-      if (close == std::string_view::npos)
-        return Error(Errc::invalid_argument,
-                     fmt::format("table template \"{}\" has an unclosed \"{{{{\"", text));
-      std::string_view name = text.substr(open + 2, close - open - 2);
-      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-      if (name.empty())
-        return Error(Errc::invalid_argument,
-                     "table template has an empty \"{{}}\"; use {{table}}, {{schema}} or a metadata key");
-      t.parts_.push_back({true, std::string(name)});
-      text.remove_prefix(close + 2);
-    }
-    t.table_only_ = t.parts_.size() == 1 && t.parts_[0].placeholder && t.parts_[0].text == "table";
-    return t;
-  }
-
-  // The table of `r`; the view is valid until the next call.
-  std::string_view render(const Record& r) {
-    if (table_only_) return table_of(r);
-    out_.clear();
-    for (const Part& p : parts_) {
-      if (!p.placeholder) out_ += p.text;
-      else if (p.text == "table") out_ += table_of(r);
-      else out_ += meta_text(r, p.text);
-    }
-    return out_.empty() ? kDefaultTable : std::string_view(out_);
-  }
-
- private:
-  static std::string_view table_of(const Record& r) {
-    std::string_view t = meta_text(r, meta::kTable);
-    if (t.empty()) t = meta_text(r, meta::kCollection);
-    return t.empty() ? kDefaultTable : t;
-  }
-
-  struct Part {
-    bool placeholder;
-    std::string text;
-  };
-  std::vector<Part> parts_;
-  bool table_only_ = false;
-  std::string out_;
-};
+using TableTemplate = RecordTemplate;
+constexpr std::string_view kDefaultTable = kDefaultTableName;
 
 // One cached statement: an upsert for one set of present fields, or the delete of a table.
 struct Shape {
