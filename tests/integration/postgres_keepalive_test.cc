@@ -50,11 +50,15 @@ TEST(PostgresKeepalive, SlowDestinationDoesNotLetTheWalsenderTimeOut) {
   Status result;
   std::thread t([&] { result = p.run(); });
 
+  // Wait until the walsender streams: the slot is already active while CREATE_REPLICATION_SLOT
+  // waits for a consistent point, and rows written before that point are not part of the stream.
   std::string pid;
   ASSERT_TRUE(wait_until([&] {
-    pid = db.admin().scalar("SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = 'sluice_keepalive'");
+    pid = db.admin().scalar(
+        "SELECT s.active_pid FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid "
+        "WHERE s.slot_name = 'sluice_keepalive' AND r.state = 'streaming'");
     return !pid.empty() && pid != "0";
-  }, std::chrono::seconds(20)));
+  }, std::chrono::seconds(60)));
   for (int i = 0; i < 40; ++i)
     ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (" + std::to_string(i) + ", 'x')"));
   // Four batches of 10 take ≥ 10 s at the destination: five times the walsender's timeout.
