@@ -34,6 +34,13 @@ inline constexpr std::string_view kTable = "table";
 inline constexpr std::string_view kSchema = "schema";
 inline constexpr std::string_view kCollection = "opencdc.collection";
 inline constexpr std::string_view kReadAt = "opencdc.readAt";
+// "true" on a key-less delete that stands for a source-side TRUNCATE of the table.
+inline constexpr std::string_view kTruncate = "truncate";
 }  // namespace meta
+
+// A source-side TRUNCATE: keyed destinations empty the record's table.
+inline bool is_truncate(const Record& r) noexcept {
+  return r.op == Operation::remove && r.key.is_absent() && r.meta(meta::kTruncate) == "true";
+}
 
 }  // namespace sluice

@@ -80,6 +80,10 @@ std::optional<std::string> parse_setting_scalar(const SettingSpec& spec, std::st
 std::optional<std::string> parse_duration(std::string_view text, std::chrono::milliseconds* out);
 std::optional<std::string> parse_size(std::string_view text, uint64_t* out);
 
+// Echoes user text in an error on one line ('…', newlines and tabs escaped), shortened so a pasted
+// blob does not flood the terminal. Setting and config errors use it alike.
+std::string quote_user_text(std::string_view text);
+
 // Finds the spec for `name` (exact match, or a "prefix.*" pattern). nullptr if unknown.
 const SettingSpec* find_setting(std::span<const SettingSpec> spec, std::string_view name) noexcept;
 

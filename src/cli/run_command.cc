@@ -82,27 +82,36 @@ class SignalWatcher {
   std::atomic<int> count_{0};
 };
 
+// Loads FILE (no FILE: the embedded quickstart) and opens its checkpoint store; on failure prints
+// the one-line error and returns false.
+bool load_config_and_checkpoints(const std::optional<std::string>& file, Config* config,
+                                 std::unique_ptr<CheckpointStore>* checkpoints) {
+  try {
+    *config = file ? load_config_file(*file, Registry::builtin())
+                   : load_config_string(kQuickstartYaml, "<quickstart>", Registry::builtin());
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "sluice: {}\n", e.what());
+    return false;
+  }
+  auto store = open_sqlite_checkpoint_store(config->checkpoints_path);
+  if (!store.ok()) {
+    fmt::print(stderr, "sluice: checkpoints: {}\n", store.error().message());
+    return false;
+  }
+  *checkpoints = std::move(store.value());
+  return true;
+}
+
 }  // namespace
 
 int run_command(const std::optional<std::string>& file, double idle_exit_seconds) {
   Config config;
-  try {
-    config = file ? load_config_file(*file, Registry::builtin())
-                  : load_config_string(kQuickstartYaml, "<quickstart>", Registry::builtin());
-  } catch (const ConfigError& e) {
-    fmt::print(stderr, "sluice: {}\n", e.what());
-    return 2;
-  }
-
-  auto store = open_sqlite_checkpoint_store(config.checkpoints_path);
-  if (!store.ok()) {
-    fmt::print(stderr, "sluice: checkpoints: {}\n", store.error().message());
-    return 2;
-  }
+  std::unique_ptr<CheckpointStore> checkpoints;
+  if (!load_config_and_checkpoints(file, &config, &checkpoints)) return 2;
   std::vector<std::unique_ptr<Pipeline>> pipelines;
   std::vector<Pipeline*> raw;
   for (const PipelineConfig& pc : config.pipelines) {
-    auto p = build_pipeline(pc, store.value().get());
+    auto p = build_pipeline(pc, checkpoints.get());
     if (!p.ok()) {
       fmt::print(stderr, "sluice: {}\n", p.error().message());
       return 2;
@@ -290,17 +299,8 @@ int connectors_command(const std::optional<std::string>& name, bool markdown) {
 
 int cleanup_command(const std::string& file) {
   Config config;
-  try {
-    config = load_config_file(file, Registry::builtin());
-  } catch (const ConfigError& e) {
-    fmt::print(stderr, "sluice: {}\n", e.what());
-    return 2;
-  }
-  auto store = open_sqlite_checkpoint_store(config.checkpoints_path);
-  if (!store.ok()) {
-    fmt::print(stderr, "sluice: checkpoints: {}\n", store.error().message());
-    return 2;
-  }
+  std::unique_ptr<CheckpointStore> checkpoints;
+  if (!load_config_and_checkpoints(file, &config, &checkpoints)) return 2;
   int rc = 0;
   for (const PipelineConfig& pc : config.pipelines) {
     auto source = build_source(pc);
@@ -314,7 +314,7 @@ int cleanup_command(const std::string& file) {
       rc = 1;
       continue;
     }
-    if (Status st = store.value()->erase(pc.id); !st.ok()) {
+    if (Status st = checkpoints->erase(pc.id); !st.ok()) {
       fmt::print(stderr, "sluice: pipeline {}: checkpoint: {}\n", pc.id, st.error().message());
       rc = 1;
       continue;

@@ -41,26 +41,10 @@ std::string join(std::string_view path, std::string_view key) {
   return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
 }
 
-// User text echoed on one line, shortened.
-std::string quoted(std::string_view text) {
-  std::string out = "'";
-  size_t n = 0;
-  for (char c : text) {
-    if (++n > 80) {
-      out += "...";
-      break;
-    }
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  return out + "'";
-}
 
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Scalar: return quoted(n.Scalar());
+    case YAML::NodeType::Scalar: return quote_user_text(n.Scalar());
     case YAML::NodeType::Sequence: return "a list";
     case YAML::NodeType::Map: return "a map";
     default: return "nothing";
@@ -274,7 +258,7 @@ class Loader {
         Val v = child(h, *f);
         config.http_listen = scalar(v, "host:port");
         if (!valid_listen(config.http_listen))
-          fail(v.mark, v.path, "expected host:port like 127.0.0.1:8080, got " + quoted(config.http_listen));
+          fail(v.mark, v.path, "expected host:port like 127.0.0.1:8080, got " + quote_user_text(config.http_listen));
       }
       if (const Entry* f = find(fields, "enabled")) config.http_enabled = std::get<bool>(typed_scalar(child(h, *f), kBoolean));
     }
@@ -291,7 +275,7 @@ class Loader {
     out.id = scalar(idv);
     if (!valid_id(out.id))
       fail(idv.mark, idv.path,
-           "invalid pipeline id " + quoted(out.id) + " (use letters, digits, '_', '.' and '-')");
+           "invalid pipeline id " + quote_user_text(out.id) + " (use letters, digits, '_', '.' and '-')");
     if (auto it = ids.find(out.id); it != ids.end())
       fail(idv.mark, idv.path,
            "duplicate pipeline id '" + out.id + "' (first at line " + std::to_string(it->second) + ")");
@@ -321,7 +305,7 @@ class Loader {
       std::string mode = scalar(v, "one of stop, dlq");
       if (mode == "stop") out.on_error = OnError::stop;
       else if (mode == "dlq") out.on_error = OnError::dlq;
-      else fail(v.mark, v.path, "expected one of stop, dlq, got " + quoted(mode));
+      else fail(v.mark, v.path, "expected one of stop, dlq, got " + quote_user_text(mode));
     }
 
     const Entry* dlq = find(fields, "dlq");
@@ -355,7 +339,7 @@ class Loader {
     out.spec = registry_.connector(out.connector);
     if (!out.spec)
       fail(nv.mark, nv.path,
-           "unknown " + std::string(role_name) + " connector " + quoted(out.connector) + " (known: " +
+           "unknown " + std::string(role_name) + " connector " + quote_user_text(out.connector) + " (known: " +
                known_connectors(role) + ")");
     bool fits = role == Role::source ? out.spec->make_source != nullptr : out.spec->make_destination != nullptr;
     if (!fits)
@@ -379,7 +363,7 @@ class Loader {
       std::string list;
       for (const auto& p : registry_.processors()) list += (list.empty() ? "" : ", ") + std::string(p.name);
       fail(tv.mark, tv.path,
-           "unknown processor " + quoted(out.type) + " (known: " + (list.empty() ? "none in this build" : list) +
+           "unknown processor " + quote_user_text(out.type) + " (known: " + (list.empty() ? "none in this build" : list) +
                ")");
     }
     out.settings = load_settings(out.spec->settings, settings_val(v, fields));

@@ -8,6 +8,23 @@
 
 namespace sluice {
 
+std::string quote_user_text(std::string_view text) {
+  std::string out = "'";
+  size_t n = 0;
+  for (char c : text) {
+    if (++n > 80) {
+      out += "...";
+      break;
+    }
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  out += "'";
+  return out;
+}
+
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -25,23 +42,6 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// Echoes user text in an error on one line, shortened so a pasted blob does not flood the terminal.
-std::string quoted(std::string_view text) {
-  std::string out = "'";
-  size_t n = 0;
-  for (char c : text) {
-    if (++n > 80) {
-      out += "...";
-      break;
-    }
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  out += "'";
-  return out;
-}
 
 // from_chars takes "-5" but not "+5"; accept the explicit sign but not "+-5".
 bool strip_plus(std::string_view& text) {
@@ -214,7 +214,7 @@ std::string expected_phrase(const SettingSpec& spec) {
 // "expected X, got 'text'", without the text for secrets.
 std::string type_error(const SettingSpec& spec, std::string_view text) {
   if (spec.secret) return "expected " + expected_phrase(spec) + " (value not shown: secret setting)";
-  return "expected " + expected_phrase(spec) + ", got " + quoted(text);
+  return "expected " + expected_phrase(spec) + ", got " + quote_user_text(text);
 }
 
 bool is_pattern(std::string_view name) { return name.size() >= 2 && name.ends_with(".*"); }
@@ -271,7 +271,7 @@ std::map<std::string, std::string> Settings::with_prefix(std::string_view prefix
 
 std::optional<std::string> parse_duration(std::string_view text, std::chrono::milliseconds* out) {
   std::string_view s = trim(text);
-  const std::string hint = "expected a duration like 250ms, 5s, 2m or 1h, got " + quoted(text);
+  const std::string hint = "expected a duration like 250ms, 5s, 2m or 1h, got " + quote_user_text(text);
   if (s.empty()) return hint;
   double total_ms = 0;
   bool first = true;
@@ -288,19 +288,19 @@ std::optional<std::string> parse_duration(std::string_view text, std::chrono::mi
     else if (unit == "h") scale = 3'600'000;
     else if (unit == "d") scale = 86'400'000;
     else if (unit.empty()) return hint;
-    else return "unknown duration unit '" + std::string(unit) + "' in " + quoted(text) + " (use ms, s, m, h or d)";
+    else return "unknown duration unit '" + std::string(unit) + "' in " + quote_user_text(text) + " (use ms, s, m, h or d)";
     total_ms += n * scale;
     first = false;
   }
   // Well inside int64 milliseconds, leaving room for callers adding it to a time point.
-  if (!(total_ms < 1e15)) return "duration " + quoted(text) + " is too large";
+  if (!(total_ms < 1e15)) return "duration " + quote_user_text(text) + " is too large";
   *out = std::chrono::milliseconds(static_cast<int64_t>(std::llround(total_ms)));
   return std::nullopt;
 }
 
 std::optional<std::string> parse_size(std::string_view text, uint64_t* out) {
   std::string_view s = trim(text);
-  const std::string hint = "expected a size like 512KiB, 64MiB, 1GiB, 10MB or a number of bytes, got " + quoted(text);
+  const std::string hint = "expected a size like 512KiB, 64MiB, 1GiB, 10MB or a number of bytes, got " + quote_user_text(text);
   double n = 0;
   std::string_view number_text = s;
   if (!take_number(s, &n)) return hint;
@@ -324,11 +324,11 @@ std::optional<std::string> parse_size(std::string_view text, uint64_t* out) {
     for (const auto& u : units)
       if (iequals(unit, u.name)) scale = u.scale;
     if (scale == 0)
-      return "unknown size unit '" + std::string(unit) + "' in " + quoted(text) +
+      return "unknown size unit '" + std::string(unit) + "' in " + quote_user_text(text) +
              " (use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)";
   }
   double bytes = std::round(n * scale);
-  if (!(bytes < 18446744073709551616.0)) return "size " + quoted(text) + " is too large";
+  if (!(bytes < 18446744073709551616.0)) return "size " + quote_user_text(text) + " is too large";
   *out = static_cast<uint64_t>(bytes);
   return std::nullopt;
 }

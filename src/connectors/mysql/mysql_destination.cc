@@ -12,6 +12,8 @@
 
 #include "connectors/mysql/mysql_url.h"
 #include "sluice/json.h"
+#include "connectors/folded_identifiers.h"
+#include "connectors/record_key.h"
 #include "connectors/record_template.h"
 
 namespace sluice {
@@ -20,28 +22,6 @@ namespace {
 
 using mysql::MysqlUrl;
 
-// MySQL folds ASCII case in column names: "Id" and "id" name the same column.
-char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  return true;
-}
-
-struct FoldedHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept {
-    uint64_t h = 1469598103934665603ULL;
-    for (char c : s) h = (h ^ uint8_t(ascii_lower(c))) * 1099511628211ULL;
-    return size_t(h);
-  }
-};
-struct FoldedEqual {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const noexcept { return iequals(a, b); }
-};
 
 // `name` quoted with backticks, embedded backticks doubled.
 void append_identifier(std::string& out, std::string_view name) {
@@ -373,16 +353,13 @@ class MysqlDestination final : public Destination {
       if (!table) return std::move(table).error();
       TableState* t = table.value();
 
-      if (r.op == Operation::remove && r.key.is_absent() && r.meta("truncate") == "true") {
+      if (is_truncate(r)) {
         items_.push_back(Item{Action::truncate, t, &r, 0, 0, 0, 0});
         continue;
       }
       uint32_t key_begin = uint32_t(fields_.size());
-      if (r.key.is_object()) {
-        for (const Field& f : r.key.fields()) fields_.push_back(f);
-      } else if (!r.key.is_absent() && !r.key.is_null()) {
-        fields_.push_back(Field{"key", r.key});
-      }
+      Field scalar_key;
+      for (const Field& f : record_key_fields(r, scalar_key)) fields_.push_back(f);
       uint32_t key_end = uint32_t(fields_.size());
       if (key_begin == key_end)
         return record_error(Errc::data, *t, r,

@@ -11,6 +11,7 @@
 
 #include "connectors/postgres/pg_connection.h"
 #include "sluice/json.h"
+#include "connectors/record_key.h"
 #include "connectors/record_template.h"
 
 namespace sluice {
@@ -386,7 +387,7 @@ class PostgresDestination final : public Destination {
     if (!tr) return std::move(tr).error();
     TableState* t = tr.value();
 
-    if (r.op == Operation::remove && r.key.is_absent() && r.meta("truncate") == "true") {
+    if (is_truncate(r)) {
       if (Status s = flush_run(); !s) return s;
       if (!t->exists) {
         if (Status s = load_columns(*t); !s) return s;
@@ -395,13 +396,7 @@ class PostgresDestination final : public Destination {
       return exec("TRUNCATE " + t->quoted, nullptr, t);
     }
 
-    std::span<const Field> key;
-    if (r.key.is_object()) {
-      key = r.key.fields();
-    } else if (!r.key.is_absent() && !r.key.is_null()) {
-      scalar_key_ = Field{"key", r.key};
-      key = {&scalar_key_, 1};
-    }
+    std::span<const Field> key = record_key_fields(r, scalar_key_);
     if (key.empty())
       return record_error(Errc::data, *t, r,
                           "record has no key; this destination upserts and deletes by key (give the source table "

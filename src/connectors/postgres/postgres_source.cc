@@ -223,6 +223,7 @@ class PostgresSource final : public Source {
   Status handle_xlog(Batch& batch, const char* buf, int len);
   Status emit_change(Batch& batch, TableState& t, Operation op, const pg::Tuple* old_tuple, char old_kind,
                      const pg::Tuple* new_tuple, Lsn lsn);
+  void emit_logical_message(Batch& batch, const pg::LogicalMsg& m, Lsn lsn);
   Status tuple_to_object(Batch& batch, const TableState& t, const pg::Tuple& tuple, bool key_only, Value* out);
   Value metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc);
   void send_status_locked(bool force);
@@ -942,14 +943,8 @@ Status PostgresSource::handle_xlog(Batch& batch, const char* buf, int len) {
                       std::holds_alternative<pg::DeleteMsg>(msg_) || std::holds_alternative<pg::TruncateMsg>(msg_) ||
                       (std::holds_alternative<pg::LogicalMsg>(msg_) && std::get<pg::LogicalMsg>(msg_).transactional);
   if (!change) {
-    if (auto* m = std::get_if<pg::LogicalMsg>(&msg_); m && logical_messages_) {
-      Record& rec = batch.add();  // non-transactional message: outside any transaction
-      rec.op = Operation::create;
-      rec.position = batch.copy(lsn.to_string());
-      rec.metadata = batch.object(2).add("message.prefix", Value::string(batch.copy(m->prefix)))
-                         .add("lsn", Value::string(batch.copy(lsn.to_string()))).build();
-      rec.after = batch.object(1).add("content", Value::bytes(batch.copy(m->content))).build();
-    }
+    // A non-transactional message: outside any transaction.
+    if (auto* m = std::get_if<pg::LogicalMsg>(&msg_); m && logical_messages_) emit_logical_message(batch, *m, lsn);
     return ok_status();
   }
   ++tx_n_;
@@ -989,20 +984,22 @@ Status PostgresSource::handle_xlog(Batch& batch, const char* buf, int len) {
       rec.position = batch.copy(lsn.to_string());
       ObjectBuilder m = batch.object(7);
       for (const Field& f : metadata(batch, *t, rec.position, true).fields()) m.add(f.name, f.value);
-      m.add("truncate", Value::string("true"));
+      m.add(meta::kTruncate, Value::string("true"));
       rec.metadata = m.build();
     }
     return ok_status();
   }
-  if (auto* m = std::get_if<pg::LogicalMsg>(&msg_); m && logical_messages_) {
-    Record& rec = batch.add();
-    rec.op = Operation::create;
-    rec.position = batch.copy(lsn.to_string());
-    rec.metadata = batch.object(2).add("message.prefix", Value::string(batch.copy(m->prefix)))
-                       .add("lsn", Value::string(batch.copy(lsn.to_string()))).build();
-    rec.after = batch.object(1).add("content", Value::bytes(batch.copy(m->content))).build();
-  }
+  if (auto* m = std::get_if<pg::LogicalMsg>(&msg_); m && logical_messages_) emit_logical_message(batch, *m, lsn);
   return ok_status();
+}
+
+void PostgresSource::emit_logical_message(Batch& batch, const pg::LogicalMsg& m, Lsn lsn) {
+  Record& rec = batch.add();
+  rec.op = Operation::create;
+  rec.position = batch.copy(lsn.to_string());
+  rec.metadata = batch.object(2).add("message.prefix", Value::string(batch.copy(m.prefix)))
+                     .add("lsn", Value::string(rec.position)).build();
+  rec.after = batch.object(1).add("content", Value::bytes(batch.copy(m.content))).build();
 }
 
 std::string PostgresSource::cdc_position() const {

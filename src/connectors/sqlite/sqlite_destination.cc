@@ -8,6 +8,8 @@
 
 #include "connectors/sqlite/sqlite_value_mapping.h"
 #include "runtime/sqlite_handles.h"
+#include "connectors/folded_identifiers.h"
+#include "connectors/record_key.h"
 #include "connectors/record_template.h"
 
 namespace sluice {
@@ -18,28 +20,6 @@ using sqlite::append_quoted_identifier;
 using sqlite::Db;
 using sqlite::Stmt;
 
-// SQLite folds ASCII case in identifiers: "Id" and "id" name the same column or table.
-char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
-  return true;
-}
-
-struct FoldedHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const noexcept {
-    uint64_t h = 1469598103934665603ULL;
-    for (char c : s) h = (h ^ uint8_t(ascii_lower(c))) * 1099511628211ULL;
-    return size_t(h);
-  }
-};
-struct FoldedEqual {
-  using is_transparent = void;
-  bool operator()(std::string_view a, std::string_view b) const noexcept { return iequals(a, b); }
-};
 
 using TableTemplate = RecordTemplate;
 constexpr std::string_view kDefaultTable = kDefaultTableName;
@@ -204,19 +184,12 @@ class SqliteDestination final : public Destination {
     TableState& t = *table.value();
 
     // A source-side TRUNCATE (a key-less delete marked `truncate`) empties the table.
-    if (r.op == Operation::remove && r.key.is_absent() && r.meta("truncate") == "true") {
+    if (is_truncate(r)) {
       if (!t.exists) return ok_status();
       return db_.exec("DELETE FROM " + t.quoted, "cannot truncate " + t.name);
     }
 
-    // The key: an object's fields, or a scalar as one column named "key".
-    std::span<const Field> key;
-    if (r.key.is_object()) {
-      key = r.key.fields();
-    } else if (!r.key.is_absent() && !r.key.is_null()) {
-      scalar_key_ = Field{"key", r.key};
-      key = {&scalar_key_, 1};
-    }
+    std::span<const Field> key = record_key_fields(r, scalar_key_);
     if (key.empty())
       return record_error(Errc::data, t, r,
                           "record has no key; this destination upserts and deletes by key (give the "
