@@ -12,5 +12,6 @@ ConnectorSpec file_connector();       // src/connectors/file/
 ConnectorSpec sqlite_connector();     // src/connectors/sqlite/
 ConnectorSpec postgres_connector();   // src/connectors/postgres/
 ConnectorSpec mysql_connector();      // src/connectors/mysql/
+ConnectorSpec kafka_connector();      // src/connectors/kafka/
 
 }  // namespace sluice

@@ -11,6 +11,7 @@ void register_builtin_connectors(Registry& r) {
   r.add(sqlite_connector());
   r.add(postgres_connector());
   r.add(mysql_connector());
+  r.add(kafka_connector());
 }
 
 }  // namespace sluice

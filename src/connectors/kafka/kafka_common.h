@@ -1,0 +1,63 @@
+// What the kafka source and destination share: librdkafka handles with RAII, configuration built
+// from settings (brokers, pass-through `rdkafka.*` properties), error mapping to Errc, a broker
+// reachability check with a one-line error, and librdkafka's log routed to spdlog.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "sluice/result.h"
+
+namespace sluice::kafka {
+
+struct HandleDeleter {
+  void operator()(rd_kafka_t* rk) const noexcept { rd_kafka_destroy(rk); }
+};
+struct ConfDeleter {
+  void operator()(rd_kafka_conf_t* c) const noexcept { rd_kafka_conf_destroy(c); }
+};
+struct TopicPartitionListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* l) const noexcept { rd_kafka_topic_partition_list_destroy(l); }
+};
+struct HeadersDeleter {
+  void operator()(rd_kafka_headers_t* h) const noexcept { rd_kafka_headers_destroy(h); }
+};
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* m) const noexcept { rd_kafka_message_destroy(m); }
+};
+using Handle = std::unique_ptr<rd_kafka_t, HandleDeleter>;
+using Conf = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
+using PartitionList = std::unique_ptr<rd_kafka_topic_partition_list_t, TopicPartitionListDeleter>;
+using Headers = std::unique_ptr<rd_kafka_headers_t, HeadersDeleter>;
+using Message = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+
+// True for librdkafka properties whose values are secrets (passwords, keys, tokens): never logged
+// or echoed in an error.
+bool is_secret_property(std::string_view name) noexcept;
+
+// A configuration with bootstrap.servers = `brokers`, librdkafka's log routed to spdlog (prefixed
+// with `who`, e.g. "kafka destination"), then `defaults` and then `properties` (the user's
+// pass-through `rdkafka.*` settings, which win over defaults). An unknown property or a bad value
+// is a one-line invalid_argument error naming the property (and never a secret value).
+Result<Conf> make_conf(std::string_view brokers, std::string_view who,
+                       const std::map<std::string, std::string>& defaults,
+                       const std::map<std::string, std::string>& properties);
+
+// Sets one property; the same error rules as make_conf.
+Status set_property(rd_kafka_conf_t* conf, const std::string& name, const std::string& value);
+
+// Maps a librdkafka error to an Error: transport/timeouts/leader changes are retriable
+// connection errors, authentication and authorisation failures are auth/permission, unknown topic
+// is not_found, message too large and invalid records are data. `context` prefixes the message.
+Error error_from(rd_kafka_resp_err_t err, std::string_view context);
+
+// Asks the cluster for its metadata within `timeout`; on failure a one-line connection error that
+// names the brokers and the fix ("check `brokers` and that Kafka is running").
+Status check_reachable(rd_kafka_t* rk, std::string_view brokers, std::chrono::milliseconds timeout);
+
+}  // namespace sluice::kafka
