@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <charconv>
+#include <memory>
+#include <chrono>
+#include <thread>
 
 #include "server/prometheus_text.h"
 
@@ -49,7 +53,17 @@ Status HttpServer::start(const std::string& listen) {
   if (port_ == 0)
     return Error(Errc::io, fmt::format("cannot listen on {}: the address is in use or not local; set "
                                        "http.listen to a free host:port or http.enabled: false", listen));
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, returned] {
+    server_->listen_after_bind();
+    returned->store(true);
+  });
+  // httplib's stop() only takes effect once the listen loop runs: a pipeline that ends within
+  // microseconds would otherwise stop() too early and join a thread that never returns.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!server_->is_running() && !returned->load() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   return ok_status();
 }
 
