@@ -112,8 +112,8 @@ inline void produce(const std::string& topic, const std::vector<ProduceMessage>&
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(
           rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(m.partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-          RD_KAFKA_V_KEY(m.key ? m.key->data() : nullptr, m.key ? m.key->size() : 0),
-          RD_KAFKA_V_VALUE(m.value ? const_cast<char*>(m.value->data()) : nullptr, m.value ? m.value->size() : 0),
+          RD_KAFKA_V_KEY((m.key ? m.key->data() : nullptr), (m.key ? m.key->size() : 0)),
+          RD_KAFKA_V_VALUE((m.value ? const_cast<char*>(m.value->data()) : nullptr), (m.value ? m.value->size() : 0)),
           RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk, 100);
@@ -201,6 +201,173 @@ inline std::vector<KafkaMessage> consume_all(const std::string& topic, size_t ex
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
   return out;
+}
+
+// ── added for the kafka destination tests ──────────────────────────────────
+
+// A pipeline file: postgres source (`tables` of `pg_url`) → kafka destination.
+struct KafkaPipelineFile {
+  std::string id;
+  std::string pg_url;
+  std::vector<std::string> tables;
+  std::map<std::string, std::string> source_settings;       // YAML scalars as written
+  std::map<std::string, std::string> destination_settings;  // besides brokers
+  size_t max_records = 1000;
+  std::string pipeline_extra;  // more YAML lines of the pipeline, indented by 4 ("    on_error: dlq\n")
+
+  std::string yaml() const {
+    std::string t;
+    for (const auto& x : tables) t += (t.empty() ? "" : ", ") + x;
+    std::string src, dst;
+    for (const auto& [k, v] : source_settings) src += "        " + k + ": " + v + "\n";
+    for (const auto& [k, v] : destination_settings) dst += "        " + k + ": " + v + "\n";
+    return "version: 1\n"
+           "pipelines:\n"
+           "  - id: " + id + "\n"
+           "    source:\n"
+           "      connector: postgres\n"
+           "      settings:\n"
+           "        url: \"" + pg_url + "\"\n"
+           "        tables: [" + t + "]\n" + src +
+           "    destination:\n"
+           "      connector: kafka\n"
+           "      settings:\n"
+           "        brokers: \"" + kafka_brokers() + "\"\n" + dst +
+           "    batch: {max_records: " + std::to_string(max_records) + ", linger_ms: 20}\n" + pipeline_extra +
+           "checkpoints: {path: state/checkpoints.db}\n"
+           "http: {enabled: false}\n";
+  }
+};
+
+// The integer of a message key {"id":N} (nullopt for another shape).
+inline std::optional<int64_t> key_id(const KafkaMessage& m) {
+  if (!m.key) return std::nullopt;
+  const std::string& k = *m.key;
+  const std::string lead = "{\"id\":";
+  if (k.rfind(lead, 0) != 0 || k.back() != '}') return std::nullopt;
+  try {
+    return std::stoll(k.substr(lead.size(), k.size() - lead.size() - 1));
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+// Deletes topics (test cleanup); errors are ignored.
+inline void delete_topics(const std::vector<std::string>& topics) {
+  if (topics.empty()) return;
+  rd_kafka_t* rk = detail::make_client(RD_KAFKA_PRODUCER, {});
+  if (!rk) return;
+  std::vector<rd_kafka_DeleteTopic_t*> dt;
+  for (const auto& t : topics) dt.push_back(rd_kafka_DeleteTopic_new(t.c_str()));
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteTopics(rk, dt.data(), dt.size(), nullptr, q);
+  if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000)) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_DeleteTopic_destroy_array(dt.data(), dt.size());
+  rd_kafka_destroy(rk);
+}
+
+// Deletes the listed topics when the test ends.
+class TopicsCleanup {
+ public:
+  explicit TopicsCleanup(std::vector<std::string> topics) : topics_(std::move(topics)) {}
+  ~TopicsCleanup() { delete_topics(topics_); }
+  void add(std::string t) { topics_.push_back(std::move(t)); }
+
+ private:
+  std::vector<std::string> topics_;
+};
+
+}  // namespace sluice::test
+
+// ── added for the kafka source tests ───────────────────────────────────────
+
+namespace sluice::test {
+
+// The consumer group's committed offset of each partition 0..partitions-1 of `topic` (-1 when none).
+inline std::vector<int64_t> committed_offsets(const std::string& group, const std::string& topic, int partitions = 1) {
+  std::vector<int64_t> out(size_t(partitions), -1);
+  rd_kafka_t* rk = detail::make_client(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
+  if (!rk) return out;
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(l, topic.c_str(), p);
+  rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 30000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) ADD_FAILURE() << "committed offsets of group " << group << ": " << rd_kafka_err2str(e);
+  for (int i = 0; i < l->cnt; ++i)
+    if (l->elems[i].partition >= 0 && l->elems[i].partition < partitions) out[size_t(l->elems[i].partition)] = l->elems[i].offset;
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_destroy(rk);
+  return out;
+}
+
+// Commits `offset` for partition `partition` of `topic` in `group` (as another member would).
+inline void commit_offset(const std::string& group, const std::string& topic, int32_t partition, int64_t offset) {
+  rd_kafka_t* rk = detail::make_client(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
+  ASSERT_NE(rk, nullptr);
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, topic.c_str(), partition)->offset = offset;
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk, l, 0);
+  EXPECT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(e);
+  rd_kafka_topic_partition_list_destroy(l);
+  rd_kafka_destroy(rk);
+}
+
+// Deletes consumer groups (test cleanup); errors are ignored.
+inline void delete_groups(const std::vector<std::string>& groups) {
+  if (groups.empty()) return;
+  rd_kafka_t* rk = detail::make_client(RD_KAFKA_PRODUCER, {});
+  if (!rk) return;
+  std::vector<rd_kafka_DeleteGroup_t*> dg;
+  for (const auto& g : groups) dg.push_back(rd_kafka_DeleteGroup_new(g.c_str()));
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteGroups(rk, dg.data(), dg.size(), nullptr, q);
+  if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000)) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_DeleteGroup_destroy_array(dg.data(), dg.size());
+  rd_kafka_destroy(rk);
+}
+
+// A pipeline file: kafka source → postgres destination (`pg_url`).
+struct KafkaSourcePipelineFile {
+  std::string id;
+  std::vector<std::string> topics;
+  std::string pg_url;
+  std::map<std::string, std::string> source_settings;       // besides brokers and topics; YAML scalars
+  std::map<std::string, std::string> destination_settings;  // besides url
+  size_t max_records = 1000;
+  std::string brokers = kafka_brokers();
+
+  std::string yaml() const {
+    std::string t;
+    for (const auto& x : topics) t += (t.empty() ? "" : ", ") + ("\"" + x + "\"");
+    std::string src, dst;
+    for (const auto& [k, v] : source_settings) src += "        " + k + ": " + v + "\n";
+    for (const auto& [k, v] : destination_settings) dst += "        " + k + ": " + v + "\n";
+    return "version: 1\n"
+           "pipelines:\n"
+           "  - id: " + id + "\n"
+           "    source:\n"
+           "      connector: kafka\n"
+           "      settings:\n"
+           "        brokers: \"" + brokers + "\"\n"
+           "        topics: [" + t + "]\n" + src +
+           "    destination:\n"
+           "      connector: postgres\n"
+           "      settings:\n"
+           "        url: \"" + pg_url + "\"\n" + dst +
+           "    batch: {max_records: " + std::to_string(max_records) + ", linger_ms: 20}\n"
+           "checkpoints: {path: state/checkpoints.db}\n"
+           "http: {enabled: false}\n";
+  }
+};
+
+// An OpenCDC JSON record of table `table`: key {"id":id}; after {"id":id,"v":v} (no after for
+// "delete").
+inline std::string opencdc_json(const std::string& op, const std::string& table, int64_t id, const std::string& v = "") {
+  std::string s = "{\"operation\":\"" + op + "\",\"metadata\":{\"table\":\"" + table + "\"},\"key\":{\"id\":" +
+                  std::to_string(id) + "},\"payload\":{";
+  if (op != "delete") s += "\"after\":{\"id\":" + std::to_string(id) + ",\"v\":\"" + v + "\"}";
+  return s + "}}";
 }
 
 }  // namespace sluice::test
