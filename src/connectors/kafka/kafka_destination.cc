@@ -1,18 +1,683 @@
-// Placeholder until the destination lands (the helper building it replaces this file).
+// The kafka destination. write() encodes the whole batch first (a record that cannot become a
+// message fails the batch synchronously with a data error, before anything is produced, so the
+// runtime can isolate it), then produces every message without copying (the batch's encoded
+// buffer lives until its last delivery report). A poller thread serves delivery reports; the batch
+// completes when every message of it is acknowledged by the broker, up to four batches overlap.
+// With `transactions: true` each batch is one Kafka transaction that also carries the batch's
+// source position to `positions.topic`.
 #include "connectors/kafka/kafka_destination.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "connectors/kafka/debezium_json.h"
+#include "connectors/kafka/kafka_common.h"
+#include "connectors/record_template.h"
+#include "sluice/json.h"
 
 namespace sluice {
 
 namespace {
+
+using namespace std::chrono_literals;
+
+#ifndef SLUICE_VERSION_TEXT
+#define SLUICE_VERSION_TEXT "sluice"
+#endif
+
 constexpr SettingSpec kSettings[] = {
     {"brokers", SettingType::string, "", true, "Bootstrap brokers, host:port[,host:port...]."},
+    {"topic", SettingType::string, "", false,
+     "Topic of each record: a template where {{schema}}, {{table}} and any {{metadata-key}} are replaced "
+     "from the record's metadata. Default, like Debezium: <topic.prefix>.<schema>.<table>, or "
+     "<topic.prefix>.<table> when the record has no schema. Characters Kafka does not allow in topic names "
+     "become '_'. Missing topics are created by the broker (auto.create.topics.enable)."},
+    {"topic.prefix", SettingType::string, "", false, "Prefix of the default topic names. Default: the pipeline id."},
+    {"format", SettingType::enumeration, "opencdc", false,
+     "Message value. opencdc: the OpenCDC JSON record; debezium: the Debezium change-event envelope as "
+     "Debezium's JsonConverter writes it with schemas.enable=false (before, after, source, op, ts_ms).",
+     "opencdc,debezium"},
+    {"compression", SettingType::enumeration, "none", false, "Compression of message batches.",
+     "none,lz4,zstd,snappy,gzip"},
+    {"acks", SettingType::enumeration, "all", false,
+     "Acknowledgements the leader waits for. all: every in-sync replica (with the idempotent producer: no "
+     "loss, no duplicates, order kept per partition across retries); 1: the leader only; 0: none (may lose "
+     "messages).",
+     "all,1,0"},
+    {"linger", SettingType::duration, "5ms", false,
+     "How long the producer waits to fill a message batch (linger.ms)."},
+    {"batch.size", SettingType::size, "1MiB", false, "Largest message batch per partition, in bytes (batch.size)."},
+    {"batch.num.messages", SettingType::integer, "10000", false,
+     "Most messages in one message batch (batch.num.messages)."},
+    {"delivery.timeout", SettingType::duration, "300s", false,
+     "How long a message may wait for its acknowledgement, retries included (message.timeout.ms); broker "
+     "restarts shorter than this are absorbed by the producer's own in-order retries, longer outages stop "
+     "the pipeline (a restart re-sends from the checkpoint)."},
+    {"headers", SettingType::boolean, "true", false,
+     "Write the record's metadata as message headers (one header per metadata key)."},
+    {"debezium.tombstones", SettingType::boolean, "true", false,
+     "format debezium: after each delete, a tombstone (same key, null value) so log compaction can drop "
+     "the key, like Debezium's tombstones.on.delete."},
+    {"transactions", SettingType::boolean, "false", false,
+     "Exactly once: one Kafka transaction per batch, committed together with the batch's source position "
+     "(in positions.topic); a restart resumes exactly after the last committed batch. Consumers must read "
+     "with isolation.level=read_committed."},
+    {"transactional.id", SettingType::string, "", false,
+     "transactions: the producer's transactional.id; a new incarnation fences the previous one and aborts "
+     "its open transaction. Default: sluice-<pipeline id>."},
+    {"positions.topic", SettingType::string, "sluice_positions", false,
+     "transactions: the compacted topic (1 partition, created if missing) holding each pipeline's last "
+     "committed source position, keyed by the pipeline id."},
+    {"rdkafka.*", SettingType::string, "", false,
+     "Any librdkafka producer property, passed through (rdkafka.security.protocol: SASL_SSL, "
+     "rdkafka.message.max.bytes: 2000000, ...); wins over the settings above."},
 };
+
+struct Options {
+  std::string brokers;
+  std::string topic;
+  std::string topic_prefix;
+  bool debezium = false;
+  std::string compression = "none";
+  std::string acks = "all";
+  std::chrono::milliseconds linger{5};
+  uint64_t batch_size = 1 << 20;
+  int64_t batch_num_messages = 10000;
+  std::chrono::milliseconds delivery_timeout{300000};
+  bool headers = true;
+  bool tombstones = true;
+  bool transactions = false;
+  std::string transactional_id;
+  std::string positions_topic = "sluice_positions";
+  std::map<std::string, std::string> rdkafka;
+};
+
+// Kafka topic names: [a-zA-Z0-9._-], at most 249 characters.
+void sanitize_topic(std::string& t) {
+  for (char& c : t) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (t.size() > 249) t.resize(249);
+}
+
+// Encoded messages live in 1 MiB chunks; a chunk is freed as soon as the last message in it is
+// delivered, so a batch's memory shrinks while the broker acknowledges it.
+struct Chunk {
+  static constexpr size_t kSize = 1 << 20;
+  std::unique_ptr<char[]> data;
+  size_t cap = 0, used = 0;
+  std::atomic<uint32_t> pending{0};  // messages pointing into it, not yet delivered
+};
+
+struct BatchState;
+
+// One message of a batch; librdkafka's opaque for its delivery report.
+struct Msg {
+  BatchState* st;
+  Chunk* chunk;             // nullptr: the position message (copied by librdkafka)
+  rd_kafka_topic_t* topic;
+  const char* key;          // nullptr: null key
+  char* value;              // nullptr: null value (tombstone)
+  uint32_t key_len, value_len;
+  uint32_t rec;             // record index (headers)
+};
+
+// librdkafka's own log: connection failures it retries by itself are warnings (a delivery that
+// finally fails stops the pipeline with one error line); during open() only critical lines show,
+// so unreachable brokers give exactly one error, from check_reachable.
+void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  if (level <= 4) spdlog::warn("kafka destination: librdkafka {}: {}", fac, buf);
+  else if (level <= 6) spdlog::info("kafka destination: librdkafka {}: {}", fac, buf);
+  else spdlog::debug("kafka destination: librdkafka {}: {}", fac, buf);
+}
+void error_cb(rd_kafka_t* rk, int err, const char* reason, void*) {
+  if (err == RD_KAFKA_RESP_ERR__FATAL) {
+    char why[512];
+    rd_kafka_fatal_error(rk, why, sizeof why);
+    spdlog::warn("kafka destination: producer fatal error: {}", why);
+    return;
+  }
+  spdlog::debug("kafka destination: {} ({})", reason, rd_kafka_err2name(rd_kafka_resp_err_t(err)));
+}
+
+class KafkaDestination;
+
+// The delivery state of one batch, freed when its last delivery report arrived.
+struct BatchState {
+  KafkaDestination* owner = nullptr;
+  std::vector<std::unique_ptr<Chunk>> chunks;
+  std::vector<Msg> msgs;
+  Msg position_msg{};
+  std::atomic<size_t> outstanding{0};
+  std::mutex mu;
+  std::optional<Error> error;
+  WriteDone done;
+};
+
+class KafkaDestination final : public Destination {
+ public:
+  explicit KafkaDestination(Options o) : o_(std::move(o)) {}
+  ~KafkaDestination() override { close(); }
+
+  Status open(const ConnectorContext& ctx) override;
+  void write(Batch& batch, WriteDone done) override;
+  size_t max_in_flight() const noexcept override { return o_.transactions ? 1 : 2; }
+  Status flush(std::chrono::milliseconds timeout) override;
+  void close() noexcept override;
+  bool stores_positions() const noexcept override { return o_.transactions; }
+  Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
+
+ private:
+  static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque);
+  void message_done(BatchState* st, rd_kafka_resp_err_t err, const char* topic);
+  void finish(BatchState* st);
+  Status encode(Batch& batch, BatchState& st);
+  rd_kafka_topic_t* topic_handle(std::string_view name);
+  // Produces every message of `st` (and the position message, if any); returns the number not
+  // handed to librdkafka (already failed into st->error).
+  size_t produce_all(Batch& batch, BatchState* st, const std::string* position);
+  void write_transaction(Batch& batch, WriteDone done);
+  BatchState* new_state();
+  void release_state(BatchState* st);
+  Status ensure_positions_topic();
+  Status txn_error(rd_kafka_error_t* e, std::string_view what);
+
+  Options o_;
+  std::string pipeline_id_;
+  kafka::Handle rk_;
+  size_t max_message_bytes_ = 1000000;
+  std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
+  std::string topic_buf_;
+  std::optional<RecordTemplate> template_;
+  std::thread poller_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;  // in-flight batch count changed, or a delivery freed queue space
+  size_t in_flight_ = 0;
+  std::atomic<bool> waiting_for_space_{false};  // write() waits for librdkafka's queue to drain
+  std::string scratch_;  // one message being encoded (writer thread)
+  bool closed_ = false;
+};
+
+Status KafkaDestination::open(const ConnectorContext& ctx) {
+  pipeline_id_ = ctx.pipeline_id;
+  if (o_.topic_prefix.empty()) o_.topic_prefix = pipeline_id_;
+  if (!o_.topic.empty()) {
+    auto t = RecordTemplate::parse(o_.topic, "topic");
+    if (!t.ok()) return std::move(t).error();
+    template_ = std::move(t.value());
+  }
+  std::map<std::string, std::string> defaults = {
+      {"acks", o_.acks},
+      {"compression.codec", o_.compression},
+      {"linger.ms", std::to_string(o_.linger.count())},
+      {"batch.size", std::to_string(o_.batch_size)},
+      {"batch.num.messages", std::to_string(o_.batch_num_messages)},
+      {"message.timeout.ms", std::to_string(o_.delivery_timeout.count())},
+      {"queue.buffering.max.kbytes", "65536"},
+  };
+  if (o_.acks == "all") defaults["enable.idempotence"] = "true";
+  if (o_.transactions) {
+    defaults["transactional.id"] = o_.transactional_id.empty() ? "sluice-" + pipeline_id_ : o_.transactional_id;
+    defaults["enable.idempotence"] = "true";
+    defaults["acks"] = "all";
+    // librdkafka requires message.timeout.ms <= transaction.timeout.ms (the broker caps the latter
+    // at transaction.max.timeout.ms, 15 minutes by default).
+    defaults["transaction.timeout.ms"] = std::to_string(std::max<int64_t>(60000, o_.delivery_timeout.count()));
+  }
+  auto conf = kafka::make_conf(o_.brokers, "kafka destination", defaults, o_.rdkafka);
+  if (!conf.ok()) return std::move(conf).error();
+  {
+    char buf[64];
+    size_t n = sizeof buf;
+    if (rd_kafka_conf_get(conf->get(), "message.max.bytes", buf, &n) == RD_KAFKA_CONF_OK)
+      max_message_bytes_ = std::strtoull(buf, nullptr, 10);
+  }
+  rd_kafka_conf_set_dr_msg_cb(conf->get(), &KafkaDestination::on_delivery);
+  rd_kafka_conf_set_log_cb(conf->get(), &log_cb);
+  rd_kafka_conf_set_error_cb(conf->get(), &error_cb);
+  if (!o_.rdkafka.count("log_level")) (void)kafka::set_property(conf->get(), "log_level", "2");
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
+  if (!rk) return Error(Errc::invalid_argument, fmt::format("cannot create the producer: {}", err));
+  (void)conf->release();  // owned by the handle now
+  rk_.reset(rk);
+  if (Status st = kafka::check_reachable(rk_.get(), o_.brokers, 10s); !st.ok()) return st;
+  if (!o_.rdkafka.count("log_level")) rd_kafka_set_log_level(rk_.get(), 6);
+  stop_ = false;
+  poller_ = std::thread([this] {
+    while (!stop_.load(std::memory_order_relaxed)) rd_kafka_poll(rk_.get(), 100);
+  });
+  if (o_.transactions) {
+    if (Status st = ensure_positions_topic(); !st.ok()) return st;
+    // Fences a previous incarnation with the same transactional.id and aborts its open transaction.
+    if (rd_kafka_error_t* e = rd_kafka_init_transactions(rk_.get(), 60000))
+      return txn_error(e, "initialising transactions");
+  }
+  spdlog::info("kafka destination: producing to {} (format {}, {}{})", o_.brokers, o_.debezium ? "debezium" : "opencdc",
+               o_.transactions ? "transactional" : "idempotent", o_.acks == "all" ? "" : ", acks=" + o_.acks);
+  return ok_status();
+}
+
+Status KafkaDestination::txn_error(rd_kafka_error_t* e, std::string_view what) {
+  const bool retriable = rd_kafka_error_is_retriable(e) || rd_kafka_error_txn_requires_abort(e);
+  Error out = kafka::error_from(rd_kafka_error_code(e), fmt::format("{}: ", what));
+  std::string msg = out.message();
+  if (rd_kafka_error_is_fatal(e))
+    msg += " (fatal: the producer was fenced by a newer one with the same transactional.id, or cannot go on; "
+           "restart the pipeline)";
+  Error result(out.code(), msg, retriable);
+  rd_kafka_error_destroy(e);
+  return result;
+}
+
+Status KafkaDestination::ensure_positions_topic() {
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(o_.positions_topic.c_str(), 1, -1, err, sizeof err);
+  if (!nt) return Error(Errc::invalid_argument, fmt::format("positions.topic: {}", err));
+  rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk_.get());
+  rd_kafka_CreateTopics(rk_.get(), &nt, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  Status out = ok_status();
+  if (!ev) {
+    out = Error(Errc::timeout, fmt::format("creating positions topic '{}' timed out",
+                                           o_.positions_topic), true);
+  } else {
+    size_t n = 0;
+    const rd_kafka_topic_result_t** tr =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && n == 1) e = rd_kafka_topic_result_error(tr[0]);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+      out = kafka::error_from(e, fmt::format("creating positions topic '{}': ", o_.positions_topic));
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewTopic_destroy(nt);
+  return out;
+}
+
+rd_kafka_topic_t* KafkaDestination::topic_handle(std::string_view name) {
+  auto it = topics_.find(std::string(name));
+  if (it != topics_.end()) return it->second;
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk_.get(), std::string(name).c_str(), nullptr);
+  if (t) topics_.emplace(std::string(name), t);
+  return t;
+}
+
+Status KafkaDestination::encode(Batch& batch, BatchState& st) {
+  const auto& records = batch.records();
+  st.msgs.reserve(records.size() + (o_.debezium && o_.tombstones ? records.size() / 8 : 0));
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  kafka::DebeziumSource src{o_.topic_prefix, SLUICE_VERSION_TEXT, now_ms};
+  rd_kafka_topic_t* last_topic = nullptr;
+  std::string last_topic_name;
+  for (uint32_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    // topic
+    if (template_) {
+      template_->render(r, topic_buf_, kDefaultTableName);
+    } else {
+      topic_buf_ = o_.topic_prefix;
+      std::string_view schema = metadata_text(r, meta::kSchema);
+      if (!schema.empty()) (topic_buf_ += '.') += schema;
+      (topic_buf_ += '.') += RecordTemplate::table_of(r);
+    }
+    sanitize_topic(topic_buf_);
+    if (last_topic == nullptr || topic_buf_ != last_topic_name) {
+      last_topic = topic_handle(topic_buf_);
+      last_topic_name = topic_buf_;
+      if (!last_topic)
+        return Error(Errc::data, fmt::format("record {} : cannot use topic '{}': {}", i, topic_buf_,
+                                             rd_kafka_err2str(rd_kafka_last_error())));
+    }
+    scratch_.clear();
+    const bool keyed = kafka::encode_key(r, o_.debezium, scratch_);
+    const size_t key_len = scratch_.size();
+    if (o_.debezium) kafka::encode_debezium_envelope(r, src, scratch_);
+    else encode_record_json(r, scratch_);
+    size_t size = scratch_.size();
+    if (o_.headers && r.metadata.is_object())
+      for (const Field& f : r.metadata.fields()) size += f.name.size() + f.value.as_text().size();
+    if (size > max_message_bytes_ || scratch_.size() > UINT32_MAX)
+      return Error(Errc::data,
+                   fmt::format("the message for topic '{}' is {} bytes, above message.max.bytes "
+                               "({}): raise rdkafka.message.max.bytes (and the topic's max.message.bytes), or route "
+                               "such records with on_error: dlq",
+                               topic_buf_, size, max_message_bytes_));
+    if (st.chunks.empty() || st.chunks.back()->cap - st.chunks.back()->used < scratch_.size()) {
+      auto c = std::make_unique<Chunk>();
+      c->cap = std::max(Chunk::kSize, scratch_.size());
+      c->data.reset(new char[c->cap]);
+      st.chunks.push_back(std::move(c));
+    }
+    Chunk* c = st.chunks.back().get();
+    char* at = c->data.get() + c->used;
+    std::memcpy(at, scratch_.data(), scratch_.size());
+    c->used += scratch_.size();
+    Msg m{&st, c, last_topic, keyed ? at : nullptr, at + key_len, uint32_t(key_len),
+          uint32_t(scratch_.size() - key_len), i};
+    st.msgs.push_back(m);
+    c->pending.fetch_add(1, std::memory_order_relaxed);
+    if (o_.debezium && o_.tombstones && keyed && r.op == Operation::remove && !is_truncate(r)) {
+      m.value = nullptr;
+      m.value_len = 0;
+      st.msgs.push_back(m);
+      c->pending.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return ok_status();
+}
+
+BatchState* KafkaDestination::new_state() {
+  auto* st = new BatchState;
+  st->owner = this;
+  st->position_msg.st = st;
+  return st;
+}
+
+void KafkaDestination::release_state(BatchState* st) { delete st; }
+
+void KafkaDestination::on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+  auto* msg = static_cast<Msg*>(m->_private);
+  if (!msg) return;
+  if (msg->chunk && msg->chunk->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) msg->chunk->data.reset();
+  msg->st->owner->message_done(msg->st, m->err, m->rkt ? rd_kafka_topic_name(m->rkt) : "");
+}
+
+void KafkaDestination::message_done(BatchState* st, rd_kafka_resp_err_t err, const char* topic) {
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    std::lock_guard lock(st->mu);
+    if (!st->error) {
+      Error e = kafka::error_from(err, fmt::format("delivery to '{}' failed: ", topic));
+      if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+        e = Error(e.code(), e.message() + ": the broker refuses a message this large: raise the topic's "
+                                          "max.message.bytes (or lower rdkafka.message.max.bytes so such records "
+                                          "are rejected before producing and can go to the dead-letter queue)");
+      st->error = std::move(e);
+    }
+  }
+  if (waiting_for_space_.load(std::memory_order_acquire)) {
+    { std::lock_guard lock(mu_); }
+    cv_.notify_all();
+  }
+  if (st->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(st);
+}
+
+void KafkaDestination::finish(BatchState* st) {
+  Status status = ok_status();
+  if (st->error) status = *st->error;
+  WriteDone done = std::move(st->done);
+  release_state(st);
+  done(std::move(status));
+  {
+    std::lock_guard lock(mu_);
+    --in_flight_;
+  }
+  cv_.notify_all();
+}
+
+size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::string* position) {
+  const auto& records = batch.records();
+  const size_t total = st->msgs.size() + (position ? 1 : 0);
+  for (size_t i = 0; i < total; ++i) {
+    const bool is_pos = i == st->msgs.size();
+    rd_kafka_resp_err_t err;
+    for (;;) {
+      rd_kafka_headers_t* hdrs = nullptr;
+      if (is_pos) {
+        err = rd_kafka_producev(rk_.get(), RD_KAFKA_V_TOPIC(o_.positions_topic.c_str()), RD_KAFKA_V_PARTITION(0),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_KEY(pipeline_id_.data(), pipeline_id_.size()),
+                                RD_KAFKA_V_VALUE(const_cast<char*>(position->data()), position->size()),
+                                RD_KAFKA_V_OPAQUE(&st->position_msg), RD_KAFKA_V_END);
+      } else {
+        Msg& m = st->msgs[i];
+        const Record& r = records[m.rec];
+        if (o_.headers && r.metadata.is_object() && r.metadata.size() > 0) {
+          hdrs = rd_kafka_headers_new(r.metadata.size());
+          for (const Field& f : r.metadata.fields()) {
+            if (f.value.kind() != ValueKind::string) continue;
+            std::string_view v = f.value.as_text();
+            rd_kafka_header_add(hdrs, f.name.data(), ssize_t(f.name.size()), v.data(), ssize_t(v.size()));
+          }
+        }
+        err = rd_kafka_producev(
+            rk_.get(), RD_KAFKA_V_RKT(m.topic), RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_KEY(m.key, (m.key ? m.key_len : 0)),
+            RD_KAFKA_V_VALUE(m.value, (m.value ? m.value_len : 0)),
+            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&m), RD_KAFKA_V_END);
+      }
+      if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (hdrs) rd_kafka_headers_destroy(hdrs);  // not taken on failure
+      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) break;
+      // The local queue is full: wait for delivery reports (served by the poller) to free space.
+      waiting_for_space_.store(true, std::memory_order_release);
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, 10ms);
+      waiting_for_space_.store(false, std::memory_order_release);
+    }
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      {
+        std::lock_guard lock(st->mu);
+        if (!st->error) {
+          st->error = kafka::error_from(
+              err, fmt::format("producing to '{}': ",
+                               is_pos ? o_.positions_topic : std::string(rd_kafka_topic_name(st->msgs[i].topic))));
+        }
+      }
+      return total - i;
+    }
+  }
+  return 0;
+}
+
+void KafkaDestination::write(Batch& batch, WriteDone done) {
+  if (o_.transactions) {
+    write_transaction(batch, std::move(done));
+    return;
+  }
+  BatchState* st = new_state();
+  if (Status enc = encode(batch, *st); !enc.ok()) {
+    release_state(st);
+    done(std::move(enc));
+    return;
+  }
+  if (st->msgs.empty()) {
+    release_state(st);
+    done(ok_status());
+    return;
+  }
+  st->done = std::move(done);
+  {
+    std::lock_guard lock(mu_);
+    ++in_flight_;
+  }
+  // +1: this thread's guard, so the batch cannot complete while it is still being produced.
+  st->outstanding.store(st->msgs.size() + 1, std::memory_order_relaxed);
+  const size_t not_produced = produce_all(batch, st, nullptr);
+  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1) finish(st);
+}
+
+void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
+  BatchState* st = new_state();
+  if (Status enc = encode(batch, *st); !enc.ok()) {
+    release_state(st);
+    done(std::move(enc));
+    return;
+  }
+  const std::string position = batch.position();
+  const bool with_position = !position.empty();
+  if (st->msgs.empty() && !with_position) {
+    release_state(st);
+    done(ok_status());
+    return;
+  }
+  if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get())) {
+    release_state(st);
+    done(txn_error(e, "beginning a transaction"));
+    return;
+  }
+  // All delivery reports in: the state is freed and the promise set (with the first delivery error).
+  auto delivered = std::make_shared<std::promise<Status>>();
+  std::future<Status> all_delivered = delivered->get_future();
+  st->done = [delivered](Status s) { delivered->set_value(std::move(s)); };
+  {
+    std::lock_guard lock(mu_);
+    ++in_flight_;
+  }
+  const size_t total = st->msgs.size() + (with_position ? 1 : 0);
+  st->outstanding.store(total + 1, std::memory_order_relaxed);
+  const size_t not_produced = produce_all(batch, st, with_position ? &position : nullptr);
+  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1) finish(st);
+  Status result = ok_status();
+  if (not_produced == 0) {
+    if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1)) result = txn_error(e, "committing");
+  }
+  Status deliveries = all_delivered.get();
+  if (not_produced != 0) {
+    result = deliveries.ok() ? Status(Error(Errc::internal, "producing in a transaction failed")) : deliveries;
+  }
+  if (result.ok() && !deliveries.ok()) result = deliveries;
+  if (!result.ok()) {
+    if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000)) {
+      Status abort = txn_error(e, "aborting a failed transaction");
+      spdlog::warn("{}", abort.error().message());
+      result = Error(abort.error().code(), result.error().message() + "; " + abort.error().message(), false);
+    } else if (!deliveries.ok() && result.error().code() == Errc::data) {
+      result = deliveries;
+    } else {
+      // Aborted cleanly: nothing of the batch is visible to read_committed consumers; writing it
+      // again is safe.
+      result = Error(result.error().code(), result.error().message(), true);
+    }
+  }
+  done(std::move(result));
+}
+
+Status KafkaDestination::flush(std::chrono::milliseconds timeout) {
+  if (!rk_) return ok_status();
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_until(lock, until, [&] { return in_flight_ == 0; }))
+      return Error(Errc::timeout, fmt::format("{} batch(es) still awaiting delivery after {} ms",
+                                              in_flight_, timeout.count()));
+  }
+  return ok_status();
+}
+
+void KafkaDestination::close() noexcept {
+  if (closed_ || !rk_) return;
+  closed_ = true;
+  (void)flush(std::chrono::milliseconds(o_.delivery_timeout.count() + 5000));
+  rd_kafka_flush(rk_.get(), 10000);
+  stop_ = true;
+  if (poller_.joinable()) poller_.join();
+  for (auto& [name, t] : topics_) rd_kafka_topic_destroy(t);
+  topics_.clear();
+  rk_.reset();
+}
+
+Result<std::optional<std::string>> KafkaDestination::stored_position(std::string_view pipeline_id) {
+  if (!o_.transactions) return std::optional<std::string>();
+  std::map<std::string, std::string> props = {
+      {"group.id", "sluice-positions-reader"},
+      {"enable.auto.commit", "false"},
+      {"enable.partition.eof", "true"},
+      {"isolation.level", "read_committed"},
+  };
+  // Security settings apply to this reader too; producer-only properties do not.
+  for (const auto& [k, v] : o_.rdkafka)
+    if (k.rfind("security.", 0) == 0 || k.rfind("ssl.", 0) == 0 || k.rfind("sasl.", 0) == 0) props[k] = v;
+  auto conf = kafka::make_conf(o_.brokers, "kafka destination", {}, props);
+  if (!conf.ok()) return std::move(conf).error().with_context("positions reader: ");
+  char err[512];
+  rd_kafka_t* raw = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof err);
+  if (!raw) return Error(Errc::internal, fmt::format("positions reader: {}", err));
+  (void)conf->release();
+  kafka::Handle c(raw);
+  int64_t low = 0, high = 0;
+  rd_kafka_resp_err_t e =
+      rd_kafka_query_watermark_offsets(c.get(), o_.positions_topic.c_str(), 0, &low, &high, 30000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return kafka::error_from(e, fmt::format("reading positions topic '{}': ", o_.positions_topic));
+  std::optional<std::string> found;
+  if (high <= low) return found;
+  kafka::PartitionList parts(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(parts.get(), o_.positions_topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  if ((e = rd_kafka_assign(c.get(), parts.get())) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    return kafka::error_from(e, "reading positions: ");
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    if (std::chrono::steady_clock::now() > until)
+      return Error(Errc::timeout,
+                   fmt::format("reading positions topic '{}' timed out", o_.positions_topic), true);
+    kafka::Message m(rd_kafka_consumer_poll(c.get(), 500));
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) break;
+    if (m->err) {
+      if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) continue;
+      return kafka::error_from(m->err, "reading positions: ");
+    }
+    if (m->key && std::string_view(static_cast<const char*>(m->key), m->key_len) == pipeline_id) {
+      if (m->payload) found = std::string(static_cast<const char*>(m->payload), m->len);
+      else found.reset();  // a tombstone: forgotten
+    }
+  }
+  rd_kafka_consumer_close(c.get());
+  return found;
+}
+
+Result<Options> options_from(const Settings& s) {
+  Options o;
+  o.brokers = s.get_string("brokers");
+  if (s.has("topic")) o.topic = s.get_string("topic");
+  if (s.has("topic.prefix")) o.topic_prefix = s.get_string("topic.prefix");
+  if (s.has("format")) o.debezium = s.get_string("format") == "debezium";
+  if (s.has("compression")) o.compression = s.get_string("compression");
+  if (s.has("acks")) o.acks = s.get_string("acks");
+  if (s.has("linger")) o.linger = s.get_duration("linger");
+  if (s.has("batch.size")) o.batch_size = s.get_size("batch.size");
+  if (s.has("batch.num.messages")) o.batch_num_messages = s.get_int("batch.num.messages");
+  if (s.has("delivery.timeout")) o.delivery_timeout = s.get_duration("delivery.timeout");
+  if (s.has("headers")) o.headers = s.get_bool("headers");
+  if (s.has("debezium.tombstones")) o.tombstones = s.get_bool("debezium.tombstones");
+  if (s.has("transactions")) o.transactions = s.get_bool("transactions");
+  if (s.has("transactional.id")) o.transactional_id = s.get_string("transactional.id");
+  if (s.has("positions.topic")) o.positions_topic = s.get_string("positions.topic");
+  o.rdkafka = s.with_prefix("rdkafka");
+  if (o.brokers.empty()) return Error(Errc::invalid_argument, "`brokers` is empty: set host:port");
+  if (o.transactions && o.acks != "all")
+    return Error(Errc::invalid_argument, "transactions need acks: all");
+  if (o.batch_num_messages <= 0)
+    return Error(Errc::invalid_argument, "batch.num.messages must be at least 1");
+  if (o.positions_topic.empty()) return Error(Errc::invalid_argument, "positions.topic is empty");
+  return o;
+}
+
 }  // namespace
 
 std::span<const SettingSpec> kafka_destination_settings() noexcept { return kSettings; }
 
-Result<std::unique_ptr<Destination>> make_kafka_destination(const Settings&) {
-  return Error(Errc::unsupported, "kafka destination: not built yet");
+Result<std::unique_ptr<Destination>> make_kafka_destination(const Settings& settings) {
+  auto o = options_from(settings);
+  if (!o.ok()) return std::move(o).error();
+  return std::unique_ptr<Destination>(std::make_unique<KafkaDestination>(std::move(o.value())));
 }
 
 }  // namespace sluice

@@ -1,0 +1,176 @@
+// librdkafka's own producer rate, the ceiling of bench/kafka, and the tool that counts what arrived.
+//
+//   sluice_kafka_produce_ceiling produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value ...]
+//       Produces COUNT messages (distinct {"id":N} keys padded to KEY_BYTES, values of VALUE_BYTES)
+//       with the kafka destination's default producer configuration (idempotent, acks=all,
+//       linger.ms=5, batch.size=1MiB, batch.num.messages=10000, queue.buffering.max.kbytes=65536,
+//       no compression; name=value pairs override), waits for every delivery report and prints
+//       {"messages":N,"seconds":S,"failed":F} (S: first produce to last delivery report).
+//   sluice_kafka_produce_ceiling count BROKERS TOPIC
+//       Reads the whole topic (read_committed) and prints {"messages":N,"bytes":B,"key_bytes":K}.
+//   sluice_kafka_produce_ceiling delete BROKERS TOPIC...
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::atomic<long> delivered{0}, failed{0};
+
+void dr(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
+  if (m->err) ++failed;
+  ++delivered;
+}
+
+rd_kafka_conf_t* conf_for(const char* brokers, const std::vector<std::pair<std::string, std::string>>& props) {
+  rd_kafka_conf_t* c = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const std::string& k, const std::string& v) {
+    if (rd_kafka_conf_set(c, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+      std::fprintf(stderr, "%s: %s\n", k.c_str(), err);
+      std::exit(2);
+    }
+  };
+  set("bootstrap.servers", brokers);
+  for (const auto& [k, v] : props) set(k, v);
+  return c;
+}
+
+int produce(const char* brokers, const char* topic, long count, size_t value_bytes, size_t key_bytes,
+            std::vector<std::pair<std::string, std::string>> props) {
+  std::vector<std::pair<std::string, std::string>> all = {
+      {"enable.idempotence", "true"}, {"acks", "all"},          {"linger.ms", "5"},
+      {"batch.size", "1048576"},      {"batch.num.messages", "10000"}, {"queue.buffering.max.kbytes", "65536"},
+      {"compression.codec", "none"},  {"message.timeout.ms", "300000"}};
+  for (auto& p : props) all.push_back(p);
+  rd_kafka_conf_t* c = conf_for(brokers, all);
+  rd_kafka_conf_set_dr_msg_cb(c, dr);
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+  if (!rk) {
+    std::fprintf(stderr, "%s\n", err);
+    return 2;
+  }
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
+  // One buffer of values, messages point into it without copying (as the destination does; keys
+  // are always copied by librdkafka).
+  std::string value(value_bytes, 'x');
+  for (size_t i = 0; i < value_bytes; ++i) value[i] = char('a' + i % 26);
+  // Warm up: metadata and the idempotent producer id, outside the timed part.
+  {
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::string key;
+  for (long i = 0; i < count; ++i) {
+    key = "{\"id\":" + std::to_string(i + 1) + "}";
+    if (key.size() < key_bytes) key.append(key_bytes - key.size(), ' ');
+    for (;;) {
+      if (rd_kafka_produce(t, RD_KAFKA_PARTITION_UA, 0, value.data(), value.size(), key.data(),
+                           key.size(), nullptr) == 0)
+        break;
+      if (rd_kafka_last_error() != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        std::fprintf(stderr, "produce: %s\n", rd_kafka_err2str(rd_kafka_last_error()));
+        return 1;
+      }
+      rd_kafka_poll(rk, 1);
+    }
+    rd_kafka_poll(rk, 0);
+  }
+  while (delivered.load() < count) rd_kafka_poll(rk, 10);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"failed\":%ld}\n", count, s, failed.load());
+  rd_kafka_topic_destroy(t);
+  rd_kafka_destroy(rk);
+  return failed.load() ? 1 : 0;
+}
+
+int count_topic(const char* brokers, const char* topic) {
+  rd_kafka_conf_t* c = conf_for(brokers, {{"group.id", "sluice-bench-count"},
+                                          {"enable.auto.commit", "false"},
+                                          {"enable.partition.eof", "true"},
+                                          {"isolation.level", "read_committed"}});
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+  if (!rk) return 2;
+  rd_kafka_poll_set_consumer(rk);
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
+  int partitions = 0;
+  if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (md->topic_cnt == 1 && md->topics[0].err == 0) partitions = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+  }
+  rd_kafka_topic_destroy(t);
+  if (partitions == 0) {
+    std::fprintf(stderr, "topic %s does not exist\n", topic);
+    return 1;
+  }
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, parts);
+  rd_kafka_topic_partition_list_destroy(parts);
+  int at_end = 0;
+  long n = 0;
+  long long bytes = 0, key_bytes = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (at_end < partitions && std::chrono::steady_clock::now() < until) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 500);
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) ++at_end;
+    else if (!m->err) {
+      ++n;
+      bytes += long(m->len);
+      key_bytes += long(m->key_len);
+    }
+    rd_kafka_message_destroy(m);
+  }
+  std::printf("{\"messages\":%ld,\"bytes\":%lld,\"key_bytes\":%lld}\n", n, bytes, key_bytes);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return at_end < partitions ? 1 : 0;
+}
+
+int delete_topics(const char* brokers, int n, char** topics) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf_for(brokers, {}), err, sizeof err);
+  if (!rk) return 2;
+  std::vector<rd_kafka_DeleteTopic_t*> dt;
+  for (int i = 0; i < n; ++i) dt.push_back(rd_kafka_DeleteTopic_new(topics[i]));
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_DeleteTopics(rk, dt.data(), dt.size(), nullptr, q);
+  if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000)) rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_DeleteTopic_destroy_array(dt.data(), dt.size());
+  rd_kafka_destroy(rk);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 6 && std::strcmp(argv[1], "produce") == 0) {
+    std::vector<std::pair<std::string, std::string>> props;
+    size_t key_bytes = 0;
+    for (int i = 6; i < argc; ++i) {
+      const char* eq = std::strchr(argv[i], '=');
+      if (eq) props.emplace_back(std::string(argv[i], size_t(eq - argv[i])), std::string(eq + 1));
+      else key_bytes = std::strtoul(argv[i], nullptr, 10);
+    }
+    return produce(argv[2], argv[3], std::atol(argv[4]), std::strtoul(argv[5], nullptr, 10), key_bytes, props);
+  }
+  if (argc == 4 && std::strcmp(argv[1], "count") == 0) return count_topic(argv[2], argv[3]);
+  if (argc >= 4 && std::strcmp(argv[1], "delete") == 0) return delete_topics(argv[2], argc - 3, argv + 3);
+  std::fprintf(stderr,
+               "usage: %s produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value...] | count BROKERS TOPIC | "
+               "delete BROKERS TOPIC...\n",
+               argv[0]);
+  return 2;
+}
