@@ -75,6 +75,10 @@ class Destination {
   virtual void write(Batch& batch, WriteDone done) = 0;
   // Batches the destination accepts before earlier ones complete.
   virtual size_t max_in_flight() const noexcept { return 1; }
+  // Records per batch this destination prefers when the pipeline file sets no batch.max_records
+  // (0: no preference). A destination that batches on its own (Kafka's producer) holds less in
+  // flight with smaller batches at the same speed.
+  virtual size_t preferred_max_records() const noexcept { return 0; }
   // Waits until every written batch has completed (or the timeout passed).
   virtual Status flush(std::chrono::milliseconds /*timeout*/) { return ok_status(); }
   virtual void close() noexcept {}

@@ -42,6 +42,10 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, C
   options.source_connector = config.source.connector;
   options.destination_connector = config.destination.connector;
   options.max_records = config.batch.max_records;
+  if (size_t preferred = destination.value()->preferred_max_records();
+      !config.batch.max_records_set && preferred > 0 && preferred < options.max_records) {
+    options.max_records = preferred;
+  }
   options.max_bytes = config.batch.max_bytes;
   options.linger = config.batch.linger;
   options.on_error = config.on_error == OnError::dlq ? PipelineOptions::OnError::dlq : PipelineOptions::OnError::stop;

@@ -384,6 +384,7 @@ class Loader {
       int64_t n = std::get<int64_t>(typed_scalar(v, kInteger));
       if (n <= 0) fail(v.mark, v.path, "must be greater than 0, got " + std::to_string(n));
       out.max_records = static_cast<size_t>(n);
+      out.max_records_set = true;
     }
     if (const Entry* e = find(fields, "max_bytes")) {
       Val v = child(b, *e);

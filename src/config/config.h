@@ -35,6 +35,7 @@ struct ProcessorConfig {
 
 struct BatchConfig {
   size_t max_records = 10000;
+  bool max_records_set = false;  // given in the file (else the destination may prefer fewer)
   uint64_t max_bytes = 64ull << 20;
   std::chrono::milliseconds linger{50};
 };
