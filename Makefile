@@ -2,7 +2,7 @@
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
-SERVICES ?= postgres postgres-replica mariadb kafka
+SERVICES ?= postgres postgres-replica mariadb mariadb-nobinlog kafka
 
 .PHONY: quickstart test build bootstrap bench bench-quick docs format clean services-stop
 

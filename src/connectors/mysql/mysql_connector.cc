@@ -2,6 +2,7 @@
 // mysql_destination.cc (its value/column type mapping is documented in mysql_destination.h).
 #include "connectors/builtin.h"
 #include "connectors/mysql/mysql_destination.h"
+#include "connectors/mysql/mysql_source.h"
 
 namespace sluice {
 
@@ -60,10 +61,11 @@ Result<MysqlDestinationOptions> mysql_destination_options(const Settings& settin
 ConnectorSpec mysql_connector() {
   return ConnectorSpec{
       .name = "mysql",
-      .summary = "Writes records into MySQL/MariaDB tables: idempotent multi-row upserts and deletes by key.",
-      .source_settings = {},
+      .summary = "MySQL/MariaDB: consistent snapshot, then row-based binlog CDC (GTID positions on MariaDB); "
+                 "writes records as idempotent multi-row upserts and deletes by key.",
+      .source_settings = mysql_source_settings(),
       .destination_settings = kDestinationSettings,
-      .make_source = nullptr,
+      .make_source = &make_mysql_source,
       .make_destination = &make_destination,
   };
 }
