@@ -9,6 +9,7 @@
 //   sluice_kafka_produce_ceiling count BROKERS TOPIC
 //       Reads the whole topic (read_committed) and prints {"messages":N,"bytes":B,"key_bytes":K}.
 //   sluice_kafka_produce_ceiling delete BROKERS TOPIC...
+//   sluice_kafka_produce_ceiling create BROKERS TOPIC     (1 partition; waits for its leader)
 #include <librdkafka/rdkafka.h>
 
 #include <atomic>
@@ -153,6 +154,48 @@ int delete_topics(const char* brokers, int n, char** topics) {
   return 0;
 }
 
+// Creates a topic (1 partition, replication 1) and waits until its partition has a leader, so a
+// benchmark's first message does not pay for auto-creation.
+int create_topic(const char* brokers, const char* topic) {
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf_for(brokers, {}), err, sizeof err);
+  if (!rk) return 2;
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(topic, 1, 1, err, sizeof err);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &nt, 1, nullptr, q);
+  int rc = 0;
+  if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000)) {
+    size_t n = 0;
+    const rd_kafka_topic_result_t** tr = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    for (size_t i = 0; i < n; ++i) {
+      rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
+      if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+        std::fprintf(stderr, "create %s: %s\n", topic, rd_kafka_err2str(e));
+        rc = 1;
+      }
+    }
+    rd_kafka_event_destroy(ev);
+  } else {
+    std::fprintf(stderr, "create %s: timed out\n", topic);
+    rc = 1;
+  }
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewTopic_destroy(nt);
+  for (int i = 0; rc == 0 && i < 300; ++i) {  // until the partition has a leader (≤ 30 s)
+    rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    bool ready = rd_kafka_metadata(rk, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+                 md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0 &&
+                 md->topics[0].partitions[0].leader >= 0;
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    if (ready) break;
+    rd_kafka_poll(rk, 100);
+  }
+  rd_kafka_destroy(rk);
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -168,9 +211,10 @@ int main(int argc, char** argv) {
   }
   if (argc == 4 && std::strcmp(argv[1], "count") == 0) return count_topic(argv[2], argv[3]);
   if (argc >= 4 && std::strcmp(argv[1], "delete") == 0) return delete_topics(argv[2], argc - 3, argv + 3);
+  if (argc == 4 && std::strcmp(argv[1], "create") == 0) return create_topic(argv[2], argv[3]);
   std::fprintf(stderr,
                "usage: %s produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value...] | count BROKERS TOPIC | "
-               "delete BROKERS TOPIC...\n",
+               "delete BROKERS TOPIC... | create BROKERS TOPIC\n",
                argv[0]);
   return 2;
 }
