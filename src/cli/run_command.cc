@@ -168,12 +168,14 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
 
     if (idle_exit_seconds > 0 && !idle_stop) {
       bool all_idle = true;
+      size_t running = 0;  // pipelines that ended (finished or failed) are not idle sources
       for (size_t i = 0; i < pipelines.size(); ++i) {
         if (done[i]) continue;
+        ++running;
         auto since = pipelines[i]->idle_since();
         all_idle = all_idle && since && std::chrono::duration<double>(now - *since).count() >= idle_exit_seconds;
       }
-      if (all_idle) {
+      if (all_idle && running > 0) {
         idle_stop = true;
         spdlog::info("every source idle for {} s and everything acknowledged: stopping", idle_exit_seconds);
         for (Pipeline* p : raw) p->request_stop();
