@@ -93,3 +93,21 @@ using Status = Result<void>;
 inline Status ok_status() { return Status(); }
 
 }  // namespace sluice
+
+// Error propagation, the one way: SLUICE_TRY(expr) returns expr's error from the enclosing function
+// (which returns a Status or any Result<T>); SLUICE_TRY_ASSIGN(lhs, expr) does the same and otherwise
+// moves the value into `lhs` (a declaration such as `auto conn` or an existing variable).
+#define SLUICE_TRY_CONCAT_INNER(a, b) a##b
+#define SLUICE_TRY_CONCAT(a, b) SLUICE_TRY_CONCAT_INNER(a, b)
+#define SLUICE_TRY(expr)                                  \
+  do {                                                    \
+    auto&& sluice_try_result_ = (expr);                   \
+    if (!sluice_try_result_.ok())                         \
+      return std::move(sluice_try_result_).error();       \
+  } while (0)
+#define SLUICE_TRY_ASSIGN(lhs, expr) \
+  SLUICE_TRY_ASSIGN_IMPL(SLUICE_TRY_CONCAT(sluice_try_result_, __LINE__), lhs, expr)
+#define SLUICE_TRY_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                           \
+  if (!tmp.ok()) return std::move(tmp).error(); \
+  lhs = std::move(tmp).value()

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <mutex>
 
-#include "runtime/sqlite_handles.h"
+#include "support/sqlite_handles.h"
 #include "sluice/checkpoint.h"
 
 namespace sluice {

@@ -6,7 +6,7 @@
 #include <functional>
 #include <future>
 
-#include "runtime/backoff.h"
+#include "support/backoff.h"
 
 namespace sluice {
 

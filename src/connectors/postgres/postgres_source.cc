@@ -13,7 +13,7 @@
 #include "connectors/postgres/pg_connection.h"
 #include "connectors/postgres/pg_types.h"
 #include "connectors/postgres/pgoutput.h"
-#include "runtime/backoff.h"
+#include "support/backoff.h"
 
 namespace sluice {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "connectors/sqlite/sqlite_value_mapping.h"
-#include "runtime/sqlite_handles.h"
+#include "support/sqlite_handles.h"
 #include "connectors/folded_identifiers.h"
 #include "connectors/record_key.h"
 #include "connectors/record_template.h"

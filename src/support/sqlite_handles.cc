@@ -1,4 +1,4 @@
-#include "runtime/sqlite_handles.h"
+#include "support/sqlite_handles.h"
 
 #include <fmt/format.h>
 
