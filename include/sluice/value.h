@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "sluice/temporal.h"
+
 namespace sluice {
 
 enum class ValueKind : uint8_t {
@@ -132,23 +134,10 @@ inline std::span<const Field> Value::fields() const noexcept { return {u_.obj, a
 // Human/debug rendering (also used in error messages and the DLQ): JSON-like text.
 std::string to_debug_string(const Value& v);
 
-// Canonical text forms shared by codecs and SQL destinations.
-std::string format_date(int32_t days);               // 2024-02-29
-std::string format_time(int64_t micros);              // 13:45:00.123456 (fraction only when non-zero)
-std::string format_timetz(int64_t micros, int32_t offset_seconds);  // 13:45:00+02:00
-std::string format_timestamp(int64_t micros);         // 2024-02-29T13:45:00.123456
-std::string format_timestamptz(int64_t micros);       // 2024-02-29T13:45:00.123456Z
+// Canonical text forms shared by codecs and SQL destinations (dates and times: sluice/temporal.h).
 std::string format_interval(const Interval& iv);      // ISO 8601 duration P1Y2M3DT4H5M6.5S
 std::string format_uuid(const uint8_t* bytes16);      // 8-4-4-4-12 lowercase hex
-bool parse_date(std::string_view s, int32_t* days);
-bool parse_time(std::string_view s, int64_t* micros);
-bool parse_timetz(std::string_view s, int64_t* micros, int32_t* offset_seconds);
-bool parse_timestamp(std::string_view s, int64_t* micros);    // accepts 'T' or ' ' separator
-bool parse_timestamptz(std::string_view s, int64_t* micros);  // Z or ±hh[:mm] suffix
 bool parse_interval(std::string_view s, Interval* iv);        // the ISO form above
 bool parse_uuid(std::string_view s, uint8_t* out16);
-// days since epoch <-> civil date
-int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept;
-void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept;
 
 }  // namespace sluice

@@ -384,77 +384,25 @@ void append_double(double d, Writer& w) {
   w.advance_to(e);
 }
 
-// The temporal writers below produce exactly what format_date/format_time/... in value.cc produce
-// (the tests check this), without temporary strings.
-inline void raw_2(unsigned v, Writer& w) {
-  w.raw(char('0' + v / 10));
-  w.raw(char('0' + v % 10));
-}
-
+// Dates and times: the canonical writers of sluice/temporal.h, straight into the buffer.
 void append_date_text(int32_t days, Writer& w) {
-  int64_t y;
-  unsigned m, d;
-  civil_from_days(days, &y, &m, &d);
-  w.need(32);
-  if (y >= 0 && y <= 9999) {
-    raw_2(unsigned(y / 100), w);
-    raw_2(unsigned(y % 100), w);
-  } else {
-    w.advance_to(fmt::format_to(w.cursor(), FMT_COMPILE("{:+05}"), y));
-  }
-  w.raw('-');
-  raw_2(m, w);
-  w.raw('-');
-  raw_2(d, w);
+  w.need(temporal::kMaxDateChars);
+  w.advance_to(temporal::write_date(w.cursor(), days));
 }
 
 void append_time_text(int64_t micros, Writer& w) {
-  int64_t s = micros / 1000000, frac = micros % 1000000;
-  int64_t h = s / 3600, mi = (s / 60) % 60, se = s % 60;
-  w.need(64);
-  if (h >= 0 && h < 100 && mi >= 0 && se >= 0) {
-    raw_2(unsigned(h), w);
-    w.raw(':');
-    raw_2(unsigned(mi), w);
-    w.raw(':');
-    raw_2(unsigned(se), w);
-  } else {  // out-of-range times: mirror value.cc
-    w.advance_to(fmt::format_to(w.cursor(), FMT_COMPILE("{:02}:{:02}:{:02}"), h, mi, se));
-  }
-  if (frac > 0) {
-    char f[6];
-    int64_t v = frac;
-    for (int i = 5; i >= 0; --i) {
-      f[i] = char('0' + v % 10);
-      v /= 10;
-    }
-    size_t n = 6;
-    while (f[n - 1] == '0') --n;
-    w.raw('.');
-    w.raw(f, n);
-  } else if (frac < 0) {  // not a valid time of day; mirror value.cc
-    std::string t = fmt::format("{:06}", frac);
-    while (!t.empty() && t.back() == '0') t.pop_back();
-    w.raw('.');
-    w.put(t);
-  }
+  w.need(temporal::kMaxTimeChars);
+  w.advance_to(temporal::write_time(w.cursor(), micros));
 }
 
 void append_offset_text(int32_t off, Writer& w) {
-  int32_t a = off < 0 ? -off : off;
-  w.need(32);
-  w.raw(off < 0 ? '-' : '+');
-  w.advance_to(fmt::format_to(w.cursor(), FMT_COMPILE("{:02}:{:02}"), a / 3600, (a / 60) % 60));
-  if (a % 60) w.advance_to(fmt::format_to(w.cursor(), FMT_COMPILE(":{:02}"), a % 60));
+  w.need(temporal::kMaxOffsetChars);
+  w.advance_to(temporal::write_offset(w.cursor(), off));
 }
 
-constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
-
 void append_timestamp_text(int64_t micros, Writer& w) {
-  int64_t days = micros / kMicrosPerDay - ((micros % kMicrosPerDay != 0) && (micros < 0));
-  append_date_text(int32_t(days), w);
-  w.put('T');
-  append_time_text(micros - days * kMicrosPerDay, w);
+  w.need(temporal::kMaxTimestampChars);
+  w.advance_to(temporal::write_timestamp(w.cursor(), micros));
 }
 
 void append_uuid_text(const uint8_t* b, Writer& w) {

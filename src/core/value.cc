@@ -14,7 +14,6 @@ namespace {
 constexpr std::string_view kKindNames[] = {
     "absent", "null", "bool", "int64", "uint64", "float64", "decimal", "string", "bytes",
     "date", "time", "timetz", "timestamp", "timestamptz", "interval", "uuid", "json", "array", "object"};
-constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
 }  // namespace
 
 std::string_view value_kind_name(ValueKind kind) noexcept {
@@ -97,71 +96,7 @@ std::string to_debug_string(const Value& v) {
   return out;
 }
 
-// Howard Hinnant's civil-calendar algorithms (public domain).
-int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return static_cast<int32_t>(era * 146097 + static_cast<int64_t>(doe) - 719468);
-}
-
-void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept {
-  z += 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const unsigned doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const int64_t yy = static_cast<int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  *d = doy - (153 * mp + 2) / 5 + 1;
-  *m = mp < 10 ? mp + 3 : mp - 9;
-  *y = yy + (*m <= 2);
-}
-
 namespace {
-
-void append_date(std::string& out, int32_t days) {
-  int64_t y; unsigned m, d;
-  civil_from_days(days, &y, &m, &d);
-  if (y >= 0 && y <= 9999) fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}", y, m, d);
-  else fmt::format_to(std::back_inserter(out), "{:+05}-{:02}-{:02}", y, m, d);
-}
-
-void append_time(std::string& out, int64_t micros) {
-  int64_t s = micros / 1000000, frac = micros % 1000000;
-  fmt::format_to(std::back_inserter(out), "{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
-  if (frac) {
-    std::string f = fmt::format("{:06}", frac);
-    while (!f.empty() && f.back() == '0') f.pop_back();
-    out += '.';
-    out += f;
-  }
-}
-
-void append_offset(std::string& out, int32_t off) {
-  char sign = off < 0 ? '-' : '+';
-  int32_t a = off < 0 ? -off : off;
-  fmt::format_to(std::back_inserter(out), "{}{:02}:{:02}", sign, a / 3600, (a / 60) % 60);
-  if (a % 60) fmt::format_to(std::back_inserter(out), ":{:02}", a % 60);
-}
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
-// Parses exactly `n` digits.
-bool digits(std::string_view& s, int n, int64_t* out) {
-  if (s.size() < size_t(n)) return false;
-  int64_t v = 0;
-  for (int i = 0; i < n; ++i) {
-    char c = s[i];
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  s.remove_prefix(n);
-  *out = v;
-  return true;
-}
 
 bool eat(std::string_view& s, char c) {
   if (s.empty() || s.front() != c) return false;
@@ -169,76 +104,7 @@ bool eat(std::string_view& s, char c) {
   return true;
 }
 
-bool parse_date_prefix(std::string_view& s, int32_t* days) {
-  bool neg = false;
-  if (!s.empty() && (s.front() == '+' || s.front() == '-')) { neg = s.front() == '-'; s.remove_prefix(1); }
-  int64_t y = 0;
-  size_t n = 0;
-  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
-  if (n < 4) return false;
-  if (!digits(s, int(n), &y)) return false;
-  if (neg) y = -y;
-  int64_t m, d;
-  if (!eat(s, '-') || !digits(s, 2, &m) || !eat(s, '-') || !digits(s, 2, &d)) return false;
-  if (m < 1 || m > 12 || d < 1 || d > 31) return false;
-  *days = days_from_civil(y, unsigned(m), unsigned(d));
-  return true;
-}
-
-bool parse_time_prefix(std::string_view& s, int64_t* micros) {
-  int64_t h, mi, se = 0, frac = 0;
-  if (!digits(s, 2, &h) || !eat(s, ':') || !digits(s, 2, &mi)) return false;
-  if (eat(s, ':')) {
-    if (!digits(s, 2, &se)) return false;
-    if (eat(s, '.')) {
-      int n = 0;
-      while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
-        if (n < 6) frac = frac * 10 + (s.front() - '0');
-        ++n;
-        s.remove_prefix(1);
-      }
-      if (n == 0) return false;
-      for (int i = n; i < 6; ++i) frac *= 10;
-    }
-  }
-  if (h > 24 || mi > 59 || se > 60) return false;
-  *micros = ((h * 60 + mi) * 60 + se) * 1000000 + frac;
-  return true;
-}
-
-bool parse_offset(std::string_view& s, int32_t* off) {
-  if (eat(s, 'Z') || eat(s, 'z')) { *off = 0; return true; }
-  if (s.empty() || (s.front() != '+' && s.front() != '-')) return false;
-  int sign = s.front() == '-' ? -1 : 1;
-  s.remove_prefix(1);
-  int64_t h, m = 0, sec = 0;
-  if (!digits(s, 2, &h)) return false;
-  if (eat(s, ':')) {
-    if (!digits(s, 2, &m)) return false;
-    if (eat(s, ':') && !digits(s, 2, &sec)) return false;
-  } else if (s.size() >= 2) {
-    if (!digits(s, 2, &m)) return false;
-  }
-  *off = int32_t(sign * (h * 3600 + m * 60 + sec));
-  return true;
-}
-
 }  // namespace
-
-std::string format_date(int32_t days) { std::string o; append_date(o, days); return o; }
-std::string format_time(int64_t micros) { std::string o; append_time(o, micros); return o; }
-std::string format_timetz(int64_t micros, int32_t off) {
-  std::string o; append_time(o, micros); append_offset(o, off); return o;
-}
-std::string format_timestamp(int64_t micros) {
-  int64_t days = floor_div(micros, kMicrosPerDay);
-  std::string o;
-  append_date(o, int32_t(days));
-  o += 'T';
-  append_time(o, micros - days * kMicrosPerDay);
-  return o;
-}
-std::string format_timestamptz(int64_t micros) { return format_timestamp(micros) + "Z"; }
 
 std::string format_interval(const Interval& iv) {
   std::string o = "P";
@@ -337,30 +203,6 @@ bool parse_uuid(std::string_view s, uint8_t* out) {
     }
   }
   return n == 16 && hi < 0;
-}
-
-bool parse_date(std::string_view s, int32_t* days) { return parse_date_prefix(s, days) && s.empty(); }
-bool parse_time(std::string_view s, int64_t* micros) { return parse_time_prefix(s, micros) && s.empty(); }
-bool parse_timetz(std::string_view s, int64_t* micros, int32_t* off) {
-  return parse_time_prefix(s, micros) && parse_offset(s, off) && s.empty();
-}
-bool parse_timestamp(std::string_view s, int64_t* micros) {
-  int32_t d;
-  int64_t t;
-  if (!parse_date_prefix(s, &d)) return false;
-  if (!eat(s, 'T') && !eat(s, ' ')) return false;
-  if (!parse_time_prefix(s, &t) || !s.empty()) return false;
-  *micros = int64_t(d) * kMicrosPerDay + t;
-  return true;
-}
-bool parse_timestamptz(std::string_view s, int64_t* micros) {
-  int32_t d, off;
-  int64_t t;
-  if (!parse_date_prefix(s, &d)) return false;
-  if (!eat(s, 'T') && !eat(s, ' ')) return false;
-  if (!parse_time_prefix(s, &t) || !parse_offset(s, &off) || !s.empty()) return false;
-  *micros = int64_t(d) * kMicrosPerDay + t - int64_t(off) * 1000000;
-  return true;
 }
 
 }  // namespace sluice

@@ -1,0 +1,109 @@
+// The one temporal codec: civil-calendar arithmetic, the canonical ISO-8601 text forms of sluice's
+// date/time values, and their parsers. Connectors that speak a database's own dialect (PostgreSQL's
+// "BC" years, MySQL's zero dates) build on the pieces here — the calendar, the allocation-free
+// writers and the prefix parsers — instead of carrying their own copies.
+//
+//   Value kind     representation                          canonical text
+//   date           int32 days since 1970-01-01              2024-02-29        (year ∉ 0..9999: ±YYYYY)
+//   time           int64 µs since midnight                  13:45:00.123456   (fraction only when ≠ 0)
+//   timetz         µs since midnight + offset seconds       13:45:00+02:00
+//   timestamp      int64 µs since 1970-01-01T00:00:00       2024-02-29T13:45:00.5
+//   timestamptz    int64 µs since the epoch, UTC            2024-02-29T13:45:00.5Z
+//
+// The writers never allocate: each writes into a caller's buffer of at least the stated size and
+// returns the end of what it wrote. The std::string forms (format_*, append_*) use them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+// Canonical text forms shared by codecs and SQL destinations.
+std::string format_date(int32_t days);                              // 2024-02-29
+std::string format_time(int64_t micros);                            // 13:45:00.123456
+std::string format_timetz(int64_t micros, int32_t offset_seconds);  // 13:45:00+02:00
+std::string format_timestamp(int64_t micros);                       // 2024-02-29T13:45:00.123456
+std::string format_timestamptz(int64_t micros);                     // 2024-02-29T13:45:00.123456Z
+bool parse_date(std::string_view s, int32_t* days);
+bool parse_time(std::string_view s, int64_t* micros);
+bool parse_timetz(std::string_view s, int64_t* micros, int32_t* offset_seconds);
+bool parse_timestamp(std::string_view s, int64_t* micros);    // accepts 'T' or ' ' separator
+bool parse_timestamptz(std::string_view s, int64_t* micros);  // Z or ±hh[:mm] suffix
+// days since epoch <-> civil date (proleptic Gregorian; year 0 = 1 BC)
+int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept;
+void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept;
+
+namespace temporal {
+
+inline constexpr int64_t kMicrosPerSecond = 1000000;
+inline constexpr int64_t kMicrosPerDay = 86400 * kMicrosPerSecond;
+// PostgreSQL's epoch (2000-01-01) in µs and days since 1970-01-01.
+inline constexpr int64_t kPostgresEpochMicros = 946684800 * kMicrosPerSecond;
+inline constexpr int32_t kPostgresEpochDays = 10957;
+
+// Buffer sizes that every writer below fits in.
+inline constexpr size_t kMaxDateChars = 16;       // sign + 9-digit year + "-MM-DD"
+inline constexpr size_t kMaxTimeChars = 40;       // hours of an arbitrary int64 + ".ffffff"
+inline constexpr size_t kMaxOffsetChars = 16;     // +HH:MM:SS (hours of an int32)
+inline constexpr size_t kMaxTimestampChars = kMaxDateChars + 1 + kMaxTimeChars + 1;
+
+constexpr int64_t floor_div(int64_t a, int64_t b) noexcept {
+  return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+constexpr bool is_leap_year(int64_t y) noexcept { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
+constexpr unsigned days_in_month(int64_t y, unsigned m) noexcept {
+  constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && is_leap_year(y) ? 29 : kDays[(m - 1) % 12];
+}
+
+struct CivilDate {
+  int64_t year;  // proleptic Gregorian, year 0 = 1 BC
+  unsigned month, day;
+};
+inline CivilDate civil_date(int32_t days) noexcept {
+  CivilDate c;
+  civil_from_days(days, &c.year, &c.month, &c.day);
+  return c;
+}
+
+// A timestamp's day (floor) and the µs into it (always 0 ≤ µs < one day).
+struct DayAndTime {
+  int64_t days;
+  int64_t micros;
+};
+constexpr DayAndTime split_timestamp(int64_t micros) noexcept {
+  const int64_t days = floor_div(micros, kMicrosPerDay);
+  return {days, micros - days * kMicrosPerDay};
+}
+
+// Allocation-free writers of the canonical forms; each returns the end of what it wrote.
+char* write_date(char* out, int32_t days) noexcept;                   // kMaxDateChars
+char* write_time(char* out, int64_t micros) noexcept;                 // kMaxTimeChars
+char* write_offset(char* out, int32_t offset_seconds) noexcept;       // kMaxOffsetChars
+char* write_timestamp(char* out, int64_t micros) noexcept;            // kMaxTimestampChars
+// Two- and four-digit zero-padded fields, for connectors' dialect forms.
+inline char* write_2digits(char* p, unsigned v) noexcept {
+  p[0] = char('0' + v / 10 % 10);
+  p[1] = char('0' + v % 10);
+  return p + 2;
+}
+// ".ffffff" with trailing zeros removed, or nothing when `fraction_micros` is 0.
+char* write_fraction(char* out, uint32_t fraction_micros) noexcept;
+
+void append_date(std::string& out, int32_t days);
+void append_time(std::string& out, int64_t micros);
+void append_offset(std::string& out, int32_t offset_seconds);
+void append_timestamp(std::string& out, int64_t micros);    // no zone
+void append_timestamptz(std::string& out, int64_t micros);  // with "Z"
+
+// Prefix parsers: each consumes what it recognised from the front of `s` (on failure `s` is left
+// partly consumed). Dates: [±]YYYY[Y…]-MM-DD; times: HH:MM[:SS[.f…]] (fraction beyond µs is cut);
+// offsets: Z | ±HH[[:]MM[:SS]].
+bool parse_date_prefix(std::string_view& s, int32_t* days);
+bool parse_time_prefix(std::string_view& s, int64_t* micros);
+bool parse_offset_prefix(std::string_view& s, int32_t* offset_seconds);
+
+}  // namespace temporal
+}  // namespace sluice

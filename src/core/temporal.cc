@@ -1,0 +1,287 @@
+// The one temporal codec (see include/sluice/temporal.h).
+#include "sluice/temporal.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+namespace sluice {
+
+// Howard Hinnant's civil-calendar algorithms (public domain).
+int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return static_cast<int32_t>(era * 146097 + static_cast<int64_t>(doe) - 719468);
+}
+
+void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept {
+  z += 719468;
+  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const unsigned doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const int64_t yy = static_cast<int64_t>(yoe) + era * 400;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  *d = doy - (153 * mp + 2) / 5 + 1;
+  *m = mp < 10 ? mp + 3 : mp - 9;
+  *y = yy + (*m <= 2);
+}
+
+namespace temporal {
+namespace {
+
+// The largest |year| whose days since 1970 fit an int32 (2^31 days ≈ 5.88 M years).
+constexpr int64_t kMaxYear = 5879000;
+
+// Decimal digits of `v`, at least `min_width` (zero-padded).
+char* write_unsigned(char* p, uint64_t v, int min_width) noexcept {
+  char digits[20];
+  int n = 0;
+  do {
+    digits[n++] = char('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (int i = n; i < min_width; ++i) *p++ = '0';
+  while (n) *p++ = digits[--n];
+  return p;
+}
+
+// Negative times have no canonical form; this keeps the text sluice has always written for them.
+char* write_negative_time(char* p, int64_t micros) {
+  std::string o;
+  int64_t s = micros / 1000000, frac = micros % 1000000;
+  fmt::format_to(std::back_inserter(o), "{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+  if (frac) {
+    std::string f = fmt::format("{:06}", frac);
+    while (!f.empty() && f.back() == '0') f.pop_back();
+    o += '.';
+    o += f;
+  }
+  for (char c : o) *p++ = c;
+  return p;
+}
+
+// Parses exactly `n` digits.
+bool digits(std::string_view& s, int n, int64_t* out) {
+  if (s.size() < size_t(n)) return false;
+  int64_t v = 0;
+  for (int i = 0; i < n; ++i) {
+    char c = s[i];
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  s.remove_prefix(n);
+  *out = v;
+  return true;
+}
+
+bool eat(std::string_view& s, char c) {
+  if (s.empty() || s.front() != c) return false;
+  s.remove_prefix(1);
+  return true;
+}
+
+}  // namespace
+
+char* write_fraction(char* p, uint32_t frac) noexcept {
+  if (!frac) return p;
+  *p++ = '.';
+  char d[6];
+  for (int i = 5; i >= 0; --i, frac /= 10) d[i] = char('0' + frac % 10);
+  int n = 6;
+  while (d[n - 1] == '0') --n;
+  for (int i = 0; i < n; ++i) *p++ = d[i];
+  return p;
+}
+
+char* write_date(char* p, int32_t days) noexcept {
+  const CivilDate c = civil_date(days);
+  if (c.year < 0 || c.year > 9999) {
+    *p++ = c.year < 0 ? '-' : '+';
+    p = write_unsigned(p, uint64_t(c.year < 0 ? -c.year : c.year), 4);
+  } else {
+    p = write_2digits(p, unsigned(c.year / 100));
+    p = write_2digits(p, unsigned(c.year % 100));
+  }
+  *p++ = '-';
+  p = write_2digits(p, c.month);
+  *p++ = '-';
+  return write_2digits(p, c.day);
+}
+
+char* write_time(char* p, int64_t micros) noexcept {
+  if (micros < 0) return write_negative_time(p, micros);
+  const uint64_t s = uint64_t(micros / kMicrosPerSecond);
+  p = write_unsigned(p, s / 3600, 2);
+  *p++ = ':';
+  p = write_2digits(p, unsigned(s / 60 % 60));
+  *p++ = ':';
+  p = write_2digits(p, unsigned(s % 60));
+  return write_fraction(p, uint32_t(micros % kMicrosPerSecond));
+}
+
+char* write_offset(char* p, int32_t offset_seconds) noexcept {
+  const int64_t off = offset_seconds;
+  const uint64_t a = uint64_t(off < 0 ? -off : off);
+  *p++ = off < 0 ? '-' : '+';
+  p = write_unsigned(p, a / 3600, 2);
+  *p++ = ':';
+  p = write_2digits(p, unsigned(a / 60 % 60));
+  if (a % 60) {
+    *p++ = ':';
+    p = write_2digits(p, unsigned(a % 60));
+  }
+  return p;
+}
+
+char* write_timestamp(char* p, int64_t micros) noexcept {
+  const DayAndTime t = split_timestamp(micros);
+  p = write_date(p, int32_t(t.days));
+  *p++ = 'T';
+  return write_time(p, t.micros);
+}
+
+void append_date(std::string& out, int32_t days) {
+  char buf[kMaxDateChars];
+  out.append(buf, write_date(buf, days));
+}
+void append_time(std::string& out, int64_t micros) {
+  char buf[kMaxTimeChars];
+  out.append(buf, write_time(buf, micros));
+}
+void append_offset(std::string& out, int32_t offset_seconds) {
+  char buf[kMaxOffsetChars];
+  out.append(buf, write_offset(buf, offset_seconds));
+}
+void append_timestamp(std::string& out, int64_t micros) {
+  char buf[kMaxTimestampChars];
+  out.append(buf, write_timestamp(buf, micros));
+}
+void append_timestamptz(std::string& out, int64_t micros) {
+  char buf[kMaxTimestampChars + 1];
+  char* end = write_timestamp(buf, micros);
+  *end++ = 'Z';
+  out.append(buf, end);
+}
+
+bool parse_date_prefix(std::string_view& s, int32_t* days) {
+  bool neg = false;
+  if (!s.empty() && (s.front() == '+' || s.front() == '-')) {
+    neg = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  int64_t y = 0;
+  size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n < 4 || n > 18) return false;
+  if (!digits(s, int(n), &y)) return false;
+  if (neg) y = -y;
+  // Years whose day count does not fit the int32 of a date would wrap into another date.
+  if (y < -kMaxYear || y > kMaxYear) return false;
+  int64_t m, d;
+  if (!eat(s, '-') || !digits(s, 2, &m) || !eat(s, '-') || !digits(s, 2, &d)) return false;
+  if (m < 1 || m > 12 || d < 1 || d > 31) return false;
+  *days = days_from_civil(y, unsigned(m), unsigned(d));
+  return true;
+}
+
+bool parse_time_prefix(std::string_view& s, int64_t* micros) {
+  int64_t h, mi, se = 0, frac = 0;
+  if (!digits(s, 2, &h) || !eat(s, ':') || !digits(s, 2, &mi)) return false;
+  if (eat(s, ':')) {
+    if (!digits(s, 2, &se)) return false;
+    if (eat(s, '.')) {
+      int n = 0;
+      while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+        if (n < 6) frac = frac * 10 + (s.front() - '0');
+        ++n;
+        s.remove_prefix(1);
+      }
+      if (n == 0) return false;
+      for (int i = n; i < 6; ++i) frac *= 10;
+    }
+  }
+  if (h > 24 || mi > 59 || se > 60) return false;
+  *micros = ((h * 60 + mi) * 60 + se) * 1000000 + frac;
+  return true;
+}
+
+bool parse_offset_prefix(std::string_view& s, int32_t* off) {
+  if (eat(s, 'Z') || eat(s, 'z')) {
+    *off = 0;
+    return true;
+  }
+  if (s.empty() || (s.front() != '+' && s.front() != '-')) return false;
+  int sign = s.front() == '-' ? -1 : 1;
+  s.remove_prefix(1);
+  int64_t h, m = 0, sec = 0;
+  if (!digits(s, 2, &h)) return false;
+  if (eat(s, ':')) {
+    if (!digits(s, 2, &m)) return false;
+    if (eat(s, ':') && !digits(s, 2, &sec)) return false;
+  } else if (s.size() >= 2) {
+    if (!digits(s, 2, &m)) return false;
+  }
+  *off = int32_t(sign * (h * 3600 + m * 60 + sec));
+  return true;
+}
+
+}  // namespace temporal
+
+using namespace temporal;
+
+std::string format_date(int32_t days) {
+  std::string o;
+  append_date(o, days);
+  return o;
+}
+std::string format_time(int64_t micros) {
+  std::string o;
+  append_time(o, micros);
+  return o;
+}
+std::string format_timetz(int64_t micros, int32_t off) {
+  std::string o;
+  append_time(o, micros);
+  append_offset(o, off);
+  return o;
+}
+std::string format_timestamp(int64_t micros) {
+  std::string o;
+  append_timestamp(o, micros);
+  return o;
+}
+std::string format_timestamptz(int64_t micros) {
+  std::string o;
+  append_timestamptz(o, micros);
+  return o;
+}
+
+bool parse_date(std::string_view s, int32_t* days) { return parse_date_prefix(s, days) && s.empty(); }
+bool parse_time(std::string_view s, int64_t* micros) { return parse_time_prefix(s, micros) && s.empty(); }
+bool parse_timetz(std::string_view s, int64_t* micros, int32_t* off) {
+  return parse_time_prefix(s, micros) && parse_offset_prefix(s, off) && s.empty();
+}
+bool parse_timestamp(std::string_view s, int64_t* micros) {
+  int32_t d;
+  int64_t t;
+  if (!parse_date_prefix(s, &d)) return false;
+  if (!eat(s, 'T') && !eat(s, ' ')) return false;
+  if (!parse_time_prefix(s, &t) || !s.empty()) return false;
+  *micros = int64_t(d) * kMicrosPerDay + t;
+  return true;
+}
+bool parse_timestamptz(std::string_view s, int64_t* micros) {
+  int32_t d, off;
+  int64_t t;
+  if (!parse_date_prefix(s, &d)) return false;
+  if (!eat(s, 'T') && !eat(s, ' ')) return false;
+  if (!parse_time_prefix(s, &t) || !parse_offset_prefix(s, &off) || !s.empty()) return false;
+  *micros = int64_t(d) * kMicrosPerDay + t - int64_t(off) * 1000000;
+  return true;
+}
+
+}  // namespace sluice
