@@ -21,7 +21,6 @@ namespace {
 constexpr int kMaxSettingsDepth = 32;
 
 constexpr SettingSpec kInteger{"", SettingType::integer, "", false, ""};
-constexpr SettingSpec kBoolean{"", SettingType::boolean, "", false, ""};
 
 // A node to validate, where to point at when it is wrong, and its key path.
 struct Val {
@@ -100,6 +99,65 @@ bool valid_listen(std::string_view s) {
   return host.find(':') == std::string_view::npos;
 }
 
+std::optional<std::string> check_listen(const SettingValue& v) {
+  const std::string& text = std::get<std::string>(v);
+  if (valid_listen(text)) return std::nullopt;
+  return "expected host:port like 127.0.0.1:8080, got " + quote_user_text(text);
+}
+
+std::optional<std::string> check_file_path(const SettingValue& v) {
+  if (!std::get<std::string>(v).empty()) return std::nullopt;
+  return "expected a file path, got ''";
+}
+
+// The pipeline-level keys, declared once: they drive the loader below and the generated reference.
+// File-level keys are named by their section (`http.listen` is `http: {listen: ...}`).
+constexpr auto kFileSettings = settings_table<Config>(
+    setting<&Config::checkpoints_path>("checkpoints.path",
+                                       "The embedded SQLite file holding every pipeline's checkpoint.")
+        .with_default(".sluice/checkpoints.db")
+        .checked_by(check_file_path),
+    setting<&Config::http_listen>("http.listen", "host:port of the HTTP server (/metrics, /healthz).")
+        .with_default("127.0.0.1:8080")
+        .checked_by(check_listen),
+    setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"));
+
+constexpr auto kPipelineSettings = settings_table<PipelineConfig>(
+    setting<&PipelineConfig::on_error>(
+        "on_error",
+        "What a record the destination rejects does. stop: the pipeline stops with the error (the "
+        "checkpoint stays before the batch); dlq: the record goes to the `dlq` destination and the "
+        "pipeline goes on.")
+        .one_of("stop,dlq")
+        .with_default("stop"));
+
+constexpr auto kBatchSettings = settings_table<BatchConfig>(
+    setting<&BatchConfig::max_records>("max_records",
+                                       "Most records in one batch (a destination may ask for fewer when this "
+                                       "is not given).",
+                                       SettingType::integer)
+        .with_default("10000")
+        .at_least(1),
+    setting<&BatchConfig::max_bytes>("max_bytes", "Most bytes of record data in one batch.")
+        .with_default("64MiB")
+        .at_least(1),
+    setting<&BatchConfig::linger>("linger_ms",
+                                  "How long a batch that is not full may wait for more records; a bare "
+                                  "number is milliseconds.")
+        .with_default("50")
+        .at_least(0));
+
+// The keys of a section's entries in a table ("http.listen" -> "listen" for section "http").
+std::vector<std::string_view> section_keys(std::span<const SettingSpec> table, std::string_view section) {
+  std::vector<std::string_view> keys;
+  for (const auto& s : table) {
+    if (section.empty()) keys.push_back(s.name);
+    else if (s.name.size() > section.size() + 1 && s.name.starts_with(section) && s.name[section.size()] == '.')
+      keys.push_back(s.name.substr(section.size() + 1));
+  }
+  return keys;
+}
+
 enum class Role { source, destination };
 
 class Loader {
@@ -151,6 +209,10 @@ class Loader {
   // The entries of a map, checking keys are plain, unique and (when `allowed` is given) known.
   std::vector<Entry> entries(const Val& v, std::initializer_list<std::string_view> allowed = {},
                              bool null_is_empty = true) const {
+    return entries(v, std::span<const std::string_view>(allowed.begin(), allowed.size()), null_is_empty);
+  }
+
+  std::vector<Entry> entries(const Val& v, std::span<const std::string_view> allowed, bool null_is_empty) const {
     std::vector<Entry> out;
     if (null_is_empty && empty(v)) return out;
     if (!v.node.IsMap()) fail(v.mark, v.path, "expected a map, got " + describe(v.node));
@@ -241,27 +303,10 @@ class Loader {
       config.pipelines.push_back(load_pipeline(p, ids));
     }
 
-    if (const Entry* e = find(top, "checkpoints")) {
-      Val c = child(root, *e);
-      auto fields = entries(c, {"path"});
-      if (const Entry* f = find(fields, "path")) {
-        Val v = child(c, *f);
-        config.checkpoints_path = scalar(v);
-        if (config.checkpoints_path.empty()) fail(v.mark, v.path, "expected a file path, got ''");
-      }
-    }
-
-    if (const Entry* e = find(top, "http")) {
-      Val h = child(root, *e);
-      auto fields = entries(h, {"listen", "enabled"});
-      if (const Entry* f = find(fields, "listen")) {
-        Val v = child(h, *f);
-        config.http_listen = scalar(v, "host:port");
-        if (!valid_listen(config.http_listen))
-          fail(v.mark, v.path, "expected host:port like 127.0.0.1:8080, got " + quote_user_text(config.http_listen));
-      }
-      if (const Entry* f = find(fields, "enabled")) config.http_enabled = std::get<bool>(typed_scalar(child(h, *f), kBoolean));
-    }
+    Settings file_level(kFileSettings);
+    for (std::string_view section : {"checkpoints", "http"})
+      if (const Entry* e = find(top, section)) load_section(child(root, *e), kFileSettings, section, file_level);
+    bind(kFileSettings, file_level, root, &config);
     return config;
   }
 
@@ -298,15 +343,14 @@ class Loader {
     if (!destination) fail(p.mark, p.path, "missing required key 'destination'");
     out.destination = load_connector(child(p, *destination), Role::destination);
 
-    if (const Entry* e = find(fields, "batch")) out.batch = load_batch(child(p, *e));
+    // Always loaded: the defaults come from the batch table.
+    const Entry* batch = find(fields, "batch");
+    out.batch = load_batch(batch ? child(p, *batch) : Val{YAML::Node(), p.mark, join(p.path, "batch")});
 
-    if (const Entry* e = find(fields, "on_error")) {
-      Val v = child(p, *e);
-      std::string mode = scalar(v, "one of stop, dlq");
-      if (mode == "stop") out.on_error = OnError::stop;
-      else if (mode == "dlq") out.on_error = OnError::dlq;
-      else fail(v.mark, v.path, "expected one of stop, dlq, got " + quote_user_text(mode));
-    }
+    Settings pipeline_level(kPipelineSettings);
+    if (const Entry* e = find(fields, "on_error"))
+      pipeline_level.set(e->key, setting_value(kPipelineSettings.specs[0], child(p, *e)));
+    bind(kPipelineSettings, pipeline_level, p, &out);
 
     const Entry* dlq = find(fields, "dlq");
     if (out.on_error == OnError::dlq && !dlq) fail(p.mark, p.path, "missing required key 'dlq' (on_error is dlq)");
@@ -378,30 +422,26 @@ class Loader {
 
   BatchConfig load_batch(const Val& b) const {
     BatchConfig out;
-    auto fields = entries(b, {"max_records", "max_bytes", "linger_ms"});
-    if (const Entry* e = find(fields, "max_records")) {
-      Val v = child(b, *e);
-      int64_t n = std::get<int64_t>(typed_scalar(v, kInteger));
-      if (n <= 0) fail(v.mark, v.path, "must be greater than 0, got " + std::to_string(n));
-      out.max_records = static_cast<size_t>(n);
-      out.max_records_set = true;
-    }
-    if (const Entry* e = find(fields, "max_bytes")) {
-      Val v = child(b, *e);
-      std::string text = scalar(v, "a size");
-      if (auto err = parse_size(text, &out.max_bytes)) fail(v.mark, v.path, *err);
-      if (out.max_bytes == 0) fail(v.mark, v.path, "must be greater than 0");
-    }
-    if (const Entry* e = find(fields, "linger_ms")) {
-      Val v = child(b, *e);
-      std::string text = scalar(v, "a number of milliseconds");
-      SettingValue n;
-      if (!parse_setting_scalar(kInteger, text, &n) && std::get<int64_t>(n) < 0)
-        fail(v.mark, v.path, "must be 0 or more, got " + text);
-      // A bare number is milliseconds; "1s" style is accepted too.
-      if (auto err = parse_duration(text, &out.linger)) fail(v.mark, v.path, *err);
-    }
+    Settings batch(kBatchSettings);
+    load_section(b, kBatchSettings, "", batch);
+    out.max_records_set = batch.has("max_records");
+    bind(kBatchSettings, batch, b, &out);
     return out;
+  }
+
+  // The keys of one map of pipeline-level settings (`section` names them in `table`, "" for all).
+  void load_section(const Val& v, std::span<const SettingSpec> table, std::string_view section, Settings& out) const {
+    std::vector<std::string_view> keys = section_keys(table, section);
+    for (const Entry& e : entries(v, keys, true)) {
+      std::string name = section.empty() ? e.key : std::string(section) + "." + e.key;
+      out.set(name, setting_value(*find_setting(table, name), child(v, e)));
+    }
+  }
+
+  // Fills the bound fields; values were validated while loading, so this fails only on a bad table.
+  template <typename Options, size_t N>
+  void bind(const SettingsTable<Options, N>& table, const Settings& settings, const Val& at, Options* out) const {
+    if (Status st = bind_settings_into(table, settings, out); !st.ok()) fail(at.mark, at.path, st.error().message());
   }
 
   Settings load_settings(std::span<const SettingSpec> spec, const Val& v) const {
@@ -465,17 +505,23 @@ class Loader {
     }
   }
 
+  // A list or map value through the spec's `checked_by` (scalars get it while being parsed).
+  SettingValue checked(const SettingSpec& spec, const Val& v, SettingValue value) const {
+    if (auto err = check_setting_value(spec, value)) fail(v.mark, v.path, *err);
+    return value;
+  }
+
   SettingValue setting_value(const SettingSpec& spec, const Val& v) const {
     const YAML::Node& n = v.node;
     if (n.IsScalar()) {
       // A single string is a one-element list (never split on commas: values may contain them).
-      if (spec.type == SettingType::string_list) return std::vector<std::string>{scalar(v)};
+      if (spec.type == SettingType::string_list) return checked(spec, v, std::vector<std::string>{scalar(v)});
       return typed_scalar(v, spec);
     }
     if (n.IsSequence() && spec.type == SettingType::string_list) {
       std::vector<std::string> list;
       for (size_t i = 0; i < n.size(); ++i) list.push_back(scalar(item(v, n[i], i)));
-      return list;
+      return checked(spec, v, std::move(list));
     }
     if (n.IsMap() && is_map_type(spec.type)) {
       const SettingSpec number{"", SettingType::number, "", false, "", {}, spec.secret};
@@ -486,8 +532,8 @@ class Loader {
         if (spec.type == SettingType::number_map) numbers[e.key] = std::get<double>(typed_scalar(ev, number));
         else strings[e.key] = scalar(ev);
       }
-      if (spec.type == SettingType::number_map) return numbers;
-      return strings;
+      if (spec.type == SettingType::number_map) return checked(spec, v, std::move(numbers));
+      return checked(spec, v, std::move(strings));
     }
     fail(v.mark, v.path, "expected " + describe_type(spec) + ", got " + (n.IsScalar() ? "a value" : describe(n)));
   }
@@ -506,6 +552,10 @@ bool valid_env_name(std::string_view name) {
 }
 
 }  // namespace
+
+std::span<const SettingSpec> file_settings() noexcept { return kFileSettings; }
+std::span<const SettingSpec> pipeline_settings() noexcept { return kPipelineSettings; }
+std::span<const SettingSpec> batch_settings() noexcept { return kBatchSettings; }
 
 // A malformed reference ("${", "${}", "${1X}") fails with an empty `missing`.
 bool interpolate_env(std::string_view in, std::string* out, std::string* missing) {

@@ -33,14 +33,16 @@ struct ProcessorConfig {
   Settings settings;
 };
 
+// The pipeline-level keys are declared like connector settings (tables in config.cc, bound to the
+// fields below; the defaults are written there, once). A Config comes from the loader only.
 struct BatchConfig {
-  size_t max_records = 10000;
+  size_t max_records = 0;        // batch.max_records
   bool max_records_set = false;  // given in the file (else the destination may prefer fewer)
-  uint64_t max_bytes = 64ull << 20;
-  std::chrono::milliseconds linger{50};
+  uint64_t max_bytes = 0;        // batch.max_bytes
+  std::chrono::milliseconds linger{};  // batch.linger_ms
 };
 
-enum class OnError { stop, dlq };
+enum class OnError { stop, dlq };  // the order of the `on_error` choices
 
 struct PipelineConfig {
   std::string id;  // [A-Za-z0-9_.-]+, unique in the file
@@ -48,7 +50,7 @@ struct PipelineConfig {
   std::vector<ProcessorConfig> processors;
   ConnectorConfig destination;
   BatchConfig batch;
-  OnError on_error = OnError::stop;
+  OnError on_error{};  // on_error
   std::optional<ConnectorConfig> dlq;  // required when on_error is dlq
 };
 
@@ -56,10 +58,16 @@ struct Config {
   std::string file;  // path it was loaded from (or "<quickstart>")
   int version = 1;
   std::vector<PipelineConfig> pipelines;
-  std::string checkpoints_path = ".sluice/checkpoints.db";
-  bool http_enabled = true;
-  std::string http_listen = "127.0.0.1:8080";  // host:port
+  std::string checkpoints_path;  // checkpoints.path
+  bool http_enabled = false;     // http.enabled
+  std::string http_listen;       // http.listen, host:port
 };
+
+// The declared pipeline-level settings: file-level (`checkpoints.path`, `http.*`), per pipeline
+// (`on_error`) and the pipeline's `batch` map. They drive the loader and the generated reference.
+std::span<const SettingSpec> file_settings() noexcept;
+std::span<const SettingSpec> pipeline_settings() noexcept;
+std::span<const SettingSpec> batch_settings() noexcept;
 
 // Throws ConfigError.
 Config load_config_file(const std::string& path, const Registry& registry);
@@ -74,6 +82,7 @@ bool interpolate_env(std::string_view in, std::string* out, std::string* missing
 std::string render_connector_markdown(const ConnectorSpec& spec);
 std::string render_processor_markdown(const ProcessorSpec& spec);
 std::string render_connector_text(const ConnectorSpec& spec);
+std::string render_pipeline_file_markdown();  // the "Pipeline file" section
 std::string render_reference_markdown(const Registry& registry);  // the whole docs/connectors.md
 
 }  // namespace sluice

@@ -44,10 +44,45 @@ std::string type_text(const SettingSpec& s, bool markdown) {
   return std::string(setting_type_name(s.type));
 }
 
+std::string number_text(double d) {
+  std::string out = std::to_string(d);
+  out.erase(out.find_last_not_of('0') + 1);
+  if (!out.empty() && out.back() == '.') out.pop_back();
+  return out;
+}
+
+// A declared range, in the setting's unit ("Range: 1 or more.", "Range: 0 to 65535.").
+std::string range_text(const SettingSpec& s) {
+  if (!s.min && !s.max) return "";
+  std::string unit = s.type == SettingType::duration ? " ms" : s.type == SettingType::size ? " B" : "";
+  if (s.min && s.max) return "Range: " + number_text(*s.min) + " to " + number_text(*s.max) + unit + ".";
+  if (s.min) return "Range: " + number_text(*s.min) + unit + " or more.";
+  return "Range: at most " + number_text(*s.max) + unit + ".";
+}
+
 std::string doc_text(const SettingSpec& s) {
   std::string doc(s.doc);
-  if (s.secret) doc += doc.empty() ? "Secret: never logged." : " Secret: never logged.";
+  auto add = [&](const std::string& more) {
+    if (!more.empty()) doc += (doc.empty() ? "" : " ") + more;
+  };
+  add(range_text(s));
+  if (s.secret) add("Secret: never logged.");
   return doc;
+}
+
+void table_row(std::string& out, std::string_view name, std::string_view type, std::string_view def,
+               std::string_view required, std::string_view doc) {
+  out += "| " + code(name) + " | " + cell(type) + " | " + code(def) + " | " + std::string(required) + " | " +
+         cell(doc) + " |\n";
+}
+
+void table_head(std::string& out) {
+  out += "| name | type | default | required | description |\n";
+  out += "|---|---|---|---|---|\n";
+}
+
+void setting_row(std::string& out, const SettingSpec& s, std::string_view name) {
+  table_row(out, name, type_text(s, true), s.default_value, s.required ? "yes" : "no", doc_text(s));
 }
 
 void settings_table(std::string& out, std::span<const SettingSpec> settings) {
@@ -55,12 +90,8 @@ void settings_table(std::string& out, std::span<const SettingSpec> settings) {
     out += "No settings.\n\n";
     return;
   }
-  out += "| name | type | default | required | description |\n";
-  out += "|---|---|---|---|---|\n";
-  for (const auto& s : settings) {
-    out += "| " + code(s.name) + " | " + cell(type_text(s, true)) + " | " + code(s.default_value) + " | " +
-           (s.required ? "yes" : "no") + " | " + cell(doc_text(s)) + " |\n";
-  }
+  table_head(out);
+  for (const auto& s : settings) setting_row(out, s, s.name);
   out += "\n";
 }
 
@@ -145,6 +176,39 @@ std::string render_connector_text(const ConnectorSpec& spec) {
   return out;
 }
 
+std::string render_pipeline_file_markdown() {
+  std::string out = "## Pipeline file\n\n";
+  out += "The keys around the connectors' settings, declared and validated like them. `checkpoints` and "
+         "`http` are maps: `http: {listen: ...}` sets what the table calls `http.listen`. Every value may "
+         "use `${ENV}` or `${ENV:-default}`.\n\n";
+  out += "### File\n\n";
+  table_head(out);
+  table_row(out, "version", "integer", "1", "no", "Format of the file; this sluice reads version 1.");
+  table_row(out, "pipelines", "list of pipelines", "", "yes", "The pipelines to run, at least one (below).");
+  for (const auto& s : file_settings()) setting_row(out, s, s.name);
+  out += "\n### Pipeline\n\n";
+  out += "One entry of `pipelines`.\n\n";
+  table_head(out);
+  table_row(out, "id", "string", "", "yes",
+            "Unique name of the pipeline in the file: letters, digits, '_', '.' and '-'. Names its "
+            "checkpoint, its metrics and default names derived from it.");
+  table_row(out, "source", "connector", "", "yes",
+            "`{connector: NAME, settings: {...}}` with a source connector of this reference.");
+  table_row(out, "processors", "list of processors", "", "no",
+            "`[{type: NAME, settings: {...}}, ...]`, applied to every batch in order.");
+  table_row(out, "destination", "connector", "", "yes",
+            "`{connector: NAME, settings: {...}}` with a destination connector of this reference.");
+  table_row(out, "batch", "map", "", "no", "How records are grouped into batches (below).");
+  for (const auto& s : pipeline_settings()) setting_row(out, s, s.name);
+  table_row(out, "dlq", "connector", "", "with on_error: dlq",
+            "`{connector: NAME, settings: {...}}`: the destination of rejected records; only with "
+            "`on_error: dlq`.");
+  out += "\n### Batch\n\n";
+  out += "The `batch` map of a pipeline, e.g. `batch: {max_records: 10000, max_bytes: 64MiB, linger_ms: 50}`.\n\n";
+  settings_table(out, batch_settings());
+  return out;
+}
+
 std::string render_reference_markdown(const Registry& registry) {
   // Sorted by name so registration order does not churn the file.
   std::vector<const ConnectorSpec*> connectors;
@@ -177,6 +241,8 @@ std::string render_reference_markdown(const Registry& registry) {
              anchor(std::string(processors[i]->name) + " (processor)") + ")";
     out += "\n\n";
   }
+  out += "The pipeline-level keys are described under [Pipeline file](#pipeline-file).\n\n";
+  out += render_pipeline_file_markdown();
   for (const auto* c : connectors) out += render_connector_markdown(*c);
   for (const auto* p : processors) out += render_processor_markdown(*p);
   // Exactly one trailing newline.

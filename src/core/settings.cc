@@ -219,6 +219,45 @@ std::string type_error(const SettingSpec& spec, std::string_view text) {
 
 bool is_pattern(std::string_view name) { return name.size() >= 2 && name.ends_with(".*"); }
 
+// A bound in the setting's own unit: 5000ms for durations, bytes for sizes.
+std::string bound_text(const SettingSpec& spec, double b) {
+  std::string n = format_number(b);
+  return spec.type == SettingType::duration ? n + "ms" : n;
+}
+
+// The value as a number for the range check; false for types without a range.
+bool numeric_value(const SettingValue& v, double* out) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return *out = static_cast<double>(*i), true;
+  if (const auto* d = std::get_if<double>(&v)) return *out = *d, true;
+  if (const auto* m = std::get_if<std::chrono::milliseconds>(&v)) return *out = static_cast<double>(m->count()), true;
+  if (const auto* z = std::get_if<uint64_t>(&v)) return *out = static_cast<double>(*z), true;
+  return false;
+}
+
+// "must be 0 or more, got -1": the phrasing the pipeline file's batch keys always used.
+std::string range_error(const SettingSpec& spec, std::string_view text) {
+  std::string problem;
+  if (spec.min && spec.max) {
+    problem = "must be between " + bound_text(spec, *spec.min) + " and " + bound_text(spec, *spec.max);
+  } else if (spec.min) {
+    if (*spec.min == 0) problem = "must be 0 or more";
+    else if (*spec.min == 1 && spec.type != SettingType::number) problem = "must be greater than 0";
+    else problem = "must be at least " + bound_text(spec, *spec.min);
+  } else {
+    problem = "must be at most " + bound_text(spec, *spec.max);
+  }
+  if (spec.secret) return problem + " (value not shown: secret setting)";
+  return problem + ", got " + std::string(text);
+}
+
+// A negative number where a duration or size with a lower bound was expected: say the bound rather
+// than "expected a duration" (`linger_ms: -1`).
+bool negative_number(std::string_view text) {
+  text = trim(text);
+  double d = 0;
+  return !text.empty() && text.front() == '-' && parse_double(text, &d) && d < 0;
+}
+
 }  // namespace
 
 std::string_view setting_type_name(SettingType t) noexcept {
@@ -333,8 +372,10 @@ std::optional<std::string> parse_size(std::string_view text, uint64_t* out) {
   return std::nullopt;
 }
 
-std::optional<std::string> parse_setting_scalar(const SettingSpec& spec, std::string_view text,
-                                                SettingValue* out) {
+namespace {
+
+std::optional<std::string> parse_scalar_unchecked(const SettingSpec& spec, std::string_view text,
+                                                  SettingValue* out) {
   switch (spec.type) {
     case SettingType::string:
       *out = std::string(text);
@@ -414,6 +455,32 @@ std::optional<std::string> parse_setting_scalar(const SettingSpec& spec, std::st
   return "unsupported setting type";
 }
 
+}  // namespace
+
+std::optional<std::string> parse_setting_scalar(const SettingSpec& spec, std::string_view text,
+                                                SettingValue* out) {
+  SettingValue v;
+  if (auto err = parse_scalar_unchecked(spec, text, &v)) {
+    bool unit_type = spec.type == SettingType::duration || spec.type == SettingType::size;
+    if (unit_type && spec.min && *spec.min >= 0 && negative_number(text)) return range_error(spec, trim(text));
+    return err;
+  }
+  if (auto err = check_setting_value(spec, v, trim(text))) return err;
+  *out = std::move(v);
+  return std::nullopt;
+}
+
+std::optional<std::string> check_setting_value(const SettingSpec& spec, const SettingValue& value,
+                                               std::string_view text) {
+  double n = 0;
+  if ((spec.min || spec.max) && numeric_value(value, &n)) {
+    if ((spec.min && n < *spec.min) || (spec.max && n > *spec.max))
+      return range_error(spec, text.empty() ? value_text(value) : std::string(text));
+  }
+  if (spec.check) return spec.check(value);
+  return std::nullopt;
+}
+
 const SettingSpec* find_setting(std::span<const SettingSpec> spec, std::string_view name) noexcept {
   for (const auto& s : spec)
     if (s.name == name) return &s;
@@ -456,6 +523,89 @@ std::optional<std::string> settings_from_text(std::span<const SettingSpec> spec,
   }
   *out = std::move(settings);
   return std::nullopt;
+}
+
+namespace settings_detail {
+
+int choice_index(std::string_view choices, std::string_view text) noexcept {
+  int i = 0;
+  for (auto choice : split_commas(choices)) {
+    if (choice == text) return i;
+    ++i;
+  }
+  return -1;
+}
+
+}  // namespace settings_detail
+
+namespace {
+
+// Whether the value holds the alternative the setting type parses into.
+bool holds_type(SettingType t, const SettingValue& v) {
+  switch (t) {
+    case SettingType::string:
+    case SettingType::enumeration: return std::holds_alternative<std::string>(v);
+    case SettingType::integer: return std::holds_alternative<int64_t>(v);
+    case SettingType::number: return std::holds_alternative<double>(v);
+    case SettingType::boolean: return std::holds_alternative<bool>(v);
+    case SettingType::duration: return std::holds_alternative<std::chrono::milliseconds>(v);
+    case SettingType::size: return std::holds_alternative<uint64_t>(v);
+    case SettingType::string_list: return std::holds_alternative<std::vector<std::string>>(v);
+    case SettingType::number_map: return std::holds_alternative<std::map<std::string, double>>(v);
+    case SettingType::string_map: return std::holds_alternative<std::map<std::string, std::string>>(v);
+  }
+  return false;
+}
+
+Error bind_error(std::string_view context, std::string_view name, std::string_view problem) {
+  if (context.empty()) return Error(Errc::config, "setting '" + std::string(name) + "': " + std::string(problem));
+  return Error(Errc::config, std::string(context) + ": " + std::string(name) + ": " + std::string(problem));
+}
+
+// Validates one value against its spec as the loader would (for Settings built by hand).
+std::optional<std::string> validate_value(const SettingSpec& spec, const SettingValue& v) {
+  if (!holds_type(spec.type, v)) {
+    if (spec.secret) return "expected " + expected_phrase(spec) + " (value not shown: secret setting)";
+    return "expected " + expected_phrase(spec) + ", got " + quote_user_text(value_text(v));
+  }
+  if (spec.type == SettingType::enumeration &&
+      settings_detail::choice_index(spec.choices, std::get<std::string>(v)) < 0)
+    return type_error(spec, std::get<std::string>(v));
+  return check_setting_value(spec, v);
+}
+
+}  // namespace
+
+Status bind_settings(std::span<const SettingSpec> table, const void* owner, const Settings& settings, void* out,
+                     std::string_view context) {
+  for (const auto& [name, value] : settings.values()) {
+    if (find_setting(table, name)) continue;
+    std::string known;
+    for (const auto& k : table) known += (known.empty() ? "" : ", ") + std::string(k.name);
+    return bind_error(context, name, table.empty() ? "unknown setting (this takes no settings)"
+                                                   : "unknown setting (known: " + known + ")");
+  }
+  for (const SettingSpec& spec : table) {
+    if (spec.owner != owner || !spec.assign)
+      return bind_error(context, spec.name, "internal: not bound to a field of this options struct");
+    if (is_pattern(spec.name)) {
+      spec.assign(out, spec, SettingValue(settings.with_prefix(spec.name)));
+      continue;
+    }
+    auto it = settings.values().find(spec.name);
+    if (it != settings.values().end()) {
+      if (auto err = validate_value(spec, it->second)) return bind_error(context, spec.name, *err);
+      spec.assign(out, spec, it->second);
+    } else if (!spec.default_value.empty()) {
+      SettingValue v;
+      if (auto err = parse_setting_scalar(spec, spec.default_value, &v))
+        return bind_error(context, spec.name, "invalid built-in default: " + *err);
+      spec.assign(out, spec, v);
+    } else if (spec.required) {
+      return bind_error(context, spec.name, "missing required setting");
+    }
+  }
+  return ok_status();
 }
 
 }  // namespace sluice

@@ -10,12 +10,17 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kSettings[] = {
-    {"fields", SettingType::string_list, "", true,
-     "Fields to remove: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
-     "after.NAME; nested by dots), or a whole part (before, metadata, ...). Missing fields are "
-     "ignored; removed fields are absent afterwards."},
+struct Options {
+  std::vector<std::string> fields;
 };
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::fields>(
+        "fields",
+        "Fields to remove: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
+        "after.NAME; nested by dots), or a whole part (before, metadata, ...). Missing fields are "
+        "ignored; removed fields are absent afterwards.")
+        .mandatory());
 
 // The names removed from one object (one part and parent path), done in one copy of it.
 struct ExcludeGroup {
@@ -63,7 +68,8 @@ class FieldExclude final : public Processor {
 };
 
 Result<std::unique_ptr<Processor>> make_field_exclude(const Settings& s) {
-  std::vector<std::string> fields = s.get_list("fields");
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s, "field.exclude"));
+  const std::vector<std::string>& fields = o.fields;
   if (fields.empty()) return Error(Errc::config, "field.exclude: fields: needs at least one field path");
   std::vector<ExcludeGroup> groups;
   std::vector<RecordPart> whole_parts;

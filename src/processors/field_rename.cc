@@ -1,4 +1,5 @@
 // field.rename: renames fields within their object (after.name -> full_name).
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,12 +11,17 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kSettings[] = {
-    {"mapping", SettingType::string_map, "", true,
-     "Old field path -> new name in the same object, e.g. {after.name: full_name, "
-     "metadata.table: source_table}. Missing fields are ignored; a new name that exists already is "
-     "replaced. Renames within one object happen together, so {a: b, b: a} swaps."},
+struct Options {
+  std::map<std::string, std::string> mapping;
 };
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::mapping>(
+        "mapping",
+        "Old field path -> new name in the same object, e.g. {after.name: full_name, "
+        "metadata.table: source_table}. Missing fields are ignored; a new name that exists already is "
+        "replaced. Renames within one object happen together, so {a: b, b: a} swaps.")
+        .mandatory());
 
 Error bad_setting(std::string_view problem) {
   return Error(Errc::config, "field.rename: mapping: " + std::string(problem));
@@ -75,7 +81,8 @@ class FieldRename final : public Processor {
 };
 
 Result<std::unique_ptr<Processor>> make_field_rename(const Settings& s) {
-  std::map<std::string, std::string> mapping = s.get_string_map("mapping");
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s, "field.rename"));
+  const std::map<std::string, std::string>& mapping = o.mapping;
   if (mapping.empty()) return bad_setting("needs at least one entry (old path: new name)");
   std::vector<RenameGroup> groups;
   for (const auto& [from_text, to] : mapping) {

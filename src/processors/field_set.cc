@@ -12,18 +12,27 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kSettings[] = {
-    {"field", SettingType::string, "", true,
-     "Field to set: after.NAME, before.NAME, key.NAME or metadata.NAME; a bare NAME means after.NAME; "
-     "nested objects by dots (after.address.city). Records without the enclosing object are left "
-     "unchanged (e.g. after of a delete)."},
-    {"value", SettingType::string, "", true,
-     "The value as text. With type auto it reads like a YAML scalar: null, true/false, an integer, a "
-     "float, else a string. Always stored as a string on metadata."},
-    {"type", SettingType::enumeration, "auto", false,
-     "Kind to store `value` as; auto infers it from the text.",
-     "auto,string,int64,float64,bool,decimal,json,null"},
+struct Options {
+  std::string field;
+  std::string value;
+  std::string type;
 };
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::field>(
+        "field",
+        "Field to set: after.NAME, before.NAME, key.NAME or metadata.NAME; a bare NAME means after.NAME; "
+        "nested objects by dots (after.address.city). Records without the enclosing object are left "
+        "unchanged (e.g. after of a delete).")
+        .mandatory(),
+    setting<&Options::value>(
+        "value",
+        "The value as text. With type auto it reads like a YAML scalar: null, true/false, an integer, a "
+        "float, else a string. Always stored as a string on metadata.")
+        .mandatory(),
+    setting<&Options::type>("type", "Kind to store `value` as; auto infers it from the text.")
+        .one_of("auto,string,int64,float64,bool,decimal,json,null")
+        .with_default("auto"));
 
 Error bad_setting(std::string_view setting, std::string_view problem) {
   return Error(Errc::config, "field.set: " + std::string(setting) + ": " + std::string(problem));
@@ -108,16 +117,15 @@ class FieldSet final : public Processor {
 };
 
 Result<std::unique_ptr<Processor>> make_field_set(const Settings& s) {
-  Result<FieldPath> path = parse_field_path(s.get_string("field"));
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s, "field.set"));
+  Result<FieldPath> path = parse_field_path(o.field);
   if (!path) return path.error().with_context("field.set: field: ");
   if (path->whole_part())
     return bad_setting("field", "'" + path->text + "' names the whole " +
                                     std::string(record_part_name(path->part)) + "; name a field in it");
-  std::string text = s.get_string("value");
-  std::string type = s.has("type") ? s.get_string("type") : "auto";
-  Result<Value> value = typed_value(type, text);
+  Result<Value> value = typed_value(o.type, o.value);
   if (!value) return std::move(value).error();
-  std::unique_ptr<Processor> p = std::make_unique<FieldSet>(std::move(*path), std::move(text), *value);
+  std::unique_ptr<Processor> p = std::make_unique<FieldSet>(std::move(*path), std::move(o.value), *value);
   return p;
 }
 

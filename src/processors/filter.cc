@@ -25,31 +25,50 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kSettings[] = {
-    {"operations", SettingType::string_list, "", false,
-     "Operations to keep (snapshot, create, update, delete); records with any other are dropped."},
-    {"field", SettingType::string, "", false,
-     "Field the condition tests: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
-     "after.NAME; nested by dots)."},
-    {"op", SettingType::enumeration, "eq", false,
-     "Comparison of the field with `value`: numbers numerically, text lexicographically, dates and "
-     "times chronologically. A null or missing field equals nothing (only ne holds); exists is true "
-     "for null, missing only for an absent field.",
-     "eq,ne,lt,le,gt,ge,exists,missing,in"},
-    {"value", SettingType::string, "", false,
-     "Constant to compare with, read as the field's kind; for op in, a comma-separated list."},
-    {"action", SettingType::enumeration, "keep", false,
-     "keep: keep the records where the condition holds, drop the others; drop: drop those where it "
-     "holds.",
-     "keep,drop"},
-};
-
 enum class Cmp { eq, ne, lt, le, gt, ge, exists, missing, in };
 
 constexpr std::array<std::pair<std::string_view, Cmp>, 9> kCmpNames = {{
     {"eq", Cmp::eq}, {"ne", Cmp::ne}, {"lt", Cmp::lt}, {"le", Cmp::le}, {"gt", Cmp::gt},
     {"ge", Cmp::ge}, {"exists", Cmp::exists}, {"missing", Cmp::missing}, {"in", Cmp::in},
 }};
+
+// Options bound to the settings table below (defaults written there, once); finalize() checks how
+// they combine and derives what the filter runs on.
+struct Options {
+  std::optional<std::vector<std::string>> operations;
+  std::string field;
+  std::string op;
+  std::optional<std::string> value;
+  std::string action;
+  // Derived by finalize.
+  uint8_t operation_bits = 0;
+  std::optional<FieldPath> path;
+  Cmp cmp = Cmp::eq;
+  std::vector<std::string> operands;
+};
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::operations>(
+        "operations", "Operations to keep (snapshot, create, update, delete); records with any other are dropped."),
+    setting<&Options::field>(
+        "field",
+        "Field the condition tests: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
+        "after.NAME; nested by dots)."),
+    setting<&Options::op>(
+        "op",
+        "Comparison of the field with `value`: numbers numerically, text lexicographically, dates and "
+        "times chronologically. A null or missing field equals nothing (only ne holds); exists is true "
+        "for null, missing only for an absent field.")
+        .one_of("eq,ne,lt,le,gt,ge,exists,missing,in")
+        .with_default("eq"),
+    setting<&Options::value>("value",
+                             "Constant to compare with, read as the field's kind; for op in, a comma-separated list."),
+    setting<&Options::action>(
+        "action",
+        "keep: keep the records where the condition holds, drop the others; drop: drop those where it "
+        "holds.")
+        .one_of("keep,drop")
+        .with_default("keep"));
 
 constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
 
@@ -277,10 +296,10 @@ class Filter final : public Processor {
   bool keep_;
 };
 
-Result<std::unique_ptr<Processor>> make_filter(const Settings& s) {
-  uint8_t operations = 0;
-  if (s.has("operations")) {
-    for (const std::string& item : s.get_list("operations")) {
+// The cross-setting checks, in one place.
+Status finalize(Options& o) {
+  if (o.operations) {
+    for (const std::string& item : *o.operations) {
       // Also accept "create,update" written as one string.
       std::string_view rest = item;
       while (true) {
@@ -290,63 +309,64 @@ Result<std::unique_ptr<Processor>> make_filter(const Settings& s) {
         if (!parse_operation(name, &op))
           return bad_setting("operations", "unknown operation '" + std::string(name) +
                                                "' (snapshot, create, update, delete)");
-        operations |= operation_bit(op);
+        o.operation_bits |= operation_bit(op);
         if (comma == std::string_view::npos) break;
         rest = rest.substr(comma + 1);
       }
     }
-    if (operations == 0) return bad_setting("operations", "empty list would drop every record");
+    if (o.operation_bits == 0) return bad_setting("operations", "empty list would drop every record");
   }
 
-  std::optional<FieldPath> path;
-  if (s.has("field") && !s.get_string("field").empty()) {
-    Result<FieldPath> p = parse_field_path(s.get_string("field"));
+  if (!o.field.empty()) {
+    Result<FieldPath> p = parse_field_path(o.field);
     if (!p) return p.error().with_context("filter: field: ");
-    path = std::move(*p);
+    o.path = std::move(*p);
   }
 
-  const std::string cmp_name = s.has("op") ? s.get_string("op") : "eq";
-  auto cmp_it = std::find_if(kCmpNames.begin(), kCmpNames.end(), [&](const auto& e) { return e.first == cmp_name; });
+  auto cmp_it = std::find_if(kCmpNames.begin(), kCmpNames.end(), [&](const auto& e) { return e.first == o.op; });
   if (cmp_it == kCmpNames.end())
-    return bad_setting("op", "unknown comparison '" + cmp_name + "' (eq, ne, lt, le, gt, ge, exists, missing, in)");
-  const Cmp cmp = cmp_it->second;
+    return bad_setting("op", "unknown comparison '" + o.op + "' (eq, ne, lt, le, gt, ge, exists, missing, in)");
+  o.cmp = cmp_it->second;
 
-  const std::string action = s.has("action") ? s.get_string("action") : "keep";
-  if (action != "keep" && action != "drop")
-    return bad_setting("action", "unknown action '" + action + "' (keep, drop)");
+  if (o.action != "keep" && o.action != "drop")
+    return bad_setting("action", "unknown action '" + o.action + "' (keep, drop)");
 
-  const bool has_value = s.has("value");
-  std::vector<std::unique_ptr<Operand>> operands;
-  if (!path) {
-    if (operations == 0) return Error(Errc::config, "filter: needs `operations` or `field` (or both)");
-    if (has_value) return bad_setting("value", "compares a field: set `field` too");
+  if (!o.path) {
+    if (o.operation_bits == 0) return Error(Errc::config, "filter: needs `operations` or `field` (or both)");
+    if (o.value) return bad_setting("value", "compares a field: set `field` too");
     // Without a condition there is nothing for `drop` to apply to; say so rather than keep only the
     // listed operations, which is the opposite of what `action: drop` reads like.
-    if (action == "drop")
+    if (o.action == "drop")
       return bad_setting("action", "drop needs a `field` condition; to drop operations, list the ones "
                                    "to keep in `operations`");
-  } else if (cmp != Cmp::exists && cmp != Cmp::missing) {
-    if (path->whole_part())
-      return bad_setting("field", "'" + path->text + "' names the whole " +
-                                      std::string(record_part_name(path->part)) +
+  } else if (o.cmp != Cmp::exists && o.cmp != Cmp::missing) {
+    if (o.path->whole_part())
+      return bad_setting("field", "'" + o.path->text + "' names the whole " +
+                                      std::string(record_part_name(o.path->part)) +
                                       "; only op exists or missing applies to it");
-    if (!has_value) return bad_setting("value", "required with op " + cmp_name);
-    const std::string text = s.get_string("value");
-    if (cmp == Cmp::in) {
-      std::string_view rest = text;
+    if (!o.value) return bad_setting("value", "required with op " + o.op);
+    if (o.cmp == Cmp::in) {
+      std::string_view rest = *o.value;
       while (true) {
         size_t comma = rest.find(',');
-        operands.push_back(std::make_unique<Operand>(trim(rest.substr(0, comma))));
+        o.operands.emplace_back(trim(rest.substr(0, comma)));
         if (comma == std::string_view::npos) break;
         rest = rest.substr(comma + 1);
       }
     } else {
-      operands.push_back(std::make_unique<Operand>(text));
+      o.operands.push_back(*o.value);
     }
   }
+  return ok_status();
+}
 
-  std::unique_ptr<Processor> p =
-      std::make_unique<Filter>(operations, std::move(path), cmp, std::move(operands), action == "keep");
+Result<std::unique_ptr<Processor>> make_filter(const Settings& s) {
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s, "filter"));
+  SLUICE_TRY(finalize(o));
+  std::vector<std::unique_ptr<Operand>> operands;
+  for (const std::string& text : o.operands) operands.push_back(std::make_unique<Operand>(text));
+  std::unique_ptr<Processor> p = std::make_unique<Filter>(o.operation_bits, std::move(o.path), o.cmp,
+                                                          std::move(operands), o.action == "keep");
   return p;
 }
 

@@ -12,7 +12,12 @@ class DiscardDestination final : public Destination {
   void write(Batch&, WriteDone done) override { done(ok_status()); }
 };
 
-Result<std::unique_ptr<Destination>> make_discard(const Settings&) {
+struct Options {};  // no settings
+
+constexpr auto kSettings = settings_table<Options>();
+
+Result<std::unique_ptr<Destination>> make_discard(const Settings& s) {
+  SLUICE_TRY(bind_settings(kSettings, s, "discard"));  // refuses any setting given by hand
   return std::unique_ptr<Destination>(std::make_unique<DiscardDestination>());
 }
 
@@ -23,7 +28,7 @@ ConnectorSpec discard_connector() {
       .name = "discard",
       .summary = "Counts and drops every record; for benchmarks and dry runs.",
       .source_settings = {},
-      .destination_settings = {},
+      .destination_settings = kSettings,
       .make_source = nullptr,
       .make_destination = &make_discard,
   };

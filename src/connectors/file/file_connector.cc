@@ -7,20 +7,50 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kSourceSettings[] = {
-    {"path", SettingType::string, "", true, "JSON Lines file to read (one OpenCDC record per line)."},
-    {"follow", SettingType::boolean, "false", false,
-     "Keep reading lines appended to the file instead of ending at its end (like `tail -f`)."},
-};
+using file::DestinationOptions;
+using file::SourceOptions;
 
-constexpr SettingSpec kDestinationSettings[] = {
-    {"path", SettingType::string, "", true,
-     "JSON Lines file to append records to (created if missing; its directory must exist)."},
-    {"sync", SettingType::boolean, "true", false,
-     "fsync the file after each batch before reporting it durable; false trades crash safety for speed."},
-};
+constexpr auto kSourceSettings = settings_table<SourceOptions>(
+    setting<&SourceOptions::path>("path", "JSON Lines file to read (one OpenCDC record per line).").mandatory(),
+    setting<&SourceOptions::follow>(
+        "follow", "Keep reading lines appended to the file instead of ending at its end (like `tail -f`).")
+        .with_default("false"));
+
+constexpr auto kDestinationSettings = settings_table<DestinationOptions>(
+    setting<&DestinationOptions::path>(
+        "path", "JSON Lines file to append records to (created if missing; its directory must exist).")
+        .mandatory(),
+    setting<&DestinationOptions::sync>(
+        "sync", "fsync the file after each batch before reporting it durable; false trades crash safety for speed.")
+        .with_default("true"));
 
 }  // namespace
+
+namespace file {
+
+// The cross-setting checks of each side, in one place.
+Status finalize(const SourceOptions& o) {
+  if (o.path.empty()) return Error(Errc::config, "file source: setting 'path' must name a file");
+  return ok_status();
+}
+Status finalize(const DestinationOptions& o) {
+  if (o.path.empty()) return Error(Errc::config, "file destination: setting 'path' must name a file");
+  return ok_status();
+}
+
+Result<SourceOptions> source_options(const Settings& settings) {
+  SLUICE_TRY_ASSIGN(SourceOptions o, bind_settings(kSourceSettings, settings, "file source"));
+  SLUICE_TRY(finalize(o));
+  return o;
+}
+
+Result<DestinationOptions> destination_options(const Settings& settings) {
+  SLUICE_TRY_ASSIGN(DestinationOptions o, bind_settings(kDestinationSettings, settings, "file destination"));
+  SLUICE_TRY(finalize(o));
+  return o;
+}
+
+}  // namespace file
 
 ConnectorSpec file_connector() {
   return ConnectorSpec{

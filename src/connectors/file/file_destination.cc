@@ -138,9 +138,8 @@ class FileDestination final : public Destination {
 }  // namespace
 
 Result<std::unique_ptr<Destination>> make_destination(const Settings& s) {
-  std::string path = s.get_string("path");
-  if (path.empty()) return Error(Errc::config, "file destination: setting 'path' must name a file");
-  return std::unique_ptr<Destination>(std::make_unique<FileDestination>(std::move(path), s.get_bool("sync")));
+  SLUICE_TRY_ASSIGN(DestinationOptions o, destination_options(s));
+  return std::unique_ptr<Destination>(std::make_unique<FileDestination>(std::move(o.path), o.sync));
 }
 
 }  // namespace sluice::file

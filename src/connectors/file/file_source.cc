@@ -206,9 +206,8 @@ class FileSource final : public Source {
 }  // namespace
 
 Result<std::unique_ptr<Source>> make_source(const Settings& s) {
-  std::string path = s.get_string("path");
-  if (path.empty()) return Error(Errc::config, "file source: setting 'path' must name a file");
-  return std::unique_ptr<Source>(std::make_unique<FileSource>(std::move(path), s.get_bool("follow")));
+  SLUICE_TRY_ASSIGN(SourceOptions o, source_options(s));
+  return std::unique_ptr<Source>(std::make_unique<FileSource>(std::move(o.path), o.follow));
 }
 
 }  // namespace sluice::file

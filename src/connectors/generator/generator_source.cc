@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "connectors/builtin.h"
@@ -15,15 +17,44 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kGeneratorSettings[] = {
-    {"count", SettingType::integer, "0", false, "Number of events to emit; 0 = unlimited."},
-    {"rate", SettingType::number, "0", false, "Events per second; 0 = as fast as possible."},
-    {"seed", SettingType::integer, "1", false, "Seed of the deterministic data; same seed, same events."},
-    {"operations", SettingType::number_map, "", false,
-     "Mix of operations as weights, e.g. {create: 0.8, update: 0.15, delete: 0.05}; updates and "
-     "deletes always target existing keys. Default: inserts only."},
-    {"table", SettingType::string, "employees", false, "Value of the `table` metadata of every record."},
+// Options bound to the settings table below (defaults written there, once); finalize() checks the
+// operation mix and turns it into weights.
+struct Options {
+  int64_t count = 0;
+  double rate = 0;
+  int64_t seed = 0;
+  std::optional<std::map<std::string, double>> operations;
+  std::string table;
+  double create = 1, update = 0, del = 0;  // derived by finalize from `operations`
 };
+
+constexpr auto kGeneratorSettings = settings_table<Options>(
+    setting<&Options::count>("count", "Number of events to emit; 0 = unlimited.").with_default("0").at_least(0),
+    setting<&Options::rate>("rate", "Events per second; 0 = as fast as possible.").with_default("0").at_least(0),
+    setting<&Options::seed>("seed", "Seed of the deterministic data; same seed, same events.").with_default("1"),
+    setting<&Options::operations>(
+        "operations",
+        "Mix of operations as weights, e.g. {create: 0.8, update: 0.15, delete: 0.05}; updates and "
+        "deletes always target existing keys. Default: inserts only."),
+    setting<&Options::table>("table", "Value of the `table` metadata of every record.").with_default("employees"));
+
+Status finalize(Options& o) {
+  if (!o.operations) return ok_status();
+  o.create = o.update = o.del = 0;
+  for (const auto& [op, w] : *o.operations) {
+    if (w < 0) return Error(Errc::config, fmt::format("setting 'operations': weight of '{}' must be >= 0", op));
+    if (op == "create") o.create = w;
+    else if (op == "update") o.update = w;
+    else if (op == "delete") o.del = w;
+    else
+      return Error(Errc::config, fmt::format("setting 'operations': unknown operation '{}' "
+                                             "(use create, update, delete)", op));
+  }
+  if (o.create <= 0)
+    return Error(Errc::config,
+                 "setting 'operations': 'create' needs a weight > 0 (updates and deletes need existing keys)");
+  return ok_status();
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -151,26 +182,10 @@ class GeneratorSource final : public Source {
 };
 
 Result<std::unique_ptr<Source>> make_generator(const Settings& s) {
-  const int64_t count = s.get_int("count");
-  const double rate = s.get_number("rate");
-  if (count < 0) return Error(Errc::config, "setting 'count' must be >= 0 (0 = unlimited)");
-  if (rate < 0) return Error(Errc::config, "setting 'rate' must be >= 0 (0 = unlimited)");
-  double c = 1, u = 0, d = 0;
-  if (s.has("operations")) {
-    c = u = d = 0;
-    for (const auto& [op, w] : s.get_number_map("operations")) {
-      if (w < 0) return Error(Errc::config, fmt::format("setting 'operations': weight of '{}' must be >= 0", op));
-      if (op == "create") c = w;
-      else if (op == "update") u = w;
-      else if (op == "delete") d = w;
-      else
-        return Error(Errc::config, fmt::format("setting 'operations': unknown operation '{}' "
-                                               "(use create, update, delete)", op));
-    }
-    if (c <= 0) return Error(Errc::config, "setting 'operations': 'create' needs a weight > 0 (updates and deletes need existing keys)");
-  }
-  return std::unique_ptr<Source>(std::make_unique<GeneratorSource>(
-      count, rate, uint64_t(s.get_int("seed")), c, u, d, s.get_string("table")));
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kGeneratorSettings, s));
+  SLUICE_TRY(finalize(o));
+  return std::unique_ptr<Source>(std::make_unique<GeneratorSource>(o.count, o.rate, uint64_t(o.seed), o.create,
+                                                                   o.update, o.del, std::move(o.table)));
 }
 
 }  // namespace

@@ -36,72 +36,94 @@ using namespace std::chrono_literals;
 #define SLUICE_VERSION_TEXT "sluice"
 #endif
 
-constexpr SettingSpec kSettings[] = {
-    {"brokers", SettingType::string, "", true, "Bootstrap brokers, host:port[,host:port...]."},
-    {"topic", SettingType::string, "", false,
-     "Topic of each record: a template where {{schema}}, {{table}} and any {{metadata-key}} are replaced "
-     "from the record's metadata. Default, like Debezium: <topic.prefix>.<schema>.<table>, or "
-     "<topic.prefix>.<table> when the record has no schema. Characters Kafka does not allow in topic names "
-     "become '_'. Missing topics are created by the broker (auto.create.topics.enable)."},
-    {"topic.prefix", SettingType::string, "", false, "Prefix of the default topic names. Default: the pipeline id."},
-    {"format", SettingType::enumeration, "opencdc", false,
-     "Message value. opencdc: the OpenCDC JSON record; debezium: the Debezium change-event envelope as "
-     "Debezium's JsonConverter writes it with schemas.enable=false (before, after, source, op, ts_ms).",
-     "opencdc,debezium"},
-    {"compression", SettingType::enumeration, "none", false, "Compression of message batches.",
-     "none,lz4,zstd,snappy,gzip"},
-    {"acks", SettingType::enumeration, "all", false,
-     "Acknowledgements the leader waits for. all: every in-sync replica (with the idempotent producer: no "
-     "loss, no duplicates, order kept per partition across retries); 1: the leader only; 0: none (may lose "
-     "messages).",
-     "all,1,0"},
-    {"linger", SettingType::duration, "5ms", false,
-     "How long the producer waits to fill a message batch (linger.ms)."},
-    {"batch.size", SettingType::size, "1MiB", false, "Largest message batch per partition, in bytes (batch.size)."},
-    {"batch.num.messages", SettingType::integer, "10000", false,
-     "Most messages in one message batch (batch.num.messages)."},
-    {"delivery.timeout", SettingType::duration, "300s", false,
-     "How long a message may wait for its acknowledgement, retries included (message.timeout.ms); broker "
-     "restarts shorter than this are absorbed by the producer's own in-order retries, longer outages stop "
-     "the pipeline (a restart re-sends from the checkpoint)."},
-    {"headers", SettingType::boolean, "true", false,
-     "Write the record's metadata as message headers (one header per metadata key)."},
-    {"debezium.tombstones", SettingType::boolean, "true", false,
-     "format debezium: after each delete, a tombstone (same key, null value) so log compaction can drop "
-     "the key, like Debezium's tombstones.on.delete."},
-    {"transactions", SettingType::boolean, "false", false,
-     "Exactly once: one Kafka transaction per batch, committed together with the batch's source position "
-     "(in positions.topic); a restart resumes exactly after the last committed batch. Consumers must read "
-     "with isolation.level=read_committed."},
-    {"transactional.id", SettingType::string, "", false,
-     "transactions: the producer's transactional.id; a new incarnation fences the previous one and aborts "
-     "its open transaction. Default: sluice-<pipeline id>."},
-    {"positions.topic", SettingType::string, "sluice_positions", false,
-     "transactions: the compacted topic (1 partition, created if missing) holding each pipeline's last "
-     "committed source position, keyed by the pipeline id."},
-    {"rdkafka.*", SettingType::string, "", false,
-     "Any librdkafka producer property, passed through (rdkafka.security.protocol: SASL_SSL, "
-     "rdkafka.message.max.bytes: 2000000, ...); wins over the settings above."},
-};
-
+// The destination's options: filled from the settings table below by bind_settings (defaults are
+// written there, once), then checked as a whole by finalize().
 struct Options {
   std::string brokers;
   std::string topic;
   std::string topic_prefix;
-  bool debezium = false;
-  std::string compression = "none";
-  std::string acks = "all";
-  std::chrono::milliseconds linger{5};
-  uint64_t batch_size = 1 << 20;
-  int64_t batch_num_messages = 10000;
-  std::chrono::milliseconds delivery_timeout{300000};
-  bool headers = true;
-  bool tombstones = true;
+  std::string format;
+  bool debezium = false;  // derived by finalize: format is debezium
+  std::string compression;
+  std::string acks;
+  std::chrono::milliseconds linger{};
+  uint64_t batch_size = 0;
+  int64_t batch_num_messages = 0;
+  std::chrono::milliseconds delivery_timeout{};
+  bool headers = false;
+  bool tombstones = false;
   bool transactions = false;
   std::string transactional_id;
-  std::string positions_topic = "sluice_positions";
+  std::string positions_topic;
   std::map<std::string, std::string> rdkafka;
 };
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::brokers>("brokers", "Bootstrap brokers, host:port[,host:port...].").mandatory(),
+    setting<&Options::topic>(
+        "topic",
+        "Topic of each record: a template where {{schema}}, {{table}} and any {{metadata-key}} are replaced "
+        "from the record's metadata. Default, like Debezium: <topic.prefix>.<schema>.<table>, or "
+        "<topic.prefix>.<table> when the record has no schema. Characters Kafka does not allow in topic names "
+        "become '_'. Missing topics are created by the broker (auto.create.topics.enable)."),
+    setting<&Options::topic_prefix>("topic.prefix", "Prefix of the default topic names. Default: the pipeline id."),
+    setting<&Options::format>(
+        "format",
+        "Message value. opencdc: the OpenCDC JSON record; debezium: the Debezium change-event envelope as "
+        "Debezium's JsonConverter writes it with schemas.enable=false (before, after, source, op, ts_ms).")
+        .one_of("opencdc,debezium")
+        .with_default("opencdc"),
+    setting<&Options::compression>("compression", "Compression of message batches.")
+        .one_of("none,lz4,zstd,snappy,gzip")
+        .with_default("none"),
+    setting<&Options::acks>(
+        "acks",
+        "Acknowledgements the leader waits for. all: every in-sync replica (with the idempotent producer: no "
+        "loss, no duplicates, order kept per partition across retries); 1: the leader only; 0: none (may lose "
+        "messages).")
+        .one_of("all,1,0")
+        .with_default("all"),
+    setting<&Options::linger>("linger", "How long the producer waits to fill a message batch (linger.ms).")
+        .with_default("5ms"),
+    setting<&Options::batch_size>("batch.size", "Largest message batch per partition, in bytes (batch.size).")
+        .with_default("1MiB"),
+    setting<&Options::batch_num_messages>("batch.num.messages",
+                                          "Most messages in one message batch (batch.num.messages).")
+        .with_default("10000")
+        .at_least(1),
+    setting<&Options::delivery_timeout>(
+        "delivery.timeout",
+        "How long a message may wait for its acknowledgement, retries included (message.timeout.ms); broker "
+        "restarts shorter than this are absorbed by the producer's own in-order retries, longer outages stop "
+        "the pipeline (a restart re-sends from the checkpoint).")
+        .with_default("300s"),
+    setting<&Options::headers>("headers",
+                               "Write the record's metadata as message headers (one header per metadata key).")
+        .with_default("true"),
+    setting<&Options::tombstones>(
+        "debezium.tombstones",
+        "format debezium: after each delete, a tombstone (same key, null value) so log compaction can drop "
+        "the key, like Debezium's tombstones.on.delete.")
+        .with_default("true"),
+    setting<&Options::transactions>(
+        "transactions",
+        "Exactly once: one Kafka transaction per batch, committed together with the batch's source position "
+        "(in positions.topic); a restart resumes exactly after the last committed batch. Consumers must read "
+        "with isolation.level=read_committed.")
+        .with_default("false"),
+    setting<&Options::transactional_id>(
+        "transactional.id",
+        "transactions: the producer's transactional.id; a new incarnation fences the previous one and aborts "
+        "its open transaction. Default: sluice-<pipeline id>."),
+    setting<&Options::positions_topic>(
+        "positions.topic",
+        "transactions: the compacted topic (1 partition, created if missing) holding each pipeline's last "
+        "committed source position, keyed by the pipeline id.")
+        .with_default("sluice_positions"),
+    setting<&Options::rdkafka>("rdkafka.*",
+                               "Any librdkafka producer property, passed through (rdkafka.security.protocol: "
+                               "SASL_SSL, rdkafka.message.max.bytes: 2000000, ...); wins over the settings "
+                               "above."));
 
 // Kafka topic names: [a-zA-Z0-9._-], at most 249 characters.
 void sanitize_topic(std::string& t) {
@@ -646,30 +668,19 @@ Result<std::optional<std::string>> KafkaDestination::stored_position(std::string
   return found;
 }
 
-Result<Options> options_from(const Settings& s) {
-  Options o;
-  o.brokers = s.get_string("brokers");
-  if (s.has("topic")) o.topic = s.get_string("topic");
-  if (s.has("topic.prefix")) o.topic_prefix = s.get_string("topic.prefix");
-  if (s.has("format")) o.debezium = s.get_string("format") == "debezium";
-  if (s.has("compression")) o.compression = s.get_string("compression");
-  if (s.has("acks")) o.acks = s.get_string("acks");
-  if (s.has("linger")) o.linger = s.get_duration("linger");
-  if (s.has("batch.size")) o.batch_size = s.get_size("batch.size");
-  if (s.has("batch.num.messages")) o.batch_num_messages = s.get_int("batch.num.messages");
-  if (s.has("delivery.timeout")) o.delivery_timeout = s.get_duration("delivery.timeout");
-  if (s.has("headers")) o.headers = s.get_bool("headers");
-  if (s.has("debezium.tombstones")) o.tombstones = s.get_bool("debezium.tombstones");
-  if (s.has("transactions")) o.transactions = s.get_bool("transactions");
-  if (s.has("transactional.id")) o.transactional_id = s.get_string("transactional.id");
-  if (s.has("positions.topic")) o.positions_topic = s.get_string("positions.topic");
-  o.rdkafka = s.with_prefix("rdkafka");
+// The cross-setting checks, in one place; derives `debezium`.
+Status finalize(Options& o) {
   if (o.brokers.empty()) return Error(Errc::invalid_argument, "`brokers` is empty: set host:port");
   if (o.transactions && o.acks != "all")
     return Error(Errc::invalid_argument, "transactions need acks: all");
-  if (o.batch_num_messages <= 0)
-    return Error(Errc::invalid_argument, "batch.num.messages must be at least 1");
   if (o.positions_topic.empty()) return Error(Errc::invalid_argument, "positions.topic is empty");
+  o.debezium = o.format == "debezium";
+  return ok_status();
+}
+
+Result<Options> options_from(const Settings& s) {
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s));
+  SLUICE_TRY(finalize(o));
   return o;
 }
 

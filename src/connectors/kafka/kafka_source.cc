@@ -33,31 +33,59 @@ using kafka::Offsets;
 using kafka::encode_position;
 using kafka::parse_position;
 
-constexpr SettingSpec kSettings[] = {
-    {"brokers", SettingType::string, "", true, "Bootstrap brokers, host:port[,host:port...]."},
-    {"topics", SettingType::string_list, "", true,
-     "Topics to read. An entry starting with ^ is a regular expression (librdkafka subscribes to every "
-     "matching topic, new ones included after the next metadata refresh). A named topic must exist."},
-    {"group", SettingType::string, "", false,
-     "Consumer group id. Default: sluice-<pipeline id>. Offsets are committed to it only after the "
-     "destination acknowledged (and the checkpoint was saved)."},
-    {"start", SettingType::enumeration, "committed", false,
-     "Where to begin when the pipeline has no checkpoint of its own. committed: the group's committed "
-     "offsets (partitions without one from the earliest); earliest: every partition from its "
-     "beginning; latest: only messages produced after the partition was assigned. With a checkpoint, "
-     "its offsets always win (exact resume).",
-     "committed,earliest,latest"},
-    {"format", SettingType::enumeration, "opencdc", false,
-     "How message values become records. opencdc: one OpenCDC JSON record (sluice's kafka destination "
-     "default); debezium: a Debezium change event, with or without the JsonConverter schema wrapper; "
-     "raw: key = {key: message key}, after = {value: message value}, table = the topic.",
-     "opencdc,debezium,raw"},
-    {"connect_timeout", SettingType::duration, "10s", false,
-     "How long open may wait for the brokers' metadata before failing."},
-    {"rdkafka.*", SettingType::string, "", false,
-     "Any librdkafka consumer property (CONFIGURATION.md), e.g. rdkafka.security.protocol: SASL_SSL, "
-     "rdkafka.fetch.max.bytes. enable.auto.commit and enable.auto.offset.store stay false."},
+// The source's options: filled from the settings table below by bind_settings (defaults written
+// there, once), then checked and completed by finalize().
+struct Options {
+  std::string brokers;
+  std::vector<std::string> topics;
+  std::string group;
+  std::string start;
+  std::string format;
+  Format decoder = Format::opencdc;  // derived by finalize from `format`
+  std::chrono::milliseconds connect_timeout{};
+  std::map<std::string, std::string> rdkafka;
 };
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::brokers>("brokers", "Bootstrap brokers, host:port[,host:port...].").mandatory(),
+    setting<&Options::topics>(
+        "topics",
+        "Topics to read. An entry starting with ^ is a regular expression (librdkafka subscribes to every "
+        "matching topic, new ones included after the next metadata refresh). A named topic must exist.")
+        .mandatory(),
+    setting<&Options::group>(
+        "group",
+        "Consumer group id. Default: sluice-<pipeline id>. Offsets are committed to it only after the "
+        "destination acknowledged (and the checkpoint was saved)."),
+    setting<&Options::start>(
+        "start",
+        "Where to begin when the pipeline has no checkpoint of its own. committed: the group's committed "
+        "offsets (partitions without one from the earliest); earliest: every partition from its "
+        "beginning; latest: only messages produced after the partition was assigned. With a checkpoint, "
+        "its offsets always win (exact resume).")
+        .one_of("committed,earliest,latest")
+        .with_default("committed"),
+    setting<&Options::format>(
+        "format",
+        "How message values become records. opencdc: one OpenCDC JSON record (sluice's kafka destination "
+        "default); debezium: a Debezium change event, with or without the JsonConverter schema wrapper; "
+        "raw: key = {key: message key}, after = {value: message value}, table = the topic.")
+        .one_of("opencdc,debezium,raw")
+        .with_default("opencdc"),
+    setting<&Options::connect_timeout>("connect_timeout",
+                                       "How long open may wait for the brokers' metadata before failing.")
+        .with_default("10s"),
+    setting<&Options::rdkafka>(
+        "rdkafka.*",
+        "Any librdkafka consumer property (CONFIGURATION.md), e.g. rdkafka.security.protocol: SASL_SSL, "
+        "rdkafka.fetch.max.bytes. enable.auto.commit and enable.auto.offset.store stay false."));
+
+// The cross-setting checks, in one place; derives the decoder's format.
+Status finalize(Options& o) {
+  if (!kafka::parse_format(o.format, &o.decoder))
+    return Error(Errc::config, "setting 'format': expected opencdc, debezium or raw");
+  return ok_status();
+}
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
@@ -78,16 +106,14 @@ struct CurrentScope {
 
 class KafkaSource final : public Source {
  public:
-  explicit KafkaSource(const Settings& s)
-      : brokers_(s.get_string("brokers")),
-        topics_(s.get_list("topics")),
-        group_setting_(s.get_string("group")),
-        start_(s.get_string("start")),
-        connect_timeout_(s.get_duration("connect_timeout")),
-        properties_(s.with_prefix("rdkafka")),
-        decoder_(format_from(s.get_string("format"))) {
-    if (start_.empty()) start_ = "committed";
-  }
+  explicit KafkaSource(Options o)
+      : brokers_(std::move(o.brokers)),
+        topics_(std::move(o.topics)),
+        group_setting_(std::move(o.group)),
+        start_(std::move(o.start)),
+        connect_timeout_(o.connect_timeout),
+        properties_(std::move(o.rdkafka)),
+        decoder_(o.decoder) {}
   ~KafkaSource() override { close(); }
 
   Status open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) override;
@@ -102,11 +128,6 @@ class KafkaSource final : public Source {
   void on_error(rd_kafka_resp_err_t err, const char* reason);
 
  private:
-  static Format format_from(const std::string& name) {
-    Format f = Format::opencdc;
-    (void)kafka::parse_format(name, &f);
-    return f;
-  }
   Status handle_message(const rd_kafka_message_t& m, Batch& batch);
   Status handle_error(const rd_kafka_message_t& m);
   bool should_warn(rd_kafka_resp_err_t err);
@@ -668,10 +689,9 @@ std::optional<Offsets> parse_position(std::string_view text) {
 std::span<const SettingSpec> kafka_source_settings() noexcept { return kSettings; }
 
 Result<std::unique_ptr<Source>> make_kafka_source(const Settings& settings) {
-  Format f;
-  if (!kafka::parse_format(settings.get_string("format"), &f) && settings.has("format"))
-    return Error(Errc::config, "setting 'format': expected opencdc, debezium or raw");
-  return std::unique_ptr<Source>(std::make_unique<KafkaSource>(settings));
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, settings));
+  SLUICE_TRY(finalize(o));
+  return std::unique_ptr<Source>(std::make_unique<KafkaSource>(std::move(o)));
 }
 
 }  // namespace sluice
