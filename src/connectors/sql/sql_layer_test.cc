@@ -9,6 +9,7 @@
 
 #include "connectors/sql/batch_plan.h"
 #include "connectors/sql/sql_table.h"
+#include "connectors/postgres/postgres_dialect.h"
 #include "connectors/sqlite/sqlite_dialect.h"
 #include "sluice/batch.h"
 
@@ -265,6 +266,60 @@ TEST(SqliteDialectTest, StatementShapes) {
   EXPECT_NE(d.checkpoint_table_ddl("\"sluice_checkpoints\"").find("pipeline TEXT PRIMARY KEY"), std::string::npos);
   EXPECT_EQ(sqlite::SqliteDialect::classify(SQLITE_BUSY).retriable, true);
   EXPECT_EQ(sqlite::SqliteDialect::classify(SQLITE_CONSTRAINT).retriable, false);
+}
+
+
+TEST(PostgresDialectTest, QuotesEveryIdentifierAndComparesThemExactly) {
+  pg::PostgresDialect d;
+  EXPECT_FALSE(d.folds_case());
+  EXPECT_EQ(d.quote_identifier(kQuote), "\"a\"\"b\"");
+  EXPECT_EQ(d.qualified_table(kInjection, kQuote), "\"\"\"; DROP TABLE x; --\".\"a\"\"b\"");
+  EXPECT_EQ(d.create_schema(kInjection), "CREATE SCHEMA IF NOT EXISTS \"\"\"; DROP TABLE x; --\"");
+}
+
+TEST(PostgresDialectTest, StatementShapes) {
+  pg::PostgresDialect d;
+  const Value i = Value::int64(1), s = Value::string("x"), n = Value::null();
+  const Value int_items[] = {Value::int64(1), Value::int64(2)};
+  const Value mixed_items[] = {Value::int64(1), Value::string("a")};
+  const Value ints = Value::array(int_items, 2), mixed = Value::array(mixed_items, 2);
+  EXPECT_EQ(d.column_type(ints, false), "bigint[]");
+  EXPECT_EQ(d.column_type(mixed, false), "jsonb");
+  EXPECT_EQ(d.column_type(n, false), "text");
+  const ColumnDef cols[] = {{kQuote, &i, true}, {"v", &s, false}};
+  EXPECT_EQ(d.create_table("\"s\".\"t\"", cols),
+            "CREATE TABLE IF NOT EXISTS \"s\".\"t\" (\"a\"\"b\" bigint NOT NULL, \"v\" text, PRIMARY KEY (\"a\"\"b\"))");
+  EXPECT_EQ(d.add_column("\"s\".\"t\"", cols[1]), "ALTER TABLE \"s\".\"t\" ADD COLUMN IF NOT EXISTS \"v\" text");
+  const ColumnRef refs[] = {{kQuote, true}, {kInjection, false}};
+  EXPECT_EQ(d.upsert_from_stage("\"t\"", "\"stage\"", refs, 7),
+            "INSERT INTO \"t\" (\"a\"\"b\", \"\"\"; DROP TABLE x; --\") SELECT DISTINCT ON (\"a\"\"b\") \"a\"\"b\", "
+            "\"\"\"; DROP TABLE x; --\" FROM \"stage\" WHERE \"__sluice_seq\" >= 7 ORDER BY \"a\"\"b\", "
+            "\"__sluice_seq\" DESC ON CONFLICT (\"a\"\"b\") DO UPDATE SET \"\"\"; DROP TABLE x; --\" = "
+            "EXCLUDED.\"\"\"; DROP TABLE x; --\"");
+  const ColumnRef keys[] = {{"k", true}, {kQuote, true}};
+  EXPECT_NE(d.upsert_from_stage("\"t\"", "\"st\"", keys, 0).find("ON CONFLICT (\"k\", \"a\"\"b\") DO NOTHING"),
+            std::string::npos);
+  EXPECT_EQ(d.delete_using_stage("\"t\"", "\"st\"", keys, 3),
+            "DELETE FROM \"t\" AS t USING \"st\" AS s WHERE s.\"__sluice_seq\" >= 3 AND t.\"k\" = s.\"k\" AND "
+            "t.\"a\"\"b\" = s.\"a\"\"b\"");
+  EXPECT_EQ(d.create_stage("\"st\"", "\"t\"", keys),
+            "CREATE TEMP TABLE \"st\" ON COMMIT DELETE ROWS AS SELECT 0::bigint AS \"__sluice_seq\", \"k\", "
+            "\"a\"\"b\" FROM \"t\" WITH NO DATA");
+  EXPECT_EQ(d.copy_into_stage("\"st\"", keys), "COPY \"st\" (\"__sluice_seq\", \"k\", \"a\"\"b\") FROM STDIN");
+  EXPECT_EQ(d.truncate("\"t\""), "TRUNCATE \"t\"");
+}
+
+TEST(PostgresDialectTest, ErrorClassesBySqlstate) {
+  using D = pg::PostgresDialect;
+  EXPECT_EQ(D::classify("40P01", true).code, Errc::conflict);  // deadlock
+  EXPECT_TRUE(D::classify("40P01", true).retriable);
+  EXPECT_EQ(D::classify("08006", true).code, Errc::connection);
+  EXPECT_TRUE(D::classify("08006", true).retriable);
+  EXPECT_EQ(D::classify("23505", true).code, Errc::data);  // unique violation
+  EXPECT_FALSE(D::classify("23505", true).retriable);
+  EXPECT_EQ(D::classify("42P10", true).code, Errc::data);  // ON CONFLICT without a matching key
+  EXPECT_EQ(D::classify("42601", true).code, Errc::internal);
+  EXPECT_TRUE(D::classify("", false).connection_lost);
 }
 
 }  // namespace
