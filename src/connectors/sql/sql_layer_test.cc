@@ -9,6 +9,7 @@
 
 #include "connectors/sql/batch_plan.h"
 #include "connectors/sql/sql_table.h"
+#include "connectors/mysql/mysql_dialect.h"
 #include "connectors/postgres/postgres_dialect.h"
 #include "connectors/sqlite/sqlite_dialect.h"
 #include "sluice/batch.h"
@@ -320,6 +321,50 @@ TEST(PostgresDialectTest, ErrorClassesBySqlstate) {
   EXPECT_EQ(D::classify("42P10", true).code, Errc::data);  // ON CONFLICT without a matching key
   EXPECT_EQ(D::classify("42601", true).code, Errc::internal);
   EXPECT_TRUE(D::classify("", false).connection_lost);
+}
+
+TEST(MysqlDialectTest, QuotesEveryIdentifierWithBackticks) {
+  mysql::MysqlDialect d;
+  EXPECT_TRUE(d.folds_case());
+  EXPECT_TRUE(d.ddl_commits_implicitly());
+  EXPECT_EQ(d.quote_identifier("a`b"), "`a``b`");
+  EXPECT_EQ(d.quote_identifier(kInjection), "`\"; DROP TABLE x; --`");
+  EXPECT_EQ(d.quote_identifier("`; DROP TABLE x; --"), "```; DROP TABLE x; --`");
+}
+
+TEST(MysqlDialectTest, StatementShapes) {
+  mysql::MysqlDialect d;
+  const std::string digits = "1" + std::string(40, '0');  // more than DECIMAL(65,30) holds
+  const Value i = Value::int64(1), s = Value::string("x"), big = Value::decimal(digits);
+  const ColumnDef cols[] = {{"v", &s, false}, {"a`b", &s, true}, {"n", &big, false}};
+  EXPECT_EQ(d.create_table("`t`", cols),
+            "CREATE TABLE IF NOT EXISTS `t` (`v` LONGTEXT CHARACTER SET utf8mb4 NULL, `a``b` VARCHAR(255) CHARACTER "
+            "SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, `n` LONGTEXT CHARACTER SET utf8mb4 NULL, PRIMARY KEY "
+            "(`a``b`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+  const ColumnDef id{"id", &i, false};
+  EXPECT_EQ(d.add_column("`t`", id), "ALTER TABLE `t` ADD COLUMN `id` BIGINT NULL");
+  EXPECT_EQ(d.rename_column("`t`", "a`b", "c"), "ALTER TABLE `t` RENAME COLUMN `a``b` TO `c`");
+  const ColumnRef refs[] = {{"v", false}, {"a`b", true}};
+  std::string up;
+  d.append_insert_head(up, "`t`", refs);
+  up += " VALUES ('x','k')";
+  d.append_upsert_tail(up, refs);
+  EXPECT_EQ(up, "INSERT INTO `t` (`v`,`a``b`) VALUES ('x','k') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)");
+  const ColumnRef key[] = {{"k", true}};
+  std::string keys_only;
+  d.append_upsert_tail(keys_only, key);
+  EXPECT_EQ(keys_only, " ON DUPLICATE KEY UPDATE `k`=`k`");
+  std::string del;
+  d.append_delete_head(del, "`t`", key);
+  EXPECT_EQ(del, "DELETE FROM `t` WHERE `k` IN (");
+  del.clear();
+  d.append_delete_head(del, "`t`", refs);
+  EXPECT_EQ(del, "DELETE FROM `t` WHERE (`v`,`a``b`) IN (");
+  EXPECT_EQ(d.truncate("`t`"), "DELETE FROM `t`");
+  EXPECT_EQ(d.checkpoint_select("`sluice_checkpoints`", "'p'"),
+            "SELECT `position` FROM `sluice_checkpoints` WHERE `pipeline` = 'p'");
+  EXPECT_TRUE(mysql::decimal_fits("-12345.678"));
+  EXPECT_FALSE(mysql::decimal_fits("NaN"));
 }
 
 }  // namespace
