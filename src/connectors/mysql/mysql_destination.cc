@@ -16,19 +16,13 @@ namespace sluice {
 
 namespace {
 
-using mysql::MysqlConn;
-using mysql::MysqlUrl;
-using sql::PlannedRow;
-using sql::RowAction;
-
 const mysql::MysqlDialect kDialect;
-constexpr std::string_view kCheckpointTable = "`sluice_checkpoints`";
 
 // The writer: DDL before the batch's transaction, then each run as multi-row statements of
 // literals up to `max_statement_size`.
 class MysqlDestination final : public sql::KeyedSqlDestination {
  public:
-  MysqlDestination(MysqlDestinationOptions options, MysqlUrl url, RecordTemplate table)
+  MysqlDestination(MysqlDestinationOptions options, mysql::MysqlUrl url, RecordTemplate table)
       : KeyedSqlDestination(kDialect, keyed_options(options, std::move(table))),
         settings_(std::move(options)),
         url_(std::move(url)) {}
@@ -52,7 +46,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     o.tls_mode = settings_.tls_mode;
     o.tls_ca = settings_.tls_ca;
     o.connect_timeout = settings_.connect_timeout;
-    auto c = MysqlConn::connect(o);
+    auto c = mysql::MysqlConn::connect(o);
     if (!c) return c.error().with_context("mysql destination: ");
     conn_ = std::move(c.value());
     // UTC for timestamptz, strict mode so that rejected values fail instead of being truncated.
@@ -75,7 +69,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   // DDL commits implicitly: it runs here, never inside a batch's transaction.
   Status prepare_session() override {
     if (!settings_.checkpoint_in_destination) return ok_status();
-    return exec_plain(kDialect.checkpoint_table_ddl(kCheckpointTable), "cannot create table sluice_checkpoints");
+    return exec_plain(kDialect.checkpoint_table_ddl(kDialect.quote_identifier(sql::kCheckpointTable)), "cannot create table sluice_checkpoints");
   }
 
   Status begin() override { return exec_plain("START TRANSACTION", "cannot begin a transaction"); }
@@ -134,15 +128,15 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   // ---- rows ----------------------------------------------------------------------------------
 
   Status write_run(size_t first, size_t end) override {
-    const PlannedRow& head = plan().row(first);
+    const sql::PlannedRow& head = plan().row(first);
     const sql::SqlTable& t = *head.table;
-    if (head.action == RowAction::truncate) {
+    if (head.action == sql::RowAction::truncate) {
       sql_ = kDialect.truncate(t.quoted);
       if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0) return statement_error(first, first + 1);
       return ok_status();
     }
     refs_.clear();
-    if (head.action == RowAction::remove) {
+    if (head.action == sql::RowAction::remove) {
       for (const Field& k : plan().keys(head)) refs_.push_back({k.name, true});
     } else {
       for (const Field& c : plan().columns(head)) refs_.push_back({c.name, plan().is_key(head, c.name)});
@@ -159,9 +153,9 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   // reaches max_statement_size. Returns the index after the last row included.
   Result<size_t> build(size_t first, size_t end) {
     sql_.clear();
-    const PlannedRow& head = plan().row(first);
+    const sql::PlannedRow& head = plan().row(first);
     const sql::SqlTable& t = *head.table;
-    const bool is_delete = head.action == RowAction::remove;
+    const bool is_delete = head.action == sql::RowAction::remove;
     const bool composite = is_delete && refs_.size() > 1;
     if (is_delete) {
       kDialect.append_delete_head(sql_, t.quoted, refs_);
@@ -171,7 +165,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     }
     size_t i = first;
     for (; i < end && (i == first || sql_.size() < settings_.max_statement_size); ++i) {
-      const PlannedRow& row = plan().row(i);
+      const sql::PlannedRow& row = plan().row(i);
       if (i != first) sql_ += ',';
       if (!is_delete || composite) sql_ += '(';
       bool first_value = true;
@@ -250,7 +244,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     const unsigned no = conn_.last_errno();
     const sql::ErrorClass c = mysql::MysqlDialect::classify(no);
     const std::string msg = fmt::format("{} ({})", mysql_error(conn_.get()), no);
-    const PlannedRow& row = plan().row(first);
+    const sql::PlannedRow& row = plan().row(first);
     Error e = end - first == 1
                   ? record_error(*row.table, *row.record, c.code, msg, c.retriable)
                   : Error(c.code,
@@ -265,20 +259,21 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
 
   Status save_position(std::string_view position) override {
     static const char* hex = "0123456789abcdef";
-    std::string pipeline, position_hex;
+    std::string pipeline, position_hex = "X'";
     conn_.append_quoted(pipeline, pipeline_id_);
     for (unsigned char c : position) {
       position_hex += hex[c >> 4];
       position_hex += hex[c & 15];
     }
-    return exec_plain(kDialect.checkpoint_upsert(kCheckpointTable, pipeline, position_hex),
+    position_hex += '\'';
+    return exec_plain(kDialect.checkpoint_upsert(kDialect.quote_identifier(sql::kCheckpointTable), pipeline, position_hex),
                       "cannot store the position in sluice_checkpoints");
   }
 
   Result<std::optional<std::string>> load_position(std::string_view pipeline_id) override {
     std::string pipeline;
     conn_.append_quoted(pipeline, pipeline_id);
-    sql_ = kDialect.checkpoint_select(kCheckpointTable, pipeline);
+    sql_ = kDialect.checkpoint_select(kDialect.quote_identifier(sql::kCheckpointTable), pipeline);
     if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0)
       return server_error("cannot read the stored position");
     MYSQL_RES* res = mysql_store_result(conn_.get());
@@ -293,8 +288,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   }
 
   MysqlDestinationOptions settings_;
-  MysqlUrl url_;
-  MysqlConn conn_;
+  mysql::MysqlUrl url_;
+  mysql::MysqlConn conn_;
   // Per-run working memory, reused across batches.
   std::vector<sql::ColumnRef> refs_;
   std::string sql_;

@@ -57,52 +57,16 @@ std::string_view type_for(const Value& v, bool key) {
   return key ? kKeyText : "LONGTEXT CHARACTER SET utf8mb4";
 }
 
-void append_column_def(const MysqlDialect& d, std::string& sql, const sql::ColumnDef& c) {
-  d.append_identifier(sql, c.name);
-  sql += ' ';
-  sql += type_for(*c.sample, c.key);
-  sql += c.key ? " NOT NULL" : " NULL";
-}
-
 }  // namespace
 
 // `name` quoted with backticks, embedded backticks doubled.
 void MysqlDialect::append_identifier(std::string& out, std::string_view name) const {
-  out += '`';
-  for (char c : name) {
-    if (c == '`') out += '`';
-    out += c;
-  }
-  out += '`';
+  append_delimited(out, name, '`');
 }
 
 // The column type of a field, from its first value (see the table in mysql_destination.h).
 std::string MysqlDialect::column_type(const Value& sample, bool key) const {
   return std::string(type_for(sample, key));
-}
-
-std::string MysqlDialect::create_table(std::string_view table, std::span<const sql::ColumnDef> columns) const {
-  std::string sql = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
-  for (const sql::ColumnDef& c : columns) {
-    append_column_def(*this, sql, c);
-    sql += ", ";
-  }
-  sql += "PRIMARY KEY (";
-  bool first = true;
-  for (const sql::ColumnDef& c : columns) {
-    if (!c.key) continue;
-    if (!first) sql += ',';
-    first = false;
-    append_identifier(sql, c.name);
-  }
-  sql += ")) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
-  return sql;
-}
-
-std::string MysqlDialect::add_column(std::string_view table, const sql::ColumnDef& column) const {
-  std::string sql = "ALTER TABLE " + std::string(table) + " ADD COLUMN ";
-  append_column_def(*this, sql, column);
-  return sql;
 }
 
 void MysqlDialect::append_upsert_tail(std::string& out, std::span<const sql::ColumnRef> columns) const {
@@ -135,10 +99,7 @@ void MysqlDialect::append_delete_head(std::string& out, std::string_view table,
   out += " WHERE ";
   const bool composite = keys.size() > 1;
   if (composite) out += '(';
-  for (size_t k = 0; k < keys.size(); ++k) {
-    if (k) out += ',';
-    append_identifier(out, keys[k].name);
-  }
+  append_column_list(out, keys, false);
   out += composite ? ") IN (" : " IN (";
 }
 
@@ -146,18 +107,6 @@ std::string MysqlDialect::checkpoint_table_ddl(std::string_view table) const {
   return "CREATE TABLE IF NOT EXISTS " + std::string(table) +
          " (`pipeline` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, `position` "
          "LONGBLOB NOT NULL, `updated_at` DATETIME(6) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
-}
-
-std::string MysqlDialect::checkpoint_upsert(std::string_view table, std::string_view pipeline,
-                                            std::string_view position_hex) const {
-  return "INSERT INTO " + std::string(table) + " (`pipeline`, `position`, `updated_at`) VALUES (" +
-         std::string(pipeline) + ", X'" + std::string(position_hex) +
-         "', UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE `position` = VALUES(`position`), `updated_at` = "
-         "VALUES(`updated_at`)";
-}
-
-std::string MysqlDialect::checkpoint_select(std::string_view table, std::string_view pipeline) const {
-  return "SELECT `position` FROM " + std::string(table) + " WHERE `pipeline` = " + std::string(pipeline);
 }
 
 sql::ErrorClass MysqlDialect::classify(unsigned errno_value) noexcept {

@@ -45,8 +45,6 @@ constexpr SettingSpec kDestinationSettings[] = {
      "applied twice. The table is created in `schema` (in public when `schema` is a template)."},
 };
 
-using sql::PlannedRow;
-using sql::RowAction;
 
 const PostgresDialect kDialect;
 
@@ -224,7 +222,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
 
   Status prepare_session() override {
     if (checkpoint_schema_.empty()) return ok_status();
-    checkpoint_table_ = kDialect.qualified_table(checkpoint_schema_, "sluice_checkpoints");
+    checkpoint_table_ = kDialect.qualified_table(checkpoint_schema_, sql::kCheckpointTable);
     if (checkpoint_schema_ != "public") SLUICE_TRY(exec(kDialect.create_schema(checkpoint_schema_), nullptr));
     return exec(kDialect.checkpoint_table_ddl(checkpoint_table_), nullptr);
   }
@@ -272,10 +270,10 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   }
 
   Status write_run(size_t first, size_t end) override {
-    const PlannedRow& head = plan().row(first);
+    const sql::PlannedRow& head = plan().row(first);
     PgTable& t = static_cast<PgTable&>(*head.table);
-    if (head.action == RowAction::truncate) return exec(kDialect.truncate(t.quoted), &t);
-    const bool is_delete = head.action == RowAction::remove;
+    if (head.action == sql::RowAction::truncate) return exec(kDialect.truncate(t.quoted), &t);
+    const bool is_delete = head.action == sql::RowAction::remove;
 
     // The run's columns: the key columns (named as the key names them), then the others.
     cols_.clear();
@@ -331,7 +329,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     buf_.clear();
     bool send_failed = false;
     for (size_t row = first; row < end; ++row) {
-      const PlannedRow& p = plan().row(row);
+      const sql::PlannedRow& p = plan().row(row);
       auto keys = plan().keys(p);
       auto cols = plan().columns(p);
       fmt::format_to(std::back_inserter(buf_), "{}", seq_++);
@@ -376,7 +374,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   }
 
   Status save_position(std::string_view position) override {
-    const std::string sql = kDialect.checkpoint_upsert(checkpoint_table_);
+    const std::string sql = kDialect.checkpoint_upsert(checkpoint_table_, "$1", "$2");
     const Oid types[] = {25 /* text */, 17 /* bytea */};
     const char* values[] = {pipeline_id_.c_str(), position.data()};
     const int lengths[] = {0, int(position.size())};
@@ -387,7 +385,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   }
 
   Result<std::optional<std::string>> load_position(std::string_view pipeline_id) override {
-    const std::string sql = kDialect.checkpoint_select(checkpoint_table_);
+    const std::string sql = kDialect.checkpoint_select(checkpoint_table_, "$1");
     const std::string id(pipeline_id);
     const char* params[] = {id.c_str()};
     PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));

@@ -33,12 +33,7 @@ constexpr std::string_view kSeq = "\"__sluice_seq\"";
 }  // namespace
 
 void PostgresDialect::append_identifier(std::string& out, std::string_view name) const {
-  out += '"';
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  out += '"';
+  append_delimited(out, name, '"');
 }
 
 // Null/absent: text; homogeneous arrays the element type's array, other arrays jsonb.
@@ -58,58 +53,6 @@ std::string PostgresDialect::column_type(const Value& v, bool) const {
   return t.empty() ? "text" : std::string(t);
 }
 
-std::string PostgresDialect::create_table(std::string_view table, std::span<const sql::ColumnDef> columns) const {
-  std::string sql = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
-  for (const sql::ColumnDef& c : columns) {
-    append_identifier(sql, c.name);
-    sql += ' ';
-    sql += column_type(*c.sample, c.key);
-    if (c.key) sql += " NOT NULL";
-    sql += ", ";
-  }
-  sql += "PRIMARY KEY (";
-  bool first = true;
-  for (const sql::ColumnDef& c : columns) {
-    if (!c.key) continue;
-    if (!first) sql += ", ";
-    first = false;
-    append_identifier(sql, c.name);
-  }
-  sql += "))";
-  return sql;
-}
-
-// IF NOT EXISTS: a concurrent writer may have added it first.
-std::string PostgresDialect::add_column(std::string_view table, const sql::ColumnDef& c) const {
-  std::string sql = "ALTER TABLE " + std::string(table) + " ADD COLUMN IF NOT EXISTS ";
-  append_identifier(sql, c.name);
-  sql += ' ';
-  sql += column_type(*c.sample, c.key);
-  return sql;
-}
-
-void PostgresDialect::append_upsert_tail(std::string& out, std::span<const sql::ColumnRef> columns) const {
-  out += " ON CONFLICT (";
-  bool first = true;
-  for (const sql::ColumnRef& c : columns) {
-    if (!c.key) continue;
-    if (!first) out += ", ";
-    first = false;
-    append_identifier(out, c.name);
-  }
-  out += ") DO ";
-  bool any = false;
-  for (const sql::ColumnRef& c : columns) {
-    if (c.key) continue;
-    out += any ? ", " : "UPDATE SET ";
-    any = true;
-    append_identifier(out, c.name);
-    out += " = EXCLUDED.";
-    append_identifier(out, c.name);
-  }
-  if (!any) out += "NOTHING";
-}
-
 std::string PostgresDialect::checkpoint_table_ddl(std::string_view table) const {
   return "CREATE TABLE IF NOT EXISTS " + std::string(table) +
          " (pipeline text PRIMARY KEY, position bytea NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())";
@@ -117,16 +60,6 @@ std::string PostgresDialect::checkpoint_table_ddl(std::string_view table) const 
 
 std::string PostgresDialect::create_schema(std::string_view schema) const {
   return "CREATE SCHEMA IF NOT EXISTS " + quote_identifier(schema);
-}
-
-std::string PostgresDialect::checkpoint_upsert(std::string_view table) const {
-  return "INSERT INTO " + std::string(table) +
-         " (pipeline, position, updated_at) VALUES ($1, $2, now()) ON CONFLICT (pipeline) DO UPDATE SET position = "
-         "EXCLUDED.position, updated_at = EXCLUDED.updated_at";
-}
-
-std::string PostgresDialect::checkpoint_select(std::string_view table) const {
-  return "SELECT position FROM " + std::string(table) + " WHERE pipeline = $1";
 }
 
 std::string PostgresDialect::create_stage(std::string_view stage, std::string_view table,
@@ -143,29 +76,17 @@ std::string PostgresDialect::create_stage(std::string_view stage, std::string_vi
   return sql;
 }
 
-namespace {
-
-std::string column_list(const PostgresDialect& d, std::span<const sql::ColumnRef> columns, bool keys_only) {
-  std::string out;
-  for (const sql::ColumnRef& c : columns) {
-    if (keys_only && !c.key) continue;
-    if (!out.empty()) out += ", ";
-    d.append_identifier(out, c.name);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string PostgresDialect::copy_into_stage(std::string_view stage, std::span<const sql::ColumnRef> columns) const {
-  return "COPY " + std::string(stage) + " (" + std::string(kSeq) + ", " + column_list(*this, columns, false) +
-         ") FROM STDIN";
+  std::string sql = "COPY " + std::string(stage) + " (" + std::string(kSeq) + ", ";
+  append_column_list(sql, columns, false);
+  return sql + ") FROM STDIN";
 }
 
 std::string PostgresDialect::upsert_from_stage(std::string_view table, std::string_view stage,
                                                std::span<const sql::ColumnRef> columns, int64_t first_seq) const {
-  const std::string cols = column_list(*this, columns, false);
-  const std::string keys = column_list(*this, columns, true);
+  std::string cols, keys;
+  append_column_list(cols, columns, false);
+  append_column_list(keys, columns, true);
   std::string sql = "INSERT INTO " + std::string(table) + " (" + cols + ") SELECT DISTINCT ON (" + keys + ") " + cols +
                     " FROM " + std::string(stage) + " WHERE " + std::string(kSeq) + " >= " + std::to_string(first_seq) +
                     " ORDER BY " + keys + ", " + std::string(kSeq) + " DESC";

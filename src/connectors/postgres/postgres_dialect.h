@@ -21,16 +21,10 @@ class PostgresDialect final : public sql::Dialect {
   std::string column_type(const Value& sample, bool key) const override;
   bool key_columns_first() const noexcept override { return true; }
   bool sample_first_non_null() const noexcept override { return true; }
-  std::string create_table(std::string_view table, std::span<const sql::ColumnDef> columns) const override;
-  std::string add_column(std::string_view table, const sql::ColumnDef& column) const override;
-  void append_upsert_tail(std::string& out, std::span<const sql::ColumnRef> columns) const override;
   std::string truncate(std::string_view table) const override { return "TRUNCATE " + std::string(table); }
   std::string checkpoint_table_ddl(std::string_view table) const override;
 
   std::string create_schema(std::string_view schema) const;
-  // $1 pipeline (text), $2 position (bytea); and the SELECT of $1's position.
-  std::string checkpoint_upsert(std::string_view table) const;
-  std::string checkpoint_select(std::string_view table) const;
 
   // ── the COPY path: `columns` are the run's, key columns first ──
   // A session-lived staging table shaped like `table`'s columns plus a sequence column; ON COMMIT
@@ -49,6 +43,10 @@ class PostgresDialect final : public sql::Dialect {
   static bool is_retriable_state(std::string_view state) noexcept;
   static bool is_data_state(std::string_view state) noexcept;
   static sql::ErrorClass classify(std::string_view state, bool connection_ok) noexcept;
+
+ protected:
+  std::string_view current_timestamp() const noexcept override { return "now()"; }
+  std::string_view add_column_if_not_exists() const noexcept override { return "IF NOT EXISTS "; }
 };
 
 }  // namespace sluice::pg

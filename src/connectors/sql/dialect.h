@@ -19,6 +19,8 @@ namespace sluice::sql {
 
 // A column the destination creates: its name, the value its type is chosen from, and whether it
 // belongs to the primary key.
+inline constexpr std::string_view kCheckpointTable = "sluice_checkpoints";
+
 struct ColumnDef {
   std::string_view name;
   const Value* sample = nullptr;
@@ -72,24 +74,45 @@ class Dialect {
   virtual bool sample_first_non_null() const noexcept { return false; }
   // DDL commits the open transaction (MySQL): the schema pass runs before the batch's BEGIN.
   virtual bool ddl_commits_implicitly() const noexcept { return false; }
-  // CREATE TABLE IF NOT EXISTS with PRIMARY KEY(the key columns of `columns`).
-  virtual std::string create_table(std::string_view table, std::span<const ColumnDef> columns) const = 0;
-  virtual std::string add_column(std::string_view table, const ColumnDef& column) const = 0;
-  virtual std::string drop_column(std::string_view table, std::string_view column) const;
-  virtual std::string rename_column(std::string_view table, std::string_view from, std::string_view to) const;
+  // "CREATE TABLE IF NOT EXISTS t (<column definitions>, PRIMARY KEY (<key columns>))<table_options>"
+  std::string create_table(std::string_view table, std::span<const ColumnDef> columns) const;
+  // "ALTER TABLE t ADD COLUMN [IF NOT EXISTS] <column definition>"
+  std::string add_column(std::string_view table, const ColumnDef& column) const;
+  std::string drop_column(std::string_view table, std::string_view column) const;
+  std::string rename_column(std::string_view table, std::string_view from, std::string_view to) const;
+  // "name TYPE<constraint>": a key column gets key_constraint(), any other nullable_constraint().
+  void append_column_definition(std::string& out, const ColumnDef& c) const;
 
   // ── statement shapes shared by every dialect's fast path ──
   // "INSERT INTO table (c1,c2,...)": the dialect's writer appends the rows and append_upsert_tail.
   void append_insert_head(std::string& out, std::string_view table, std::span<const ColumnRef> columns) const;
   // What follows the rows of an upsert: on a key conflict, the non-key columns are overwritten
-  // (a statement of key columns only leaves the existing row as it is).
-  virtual void append_upsert_tail(std::string& out, std::span<const ColumnRef> columns) const = 0;
+  // (a statement of key columns only leaves the existing row as it is). By default
+  // " ON CONFLICT (keys) DO UPDATE SET c = EXCLUDED.c, ..." (or DO NOTHING).
+  virtual void append_upsert_tail(std::string& out, std::span<const ColumnRef> columns) const;
+  // The names of `columns` (only the key columns when `keys_only`), comma-separated.
+  void append_column_list(std::string& out, std::span<const ColumnRef> columns, bool keys_only) const;
   // Empties a table (a source-side TRUNCATE).
   virtual std::string truncate(std::string_view table) const = 0;
 
+ protected:
+  // `name` between `quote`s, embedded quotes doubled: any text stays one identifier.
+  static void append_delimited(std::string& out, std::string_view name, char quote);
+  // The server's current UTC time, for updated_at.
+  virtual std::string_view current_timestamp() const noexcept = 0;
+  virtual std::string_view key_constraint() const noexcept { return " NOT NULL"; }
+  virtual std::string_view nullable_constraint() const noexcept { return ""; }
+  virtual std::string_view table_options() const noexcept { return ""; }
+  // A concurrent writer may add the same column first: "IF NOT EXISTS " where the server has it.
+  virtual std::string_view add_column_if_not_exists() const noexcept { return ""; }
+
+ public:
   // ── checkpoint_in_destination ──
   // The table holding (pipeline, position, updated_at), one row per pipeline.
   virtual std::string checkpoint_table_ddl(std::string_view table) const = 0;
+  // Upserts the pipeline's row; `pipeline` and `position` are placeholders or literals.
+  std::string checkpoint_upsert(std::string_view table, std::string_view pipeline, std::string_view position) const;
+  std::string checkpoint_select(std::string_view table, std::string_view pipeline) const;
 };
 
 }  // namespace sluice::sql

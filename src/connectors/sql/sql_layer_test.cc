@@ -251,16 +251,16 @@ TEST(SqliteDialectTest, StatementShapes) {
   const ColumnDef cols[] = {{kQuote, &i, true}, {"v", &s, false}, {"n", &n, false}};
   EXPECT_EQ(d.create_table(t, cols),
             "CREATE TABLE IF NOT EXISTS \"\"\"; DROP TABLE x; --\" (\"a\"\"b\" INTEGER, \"v\" TEXT, \"n\", "
-            "PRIMARY KEY(\"a\"\"b\"))");
+            "PRIMARY KEY (\"a\"\"b\"))");
   EXPECT_EQ(d.add_column("\"t\"", cols[1]), "ALTER TABLE \"t\" ADD COLUMN \"v\" TEXT");
   EXPECT_EQ(d.drop_column("\"t\"", kQuote), "ALTER TABLE \"t\" DROP COLUMN \"a\"\"b\"");
   EXPECT_EQ(d.rename_column("\"t\"", "v", kQuote), "ALTER TABLE \"t\" RENAME COLUMN \"v\" TO \"a\"\"b\"");
   const ColumnRef refs[] = {{"v", false}, {kQuote, true}};
   EXPECT_EQ(d.upsert("\"t\"", refs),
-            "INSERT INTO \"t\" (\"v\",\"a\"\"b\") VALUES(?,?) ON CONFLICT(\"a\"\"b\") DO UPDATE SET "
-            "\"v\"=excluded.\"v\"");
+            "INSERT INTO \"t\" (\"v\", \"a\"\"b\") VALUES(?,?) ON CONFLICT (\"a\"\"b\") DO UPDATE SET "
+            "\"v\" = EXCLUDED.\"v\"");
   const ColumnRef keys_only[] = {{"k", true}};
-  EXPECT_EQ(d.upsert("\"t\"", keys_only), "INSERT INTO \"t\" (\"k\") VALUES(?) ON CONFLICT(\"k\") DO NOTHING");
+  EXPECT_EQ(d.upsert("\"t\"", keys_only), "INSERT INTO \"t\" (\"k\") VALUES(?) ON CONFLICT (\"k\") DO NOTHING");
   const ColumnRef keys[] = {{"k", true}, {kQuote, true}};
   EXPECT_EQ(d.delete_by_key("\"t\"", keys), "DELETE FROM \"t\" WHERE \"k\"=? AND \"a\"\"b\"=?");
   EXPECT_EQ(d.truncate("\"t\""), "DELETE FROM \"t\"");
@@ -349,7 +349,7 @@ TEST(MysqlDialectTest, StatementShapes) {
   d.append_insert_head(up, "`t`", refs);
   up += " VALUES ('x','k')";
   d.append_upsert_tail(up, refs);
-  EXPECT_EQ(up, "INSERT INTO `t` (`v`,`a``b`) VALUES ('x','k') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)");
+  EXPECT_EQ(up, "INSERT INTO `t` (`v`, `a``b`) VALUES ('x','k') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)");
   const ColumnRef key[] = {{"k", true}};
   std::string keys_only;
   d.append_upsert_tail(keys_only, key);
@@ -359,12 +359,32 @@ TEST(MysqlDialectTest, StatementShapes) {
   EXPECT_EQ(del, "DELETE FROM `t` WHERE `k` IN (");
   del.clear();
   d.append_delete_head(del, "`t`", refs);
-  EXPECT_EQ(del, "DELETE FROM `t` WHERE (`v`,`a``b`) IN (");
+  EXPECT_EQ(del, "DELETE FROM `t` WHERE (`v`, `a``b`) IN (");
   EXPECT_EQ(d.truncate("`t`"), "DELETE FROM `t`");
   EXPECT_EQ(d.checkpoint_select("`sluice_checkpoints`", "'p'"),
             "SELECT `position` FROM `sluice_checkpoints` WHERE `pipeline` = 'p'");
   EXPECT_TRUE(mysql::decimal_fits("-12345.678"));
   EXPECT_FALSE(mysql::decimal_fits("NaN"));
+}
+
+TEST(CheckpointStatementsTest, EachDialectUpsertsThePipelinesRow) {
+  sqlite::SqliteDialect lite;
+  pg::PostgresDialect postgres;
+  mysql::MysqlDialect my;
+  EXPECT_EQ(lite.checkpoint_upsert("\"sluice_checkpoints\"", "?1", "?2"),
+            "INSERT INTO \"sluice_checkpoints\" (\"pipeline\", \"position\", \"updated_at\") VALUES (?1, ?2, "
+            "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) ON CONFLICT (\"pipeline\") DO UPDATE SET \"position\" = "
+            "EXCLUDED.\"position\", \"updated_at\" = EXCLUDED.\"updated_at\"");
+  EXPECT_EQ(postgres.checkpoint_select("\"s\".\"sluice_checkpoints\"", "$1"),
+            "SELECT \"position\" FROM \"s\".\"sluice_checkpoints\" WHERE \"pipeline\" = $1");
+  EXPECT_NE(postgres.checkpoint_upsert("t", "$1", "$2").find("VALUES ($1, $2, now()) ON CONFLICT (\"pipeline\")"),
+            std::string::npos);
+  EXPECT_EQ(my.checkpoint_upsert("`sluice_checkpoints`", "'p'", "X'00ff'"),
+            "INSERT INTO `sluice_checkpoints` (`pipeline`, `position`, `updated_at`) VALUES ('p', X'00ff', "
+            "UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE `position`=VALUES(`position`),`updated_at`=VALUES(`updated_at`)");
+  for (const Dialect* d : {static_cast<const Dialect*>(&lite), static_cast<const Dialect*>(&postgres),
+                           static_cast<const Dialect*>(&my)})
+    EXPECT_NE(d->checkpoint_table_ddl("t").find("updated_at"), std::string::npos);
 }
 
 }  // namespace

@@ -13,13 +13,7 @@ namespace sluice {
 
 namespace {
 
-using sqlite::Db;
-using sqlite::Stmt;
-using sql::PlannedRow;
-using sql::RowAction;
-
 const sqlite::SqliteDialect kDialect;
-constexpr std::string_view kCheckpointTable = "sluice_checkpoints";
 
 // One cached statement: the upsert of one column list, or the delete by one key.
 struct Shape {
@@ -27,7 +21,7 @@ struct Shape {
   size_t hash = 0;
   std::vector<std::string> key_names;
   std::vector<std::string> column_names;  // upserts: the columns written, in parameter order
-  Stmt stmt;
+  sqlite::Stmt stmt;
 };
 
 struct SqliteTable final : sql::SqlTable {
@@ -81,7 +75,7 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     o.journal_mode = settings_.journal_mode;
     o.synchronous = settings_.synchronous;
     o.busy_timeout = settings_.busy_timeout;
-    auto db = Db::open(settings_.path, o);
+    auto db = sqlite::Db::open(settings_.path, o);
     if (!db) return db.error().with_context("sqlite destination: ");
     db_ = std::move(db.value());
     for (auto [stmt, sql] : {std::pair{&begin_, "BEGIN IMMEDIATE"}, std::pair{&commit_, "COMMIT"},
@@ -96,11 +90,11 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
 
   Status prepare_session() override {
     if (!settings_.checkpoint_in_destination) return ok_status();
-    const std::string table = kDialect.quote_identifier(kCheckpointTable);
+    const std::string table = kDialect.quote_identifier(sql::kCheckpointTable);
     if (Status s = db_.exec(kDialect.checkpoint_table_ddl(table), "create table sluice_checkpoints"); !s)
       return s.error().with_context("sqlite destination: ");
-    for (auto [stmt, sql] : {std::pair{&save_position_, kDialect.checkpoint_upsert(table)},
-                             std::pair{&load_position_, kDialect.checkpoint_select(table)}}) {
+    for (auto [stmt, sql] : {std::pair{&save_position_, kDialect.checkpoint_upsert(table, "?1", "?2")},
+                             std::pair{&load_position_, kDialect.checkpoint_select(table, "?1")}}) {
       auto s = db_.prepare(sql, "prepare a statement");
       if (!s) return s.error().with_context("sqlite destination: ");
       *stmt = std::move(s.value());
@@ -111,13 +105,13 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   bool connected() const noexcept override { return db_.get() != nullptr; }
 
   void disconnect() noexcept override {
-    begin_ = Stmt();
-    commit_ = Stmt();
-    rollback_ = Stmt();
-    table_info_ = Stmt();
-    save_position_ = Stmt();
-    load_position_ = Stmt();
-    db_ = Db();
+    begin_ = sqlite::Stmt();
+    commit_ = sqlite::Stmt();
+    rollback_ = sqlite::Stmt();
+    table_info_ = sqlite::Stmt();
+    save_position_ = sqlite::Stmt();
+    load_position_ = sqlite::Stmt();
+    db_ = sqlite::Db();
   }
 
   Status begin() override {
@@ -164,15 +158,15 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   }
 
   Status write_run(size_t first, size_t end) override {
-    const PlannedRow& head = plan().row(first);
+    const sql::PlannedRow& head = plan().row(first);
     SqliteTable& t = static_cast<SqliteTable&>(*head.table);
-    if (head.action == RowAction::truncate) return db_.exec(kDialect.truncate(t.quoted), "cannot truncate " + t.name);
-    const bool is_delete = head.action == RowAction::remove;
+    if (head.action == sql::RowAction::truncate) return db_.exec(kDialect.truncate(t.quoted), "cannot truncate " + t.name);
+    const bool is_delete = head.action == sql::RowAction::remove;
     auto found = shape_for(t, head, is_delete);
     if (!found) return std::move(found).error();
     sqlite3_stmt* st = found.value()->stmt.get();
     for (size_t i = first; i < end; ++i) {
-      const PlannedRow& row = plan().row(i);
+      const sql::PlannedRow& row = plan().row(i);
       std::span<const Field> values = is_delete ? plan().keys(row) : plan().columns(row);
       if (scratch_.size() < values.size()) scratch_.resize(values.size());
       for (size_t p = 0; p < values.size(); ++p) {
@@ -194,7 +188,7 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   }
 
   // The run's statement: the last one of its kind, a cached one, or prepared now.
-  Result<Shape*> shape_for(SqliteTable& t, const PlannedRow& head, bool is_delete) {
+  Result<Shape*> shape_for(SqliteTable& t, const sql::PlannedRow& head, bool is_delete) {
     std::span<const Field> key = plan().keys(head);
     std::span<const Field> columns = is_delete ? std::span<const Field>() : plan().columns(head);
     Shape*& last = is_delete ? t.last_delete : t.last_upsert;
@@ -269,9 +263,9 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   }
 
   SqliteDestinationOptions settings_;
-  Db db_;
-  Stmt begin_, commit_, rollback_, table_info_;
-  Stmt save_position_, load_position_;  // checkpoint_in_destination
+  sqlite::Db db_;
+  sqlite::Stmt begin_, commit_, rollback_, table_info_;
+  sqlite::Stmt save_position_, load_position_;  // checkpoint_in_destination
   std::vector<std::string> scratch_;    // bind buffers, reused so the hot path does not allocate
   std::vector<sql::ColumnRef> refs_;
 };

@@ -18,9 +18,6 @@ class SqliteDialect final : public sql::Dialect {
   void append_identifier(std::string& out, std::string_view name) const override;
   std::string column_type(const Value& sample, bool key) const override;
   bool key_columns_first() const noexcept override { return true; }
-  std::string create_table(std::string_view table, std::span<const sql::ColumnDef> columns) const override;
-  std::string add_column(std::string_view table, const sql::ColumnDef& column) const override;
-  void append_upsert_tail(std::string& out, std::span<const sql::ColumnRef> columns) const override;
   std::string truncate(std::string_view table) const override { return "DELETE FROM " + std::string(table); }
   std::string checkpoint_table_ddl(std::string_view table) const override;
 
@@ -28,13 +25,15 @@ class SqliteDialect final : public sql::Dialect {
   std::string upsert(std::string_view table, std::span<const sql::ColumnRef> columns) const;
   // DELETE FROM t WHERE k1=? AND k2=?
   std::string delete_by_key(std::string_view table, std::span<const sql::ColumnRef> keys) const;
-  // ?1 pipeline, ?2 position; and the SELECT of ?1's position.
-  std::string checkpoint_upsert(std::string_view table) const;
-  std::string checkpoint_select(std::string_view table) const;
 
   // A result code: Errc, retriable (busy, locked), and whether the handle is unusable (never:
   // an embedded database has no connection to lose).
   static sql::ErrorClass classify(int rc) noexcept;
+
+ protected:
+  std::string_view current_timestamp() const noexcept override { return "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"; }
+  // Keys keep SQLite's own rules (no NOT NULL added): key values are checked before binding.
+  std::string_view key_constraint() const noexcept override { return ""; }
 };
 
 }  // namespace sluice::sqlite
