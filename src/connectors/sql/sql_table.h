@@ -52,20 +52,20 @@ class TableCatalogue {
   explicit TableCatalogue(bool fold) : tables_(0, IdentifierHash{fold}, IdentifierEqual{fold}) {}
 
   // The table named (schema, name), made by `create(schema, name)` -> Result<unique_ptr<SqlTable>>
-  // (which loads its columns) on first use. Consecutive records of one table hit `last_`.
+  // (which loads its columns, and sets its schema and name) on first use. Consecutive records of
+  // one table hit `last_`.
   template <class Create>
   Result<SqlTable*> find(std::string_view schema, std::string_view name, Create&& create) {
+    if (last_ && last_->name == name && last_->schema == schema) return last_;
     key_.assign(schema);
     key_ += '\0';
     key_ += name;
-    if (last_ && key_ == last_key_) return last_;
     auto it = tables_.find(key_);
     if (it == tables_.end()) {
       Result<std::unique_ptr<SqlTable>> made = create(schema, name);
       if (!made) return std::move(made).error();
       it = tables_.emplace(key_, std::move(made).value()).first;
     }
-    last_key_ = key_;
     last_ = it->second.get();
     return last_;
   }
@@ -78,7 +78,6 @@ class TableCatalogue {
  private:
   std::unordered_map<std::string, std::unique_ptr<SqlTable>, IdentifierHash, IdentifierEqual> tables_;
   std::string key_;
-  std::string last_key_;
   SqlTable* last_ = nullptr;
 };
 

@@ -60,6 +60,8 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
  public:
   SqliteDestination(SqliteDestinationOptions options, RecordTemplate table)
       : KeyedSqlDestination(kDialect, keyed_options(options, std::move(table))), settings_(std::move(options)) {}
+  // The cached statements live in the catalogue (the base): finalized before db_ closes.
+  ~SqliteDestination() override { forget_tables(); }
 
  private:
   static sql::KeyedSqlOptions keyed_options(const SqliteDestinationOptions& o, RecordTemplate table) {
