@@ -99,8 +99,28 @@ Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
 
 Status MysqlConn::exec(std::string_view sql, std::string_view doing) {
   if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) return server_error(conn_, doing);
-  if (MYSQL_RES* r = mysql_store_result(conn_)) mysql_free_result(r);
+  MysqlResult r(mysql_store_result(conn_));
+  if (!r && mysql_errno(conn_)) return server_error(conn_, doing);
   return ok_status();
+}
+
+Result<std::vector<MysqlRow>> MysqlConn::query(std::string_view sql, std::string_view doing) {
+  if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) return server_error(conn_, doing);
+  MysqlResult r(mysql_store_result(conn_));
+  std::vector<MysqlRow> out;
+  if (!r) {
+    if (mysql_errno(conn_)) return server_error(conn_, doing);
+    return out;  // a statement without a result set
+  }
+  const unsigned n = mysql_num_fields(r.get());
+  while (MYSQL_ROW row = mysql_fetch_row(r.get())) {
+    unsigned long* lengths = mysql_fetch_lengths(r.get());
+    MysqlRow x(n);
+    for (unsigned i = 0; i < n; ++i)
+      if (row[i]) x[i] = std::string(row[i], lengths[i]);
+    out.push_back(std::move(x));
+  }
+  return out;
 }
 
 void MysqlConn::append_quoted(std::string& out, std::string_view text) const {

@@ -6,8 +6,11 @@
 #include <mysql.h>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "connectors/mysql/mysql_url.h"
 #include "sluice/result.h"
@@ -49,6 +52,14 @@ ErrnoClass classify_errno(unsigned no) noexcept;
 // says which settings to check. Never contains the password.
 Error server_error(MYSQL* conn, std::string_view doing);
 
+struct MysqlResultDeleter {
+  void operator()(MYSQL_RES* r) const noexcept { mysql_free_result(r); }
+};
+using MysqlResult = std::unique_ptr<MYSQL_RES, MysqlResultDeleter>;
+
+// One row of a result: a value per column, nullopt for NULL (binary values kept exactly).
+using MysqlRow = std::vector<std::optional<std::string>>;
+
 class MysqlConn {
  public:
   MysqlConn() = default;
@@ -79,6 +90,8 @@ class MysqlConn {
 
   // Runs a statement whose result, if any, is discarded; the error is server_error(doing).
   Status exec(std::string_view sql, std::string_view doing);
+  // Runs a query and reads its whole result.
+  Result<std::vector<MysqlRow>> query(std::string_view sql, std::string_view doing);
   unsigned last_errno() const noexcept { return conn_ ? mysql_errno(conn_) : 0; }
   // Appends 'text' as a string literal escaped for this connection's character set.
   void append_quoted(std::string& out, std::string_view text) const;

@@ -95,20 +95,15 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   // ---- schema --------------------------------------------------------------------------------
 
   Status load_columns(sql::SqlTable& t) override {
-    std::string sql = "SHOW COLUMNS FROM " + t.quoted;
     t.columns.clear();
     t.exists = false;
-    if (mysql_real_query(conn_.get(), sql.data(), sql.size()) != 0) {
+    auto rows = conn_.query("SHOW COLUMNS FROM " + t.quoted, "");
+    if (!rows) {
       if (conn_.last_errno() == ER_NO_SUCH_TABLE) return ok_status();
       return server_error(fmt::format("cannot read the columns of table `{}`", t.name));
     }
-    MYSQL_RES* res = mysql_store_result(conn_.get());
-    if (!res) return server_error(fmt::format("cannot read the columns of table `{}`", t.name));
-    while (MYSQL_ROW row = mysql_fetch_row(res)) {
-      unsigned long* len = mysql_fetch_lengths(res);
-      if (row[0]) t.columns.emplace(std::string(row[0], len[0]), 0);
-    }
-    mysql_free_result(res);
+    for (const mysql::MysqlRow& row : rows.value())
+      if (!row.empty() && row[0]) t.columns.emplace(*row[0], 0);
     t.exists = true;
     return ok_status();
   }
@@ -273,18 +268,10 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   Result<std::optional<std::string>> load_position(std::string_view pipeline_id) override {
     std::string pipeline;
     conn_.append_quoted(pipeline, pipeline_id);
-    sql_ = kDialect.checkpoint_select(kDialect.quote_identifier(sql::kCheckpointTable), pipeline);
-    if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0)
-      return server_error("cannot read the stored position");
-    MYSQL_RES* res = mysql_store_result(conn_.get());
-    if (!res) return server_error("cannot read the stored position");
-    std::optional<std::string> out;
-    if (MYSQL_ROW row = mysql_fetch_row(res)) {
-      unsigned long* lengths = mysql_fetch_lengths(res);
-      out = std::string(row[0] ? row[0] : "", row[0] ? lengths[0] : 0);
-    }
-    mysql_free_result(res);
-    return out;
+    auto rows = conn_.query(kDialect.checkpoint_select(kDialect.quote_identifier(sql::kCheckpointTable), pipeline), "");
+    if (!rows) return server_error("cannot read the stored position");
+    if (rows.value().empty() || rows.value()[0].empty()) return std::optional<std::string>();
+    return std::optional<std::string>(rows.value()[0][0].value_or(std::string()));
   }
 
   MysqlDestinationOptions settings_;
