@@ -45,6 +45,10 @@
 // Key columns (PRIMARY KEY) need a bounded type: string → VARCHAR(255) utf8mb4_bin (exact,
 // case-sensitive comparison), bytes → VARBINARY(255), json/array/object → VARCHAR(255)
 // utf8mb4_bin; other kinds as above. Tables are ENGINE=InnoDB DEFAULT CHARSET=utf8mb4.
+//
+// Built on the keyed SQL layer (src/connectors/sql/, docs/development/sql-destinations.md): the
+// planning, runs, schema evolution and transaction flow are shared; this file's dialect and
+// writer supply the SQL text and the fast path.
 #pragma once
 
 #include <chrono>

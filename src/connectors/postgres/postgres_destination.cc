@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "connectors/postgres/pg_connection.h"
+#include "connectors/postgres/postgres_dialect.h"
+#include "connectors/sql/keyed_sql_destination.h"
 #include "sluice/json.h"
-#include "connectors/record_key.h"
 #include "connectors/record_template.h"
 
 namespace sluice {
@@ -20,6 +21,7 @@ namespace {
 
 using pg::PgConn;
 using pg::PgResult;
+using pg::PostgresDialect;
 
 constexpr SettingSpec kDestinationSettings[] = {
     {"url", SettingType::string, "", true,
@@ -43,17 +45,12 @@ constexpr SettingSpec kDestinationSettings[] = {
      "applied twice. The table is created in `schema` (in public when `schema` is a template)."},
 };
 
-using Template = RecordTemplate;
-constexpr std::string_view kDefaultTable = kDefaultTableName;
+
+const PostgresDialect kDialect;
 
 // ── values as PostgreSQL input text ─────────────────────────────────────────
 
 enum class ColClass : uint8_t { scalar, json, array };
-
-struct Column {
-  std::string type;  // format_type()
-  ColClass cls = ColClass::scalar;
-};
 
 constexpr int64_t kMicrosPerDay = 86400000000LL;
 
@@ -184,139 +181,35 @@ void append_copy_escaped(std::string& o, std::string_view s) {
   }
 }
 
-std::string_view scalar_type_for(ValueKind k) {
-  switch (k) {
-    case ValueKind::boolean: return "boolean";
-    case ValueKind::int64: return "bigint";
-    case ValueKind::uint64: return "numeric(20,0)";
-    case ValueKind::float64: return "double precision";
-    case ValueKind::decimal: return "numeric";
-    case ValueKind::string: return "text";
-    case ValueKind::bytes: return "bytea";
-    case ValueKind::date: return "date";
-    case ValueKind::time: return "time";
-    case ValueKind::timetz: return "timetz";
-    case ValueKind::timestamp: return "timestamp";
-    case ValueKind::timestamptz: return "timestamptz";
-    case ValueKind::interval: return "interval";
-    case ValueKind::uuid: return "uuid";
-    case ValueKind::json: return "jsonb";
-    case ValueKind::object: return "jsonb";
-    default: return "";
-  }
-}
+// ── the writer ─────────────────────────────────────────────────────────────
 
-// Column type for a new column from a sample value (null/absent: text).
-std::string column_type_for(const Value& v) {
-  if (v.kind() == ValueKind::array) {
-    ValueKind elem = ValueKind::absent;
-    for (const Value& item : v.items()) {
-      if (item.is_null() || item.is_absent()) continue;
-      if (item.kind() == ValueKind::array || item.kind() == ValueKind::object) return "jsonb";
-      if (elem != ValueKind::absent && elem != item.kind()) return "jsonb";
-      elem = item.kind();
-    }
-    if (elem == ValueKind::absent) return "jsonb";
-    return std::string(scalar_type_for(elem)) + "[]";
-  }
-  std::string_view t = scalar_type_for(v.kind());
-  return t.empty() ? "text" : std::string(t);
-}
-
-// ── state ──────────────────────────────────────────────────────────────────
-
-struct TableState {
-  std::string schema, name;
-  std::string quoted;  // "schema"."name"
-  bool exists = false;
-  std::unordered_map<std::string, Column> columns;
+struct PgTable final : sql::SqlTable {
+  PgTable() : SqlTable(/*fold=*/false) {}
   std::unordered_map<std::string, std::string> stages;  // run shape -> staging table (quoted)
 };
 
-// Consecutive records of one table, one kind, one column set.
-struct Run {
-  TableState* t = nullptr;
-  bool is_delete = false;
-  std::vector<std::string_view> cols;  // key columns first
-  size_t nkeys = 0;
-  std::vector<Value> vals;  // rows, cols.size() each
-  std::vector<const Record*> recs;
-  void clear() {
-    t = nullptr;
-    cols.clear();
-    vals.clear();
-    recs.clear();
-  }
-};
-
-bool is_retriable_state(std::string_view s) {
-  return s == "40P01" || s == "40001" || s == "57P01" || s == "57P02" || s == "57P03" || s == "53300" ||
-         s == "55P03" || s == "53400" || (s.size() == 5 && s.substr(0, 2) == "08");
-}
-
-bool is_data_state(std::string_view s) {
-  return s.size() == 5 && (s.substr(0, 2) == "22" || s.substr(0, 2) == "23" || s == "42P10" || s == "42804" ||
-                           s == "42703" || s == "42P16");
-}
-
-class PostgresDestination final : public Destination {
+// One transaction per batch; each run COPYed into its staging table and applied with one
+// statement.
+class PostgresDestination final : public sql::KeyedSqlDestination {
  public:
-  PostgresDestination(std::string url, Template table, Template schema, std::string checkpoint_schema)
-      : url_(std::move(url)), table_(std::move(table)), schema_(std::move(schema)),
+  // `checkpoint_schema` empty: checkpoint_in_destination is off.
+  PostgresDestination(std::string url, RecordTemplate table, RecordTemplate schema, std::string checkpoint_schema)
+      : KeyedSqlDestination(kDialect, keyed_options(std::move(table), std::move(schema), !checkpoint_schema.empty())),
+        url_(std::move(url)),
         checkpoint_schema_(std::move(checkpoint_schema)) {}
 
-  // `checkpoint_schema` empty: checkpoint_in_destination is off.
-  Status open(const ConnectorContext& ctx) override {
-    pipeline_id_ = ctx.pipeline_id;
-    if (Status s = connect(); !s) return s;
-    if (checkpoint_schema_.empty()) return ok_status();
-    checkpoint_table_ = pg::quote_identifier(checkpoint_schema_) + ".\"sluice_checkpoints\"";
-    if (checkpoint_schema_ != "public") {
-      if (Status s = exec("CREATE SCHEMA IF NOT EXISTS " + pg::quote_identifier(checkpoint_schema_), nullptr); !s)
-        return s;
-    }
-    return exec("CREATE TABLE IF NOT EXISTS " + checkpoint_table_ +
-                    " (pipeline text PRIMARY KEY, position bytea NOT NULL, updated_at timestamptz NOT NULL "
-                    "DEFAULT now())",
-                nullptr);
-  }
-
-  bool stores_positions() const noexcept override { return !checkpoint_schema_.empty(); }
-
-  Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override {
-    if (checkpoint_schema_.empty()) return std::optional<std::string>();
-    if (!conn_.ok()) {
-      conn_.reset();
-      if (Status s = connect(); !s) return std::move(s).error();
-    }
-    const std::string sql = "SELECT position FROM " + checkpoint_table_ + " WHERE pipeline = $1";
-    const std::string id(pipeline_id);
-    const char* params[] = {id.c_str()};
-    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));
-    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), nullptr, nullptr);
-    if (PQntuples(r.get()) == 0) return std::optional<std::string>();
-    return std::optional<std::string>(std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
-  }
-
-  void write(Batch& batch, WriteDone done) override {
-    Status s = write_batch(batch);
-    if (!s.ok()) {
-      if (conn_.ok()) {
-        PgResult r(PQexec(conn_.get(), "ROLLBACK"));
-      }
-      if (!conn_.ok()) conn_.reset();  // reconnect on the next write
-      forget();
-    }
-    done(std::move(s));
-  }
-
-  void close() noexcept override {
-    forget();
-    conn_.reset();
-  }
-
  private:
-  Status connect() {
+  static sql::KeyedSqlOptions keyed_options(RecordTemplate table, RecordTemplate schema, bool checkpoint) {
+    sql::KeyedSqlOptions k;
+    k.destination = "postgres destination";
+    k.table = std::move(table);
+    k.schema = std::move(schema);
+    k.default_schema = "public";
+    k.checkpoint_in_destination = checkpoint;
+    return k;
+  }
+
+  Status connect() override {
     auto c = PgConn::connect(url_, false);
     if (!c) return c.error().with_context("postgres destination: ");
     conn_ = std::move(c.value());
@@ -324,322 +217,126 @@ class PostgresDestination final : public Destination {
     return ok_status();
   }
 
-  void forget() noexcept {
-    tables_.clear();
-    last_table_ = nullptr;
+  bool connected() const noexcept override { return conn_.ok(); }
+  void disconnect() noexcept override { conn_.reset(); }
+
+  Status prepare_session() override {
+    if (checkpoint_schema_.empty()) return ok_status();
+    checkpoint_table_ = kDialect.qualified_table(checkpoint_schema_, sql::kCheckpointTable);
+    if (checkpoint_schema_ != "public") SLUICE_TRY(exec(kDialect.create_schema(checkpoint_schema_), nullptr));
+    return exec(kDialect.checkpoint_table_ddl(checkpoint_table_), nullptr);
   }
 
-  Status write_batch(const Batch& batch) {
-    if (batch.empty()) return ok_status();
-    if (!conn_.ok()) {
-      conn_.reset();
-      if (Status s = connect(); !s) return s;
-    }
-    if (Status s = exec("BEGIN", nullptr); !s) return s;
+  Status begin() override {
     seq_ = 0;
-    run_.clear();
-    for (const Record& r : batch.records())
-      if (Status s = add_record(r); !s) return s;
-    if (Status s = flush_run(); !s) return s;
-    if (!checkpoint_schema_.empty() && !batch.position().empty()) {
-      if (Status s = save_position(batch.position()); !s) return s;
-    }
-    return exec("COMMIT", nullptr);
+    return exec("BEGIN", nullptr);
+  }
+  Status commit() override { return exec("COMMIT", nullptr); }
+  void abort() noexcept override {
+    if (conn_.ok()) PgResult r(PQexec(conn_.get(), "ROLLBACK"));
+    if (!conn_.ok()) conn_.reset();  // reconnect on the next write
   }
 
-  // Inside the batch's transaction: the position commits (or rolls back) with the rows.
-  Status save_position(const std::string& position) {
-    const std::string sql = "INSERT INTO " + checkpoint_table_ +
-                            " (pipeline, position, updated_at) VALUES ($1, $2, now()) ON CONFLICT (pipeline) DO "
-                            "UPDATE SET position = EXCLUDED.position, updated_at = EXCLUDED.updated_at";
-    const Oid types[] = {25 /* text */, 17 /* bytea */};
-    const char* values[] = {pipeline_id_.c_str(), position.data()};
-    const int lengths[] = {0, int(position.size())};
-    const int formats[] = {0, 1};
-    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 2, types, values, lengths, formats, 0));
-    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
-    return failure(r.get(), nullptr, nullptr);
-  }
+  std::unique_ptr<sql::SqlTable> make_table() override { return std::make_unique<PgTable>(); }
 
-  Result<TableState*> table_for(const Record& r) {
-    schema_.render(r, schema_buf_, "public");
-    table_.render(r, table_buf_, kDefaultTable);
-    key_buf_ = schema_buf_;
-    key_buf_ += '\0';
-    key_buf_ += table_buf_;
-    if (last_table_ && last_key_ == key_buf_) return last_table_;
-    auto it = tables_.find(key_buf_);
-    if (it == tables_.end()) {
-      auto t = std::make_unique<TableState>();
-      t->schema = schema_buf_;
-      t->name = table_buf_;
-      t->quoted = pg::quote_identifier(t->schema) + "." + pg::quote_identifier(t->name);
-      if (Status s = load_columns(*t); !s) return std::move(s).error();
-      it = tables_.emplace(key_buf_, std::move(t)).first;
+  Status load_columns(sql::SqlTable& t) override {
+    static const std::string kSql =
+        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), ty.typcategory, ty.typname "
+        "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
+        "WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped";
+    const char* params[] = {t.quoted.c_str()};
+    PgResult r(PQexecParams(conn_.get(), kSql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), &t);
+    t.columns.clear();
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      ColClass cls = ColClass::scalar;
+      std::string_view cat = PQgetvalue(r.get(), i, 2);
+      std::string_view typname = PQgetvalue(r.get(), i, 3);
+      if (typname == "json" || typname == "jsonb") cls = ColClass::json;
+      else if (cat == "A") cls = ColClass::array;
+      t.columns.emplace(PQgetvalue(r.get(), i, 0), uint8_t(cls));
     }
-    last_key_ = key_buf_;
-    last_table_ = it->second.get();
-    return last_table_;
-  }
-
-  Status add_record(const Record& r) {
-    auto tr = table_for(r);
-    if (!tr) return std::move(tr).error();
-    TableState* t = tr.value();
-
-    if (is_truncate(r)) {
-      if (Status s = flush_run(); !s) return s;
-      if (!t->exists) {
-        if (Status s = load_columns(*t); !s) return s;
-        if (!t->exists) return ok_status();
-      }
-      return exec("TRUNCATE " + t->quoted, nullptr, t);
-    }
-
-    std::span<const Field> key = record_key_fields(r, scalar_key_);
-    if (key.empty())
-      return record_error(Errc::data, *t, r,
-                          "record has no key; this destination upserts and deletes by key (give the source table "
-                          "a primary key, or set the key with a processor)");
-
-    if (r.op == Operation::remove) {
-      row_cols_.clear();
-      row_vals_.clear();
-      for (const Field& f : key) {
-        if (f.value.is_null() || f.value.is_absent())
-          return record_error(Errc::data, *t, r, fmt::format("key field \"{}\" is null", f.name));
-        row_cols_.push_back(f.name);
-        row_vals_.push_back(f.value);
-      }
-      return append_row(t, true, key.size(), r);
-    }
-
-    // Present fields only: an absent one (unchanged TOAST) keeps the stored value.
-    present_.clear();
-    if (r.after.is_object()) {
-      for (const Field& f : r.after.fields())
-        if (!f.value.is_absent()) present_.push_back(&f);
-    } else if (!r.after.is_absent() && !r.after.is_null()) {
-      scalar_after_ = Field{"value", r.after};
-      present_.push_back(&scalar_after_);
-    }
-
-    row_cols_.clear();
-    row_vals_.clear();
-    bool moved = false;
-    for (const Field& k : key) {
-      const Value* v = &k.value;
-      for (const Field* f : present_)
-        if (f->name == k.name) {
-          if (r.op == Operation::update && !(f->value == k.value)) moved = true;
-          v = &f->value;
-          break;
-        }
-      if (v->is_null() || v->is_absent())
-        return record_error(Errc::data, *t, r, fmt::format("key field \"{}\" is null", k.name));
-      row_cols_.push_back(k.name);
-      row_vals_.push_back(*v);
-    }
-
-    // An update that changes the key moves the row: delete the old key first.
-    if (r.op == Operation::update) {
-      old_vals_.clear();
-      if (moved) {
-        for (const Field& k : key) old_vals_.push_back(k.value);
-      } else if (r.before.is_object()) {
-        bool differs = false, usable = true;
-        for (size_t i = 0; i < key.size(); ++i) {
-          const Value* old = r.before.find(key[i].name);
-          if (!old || old->is_absent() || old->is_null()) {
-            usable = false;
-            break;
-          }
-          if (!(*old == row_vals_[i])) differs = true;
-          old_vals_.push_back(*old);
-        }
-        if (!usable || !differs) old_vals_.clear();
-      }
-      if (!old_vals_.empty()) {
-        std::vector<std::string_view> cols(row_cols_.begin(), row_cols_.end());
-        std::vector<Value> vals(row_vals_.begin(), row_vals_.end());
-        row_vals_.assign(old_vals_.begin(), old_vals_.end());
-        if (Status s = append_row(t, true, key.size(), r); !s) return s;
-        row_cols_ = std::move(cols);
-        row_vals_ = std::move(vals);
-      }
-    }
-
-    for (const Field* f : present_) {
-      bool is_key = false;
-      for (const Field& k : key) is_key |= k.name == f->name;
-      if (is_key) continue;
-      row_cols_.push_back(f->name);
-      row_vals_.push_back(f->value);
-    }
-    return append_row(t, false, key.size(), r);
-  }
-
-  // Adds row_cols_/row_vals_ to the current run, or flushes it and starts another.
-  Status append_row(TableState* t, bool is_delete, size_t nkeys, const Record& r) {
-    if (run_.t != t || run_.is_delete != is_delete || run_.nkeys != nkeys || run_.cols != row_cols_) {
-      if (Status s = flush_run(); !s) return s;
-      run_.t = t;
-      run_.is_delete = is_delete;
-      run_.nkeys = nkeys;
-      run_.cols = row_cols_;
-    }
-    run_.vals.insert(run_.vals.end(), row_vals_.begin(), row_vals_.end());
-    run_.recs.push_back(&r);
+    t.exists = !t.columns.empty();
     return ok_status();
   }
 
-  // The first non-null value of column `c` in the run (for its type).
-  const Value& sample(size_t c) const {
-    const size_t w = run_.cols.size();
-    for (size_t i = c; i < run_.vals.size(); i += w)
-      if (!run_.vals[i].is_null() && !run_.vals[i].is_absent()) return run_.vals[i];
-    return run_.vals[c];
+  Status before_create_table(sql::SqlTable& t, const Record&) override {
+    if (t.schema == "public") return ok_status();
+    return exec(kDialect.create_schema(t.schema), &t);
   }
 
-  Status ensure_columns() {
-    TableState& t = *run_.t;
-    const Record& r0 = *run_.recs.front();
-    if (!t.exists) {
-      if (Status s = load_columns(t); !s) return s;
-    }
-    if (!t.exists) {
-      if (t.schema != "public") {
-        if (Status s = exec("CREATE SCHEMA IF NOT EXISTS " + pg::quote_identifier(t.schema), nullptr, &t); !s) return s;
-      }
-      std::string sql = "CREATE TABLE IF NOT EXISTS " + t.quoted + " (";
-      for (size_t c = 0; c < run_.cols.size(); ++c) {
-        sql += pg::quote_identifier(run_.cols[c]);
-        sql += ' ';
-        sql += column_type_for(sample(c));
-        if (c < run_.nkeys) sql += " NOT NULL";
-        sql += ", ";
-      }
-      sql += "PRIMARY KEY (";
-      for (size_t c = 0; c < run_.nkeys; ++c) {
-        if (c) sql += ", ";
-        sql += pg::quote_identifier(run_.cols[c]);
-      }
-      sql += "))";
-      if (Status s = exec(sql, nullptr, &t); !s) return s;
-      if (Status s = load_columns(t); !s) return s;
-      if (!t.exists) return record_error(Errc::internal, t, r0, "the table is missing right after CREATE TABLE");
-    }
-    bool added = false;
-    for (size_t c = 0; c < run_.cols.size(); ++c) {
-      if (t.columns.count(std::string(run_.cols[c]))) continue;
-      std::string sql = "ALTER TABLE " + t.quoted + " ADD COLUMN IF NOT EXISTS " + pg::quote_identifier(run_.cols[c]) +
-                        " " + column_type_for(sample(c));
-      if (Status s = exec(sql, nullptr, &t); !s) return s;
-      added = true;
-    }
-    if (added) return load_columns(t);
-    return ok_status();
+  Status ddl(const std::string& sql, sql::SqlTable& t, const Record&, std::string_view, bool) override {
+    return exec(sql, &t);
   }
 
-  Status flush_run() {
-    if (!run_.t || run_.recs.empty()) {
-      run_.clear();
-      return ok_status();
+  Status write_run(size_t first, size_t end) override {
+    const sql::PlannedRow& head = plan().row(first);
+    PgTable& t = static_cast<PgTable&>(*head.table);
+    if (head.action == sql::RowAction::truncate) return exec(kDialect.truncate(t.quoted), &t);
+    const bool is_delete = head.action == sql::RowAction::remove;
+
+    // The run's columns: the key columns (named as the key names them), then the others.
+    cols_.clear();
+    value_at_.clear();
+    auto keys = plan().keys(head);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      cols_.push_back({keys[k].name, true});
+      value_at_.push_back(-1 - int(k));
     }
-    TableState& t = *run_.t;
-    if (run_.is_delete) {
-      if (!t.exists) {
-        if (Status s = load_columns(t); !s) return s;
-        if (!t.exists) {  // nothing to delete from a table never created
-          run_.clear();
-          return ok_status();
-        }
+    if (!is_delete) {
+      auto cols = plan().columns(head);
+      for (size_t c = 0; c < cols.size(); ++c) {
+        if (plan().is_key(head, cols[c].name)) continue;
+        cols_.push_back({cols[c].name, false});
+        value_at_.push_back(int(c));
       }
-      for (size_t c = 0; c < run_.cols.size(); ++c)
-        if (!t.columns.count(std::string(run_.cols[c])))
-          return record_error(Errc::data, t, *run_.recs.front(),
-                              fmt::format("the table has no key column \"{}\"", run_.cols[c]));
     } else {
-      if (Status s = ensure_columns(); !s) return s;
+      for (const auto& c : cols_)
+        if (!t.has_column(c.name))
+          return record_error(t, *head.record, Errc::data, fmt::format("the table has no key column \"{}\"", c.name));
     }
 
     // Staging table for this shape (kept for the session; ON COMMIT DELETE ROWS empties it).
-    shape_buf_ = run_.is_delete ? "d" : "u";
-    for (auto c : run_.cols) {
+    shape_buf_ = is_delete ? "d" : "u";
+    for (const auto& c : cols_) {
       shape_buf_ += '\0';
-      shape_buf_ += c;
+      shape_buf_ += c.name;
     }
     auto st = t.stages.find(shape_buf_);
     if (st == t.stages.end()) {
-      std::string stage = pg::quote_identifier(fmt::format("sluice_stage_{}", ++stage_counter_));
-      std::string sql = "CREATE TEMP TABLE " + stage + " ON COMMIT DELETE ROWS AS SELECT 0::bigint AS \"__sluice_seq\"";
-      for (auto c : run_.cols) sql += ", " + pg::quote_identifier(c);
-      sql += " FROM " + t.quoted + " WITH NO DATA";
-      if (Status s = exec(sql, nullptr, &t); !s) return s;
+      std::string stage = kDialect.quote_identifier(fmt::format("sluice_stage_{}", ++stage_counter_));
+      SLUICE_TRY(exec(kDialect.create_stage(stage, t.quoted, cols_), &t));
       st = t.stages.emplace(shape_buf_, stage).first;
     }
     const std::string& stage = st->second;
     const int64_t first_seq = seq_;
 
-    // COPY the rows.
-    std::string cols_sql;
-    for (size_t c = 0; c < run_.cols.size(); ++c) {
-      if (c) cols_sql += ", ";
-      cols_sql += pg::quote_identifier(run_.cols[c]);
-    }
     col_class_.clear();
-    for (auto c : run_.cols) {
-      auto it = t.columns.find(std::string(c));
-      col_class_.push_back(it == t.columns.end() ? ColClass::scalar : it->second.cls);
+    for (const auto& c : cols_) {
+      auto it = t.columns.find(c.name);
+      col_class_.push_back(it == t.columns.end() ? ColClass::scalar : ColClass(it->second));
     }
-    if (Status s = copy_in("COPY " + stage + " (\"__sluice_seq\", " + cols_sql + ") FROM STDIN"); !s) return s;
-
-    std::string sql;
-    if (run_.is_delete) {
-      sql = "DELETE FROM " + t.quoted + " AS t USING " + stage + " AS s WHERE s.\"__sluice_seq\" >= " +
-            std::to_string(first_seq);
-      for (size_t c = 0; c < run_.cols.size(); ++c) {
-        std::string q = pg::quote_identifier(run_.cols[c]);
-        sql += " AND t." + q + " = s." + q;
-      }
-    } else {
-      std::string keys;
-      for (size_t c = 0; c < run_.nkeys; ++c) {
-        if (c) keys += ", ";
-        keys += pg::quote_identifier(run_.cols[c]);
-      }
-      sql = "INSERT INTO " + t.quoted + " (" + cols_sql + ") SELECT DISTINCT ON (" + keys + ") " + cols_sql + " FROM " +
-            stage + " WHERE \"__sluice_seq\" >= " + std::to_string(first_seq) + " ORDER BY " + keys +
-            ", \"__sluice_seq\" DESC ON CONFLICT (" + keys + ") DO ";
-      if (run_.cols.size() == run_.nkeys) {
-        sql += "NOTHING";
-      } else {
-        sql += "UPDATE SET ";
-        for (size_t c = run_.nkeys; c < run_.cols.size(); ++c) {
-          if (c > run_.nkeys) sql += ", ";
-          std::string q = pg::quote_identifier(run_.cols[c]);
-          sql += q + " = EXCLUDED." + q;
-        }
-      }
-    }
-    Status s = exec(sql, &run_, &t);
-    run_.clear();
-    return s;
+    SLUICE_TRY(copy_in(kDialect.copy_into_stage(stage, cols_), t, first, end));
+    return exec(is_delete ? kDialect.delete_using_stage(t.quoted, stage, cols_, first_seq)
+                          : kDialect.upsert_from_stage(t.quoted, stage, cols_, first_seq),
+                &t, first, end);
   }
 
-  Status copy_in(const std::string& sql) {
-    TableState& t = *run_.t;
+  Status copy_in(const std::string& sql, const PgTable& t, size_t first, size_t end) {
     PgResult r(PQexec(conn_.get(), sql.c_str()));
-    if (!r || PQresultStatus(r.get()) != PGRES_COPY_IN) return failure(r.get(), nullptr, &t);
+    if (!r || PQresultStatus(r.get()) != PGRES_COPY_IN) return failure(r.get(), &t);
     r.reset();
-    const size_t w = run_.cols.size();
     buf_.clear();
     bool send_failed = false;
-    for (size_t row = 0; row < run_.recs.size(); ++row) {
+    for (size_t row = first; row < end; ++row) {
+      const sql::PlannedRow& p = plan().row(row);
+      auto keys = plan().keys(p);
+      auto cols = plan().columns(p);
       fmt::format_to(std::back_inserter(buf_), "{}", seq_++);
-      for (size_t c = 0; c < w; ++c) {
+      for (size_t c = 0; c < cols_.size(); ++c) {
         buf_ += '\t';
-        const Value& v = run_.vals[row * w + c];
+        const int at = value_at_[c];
+        const Value& v = at < 0 ? keys[size_t(-1 - at)].value : cols[size_t(at)].value;
         if (v.is_null() || v.is_absent()) {
           buf_ += "\\N";
           continue;
@@ -667,7 +364,7 @@ class PostgresDestination final : public Destination {
       PgResult res(raw);
       if (have) continue;
       if (PQresultStatus(raw) != PGRES_COMMAND_OK) {
-        result = failure(raw, &run_, &t);
+        result = failure(raw, &t, first, end);
         have = true;
       }
     }
@@ -676,16 +373,38 @@ class PostgresDestination final : public Destination {
     return result;
   }
 
-  Status exec(const std::string& sql, const Run* run, const TableState* t = nullptr) {
+  Status save_position(std::string_view position) override {
+    const std::string sql = kDialect.checkpoint_upsert(checkpoint_table_, "$1", "$2");
+    const Oid types[] = {25 /* text */, 17 /* bytea */};
+    const char* values[] = {pipeline_id_.c_str(), position.data()};
+    const int lengths[] = {0, int(position.size())};
+    const int formats[] = {0, 1};
+    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 2, types, values, lengths, formats, 0));
+    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
+    return failure(r.get(), nullptr);
+  }
+
+  Result<std::optional<std::string>> load_position(std::string_view pipeline_id) override {
+    const std::string sql = kDialect.checkpoint_select(checkpoint_table_, "$1");
+    const std::string id(pipeline_id);
+    const char* params[] = {id.c_str()};
+    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), nullptr);
+    if (PQntuples(r.get()) == 0) return std::optional<std::string>();
+    return std::optional<std::string>(std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
+  }
+
+  // `first`..`end`: the plan rows the statement wrote (to name the failing record).
+  Status exec(const std::string& sql, const sql::SqlTable* t, size_t first = 0, size_t end = 0) {
     PgResult r(PQexec(conn_.get(), sql.c_str()));
     if (r && (PQresultStatus(r.get()) == PGRES_COMMAND_OK || PQresultStatus(r.get()) == PGRES_TUPLES_OK))
       return ok_status();
-    return failure(r.get(), run, t);
+    return failure(r.get(), t, first, end);
   }
 
   // A failed statement as an Error: transient server states and a lost connection are retriable;
   // data errors name the table and the record's key.
-  Error failure(PGresult* r, const Run* run, const TableState* t) {
+  Error failure(PGresult* r, const sql::SqlTable* t, size_t first = 0, size_t end = 0) {
     std::string msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
                                                                         : PQresultErrorMessage(r)
                         : conn_.last_error();
@@ -696,12 +415,12 @@ class PostgresDestination final : public Destination {
     const char* state_c = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     std::string_view state = state_c ? state_c : "";
     const std::string where = t ? fmt::format("table {}: ", t->quoted) : std::string();
+    const sql::ErrorClass c = PostgresDialect::classify(state, conn_.ok());
     if (!conn_.ok())
       return Error(Errc::connection, fmt::format("postgres destination: {}connection lost: {}", where, msg), true);
-    if (is_retriable_state(state))
-      return Error(state.substr(0, 2) == "40" || state == "55P03" ? Errc::conflict : Errc::connection,
-                   fmt::format("postgres destination: {}{} (SQLSTATE {}; retrying)", where, msg, state), true);
-    if (is_data_state(state) && t) {
+    if (c.retriable)
+      return Error(c.code, fmt::format("postgres destination: {}{} (SQLSTATE {}; retrying)", where, msg, state), true);
+    if (c.code == Errc::data && t) {
       const char* detail = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL) : nullptr;
       std::string what = msg;
       if (detail && *detail) what += fmt::format(" ({})", detail);
@@ -709,20 +428,20 @@ class PostgresDestination final : public Destination {
         what += "; the table's PRIMARY KEY (or a UNIQUE index) must be exactly the record key columns";
       what += fmt::format(" [SQLSTATE {}]", state);
       const Record* rec = nullptr;
-      if (run && !run->recs.empty()) {
-        rec = run->recs.front();
+      if (end > first) {
+        rec = plan().row(first).record;
         // COPY errors say which line (= row of the run) failed.
         const char* ctx = PQresultErrorField(r, PG_DIAG_CONTEXT);
         if (ctx) {
           if (const char* p = std::strstr(ctx, ", line ")) {
             size_t line = size_t(std::strtoull(p + 7, nullptr, 10));
-            if (line >= 1 && line <= run->recs.size()) rec = run->recs[line - 1];
+            if (line >= 1 && line <= end - first) rec = plan().row(first + line - 1).record;
           }
         }
-        if (run->recs.size() > 1 && !(ctx && std::strstr(ctx, ", line ")))
-          what += fmt::format(" (one of {} records of this statement, the first shown)", run->recs.size());
+        if (end - first > 1 && !(ctx && std::strstr(ctx, ", line ")))
+          what += fmt::format(" (one of {} records of this statement, the first shown)", end - first);
       }
-      if (rec) return record_error(Errc::data, *t, *rec, what);
+      if (rec) return record_error(*t, *rec, Errc::data, what);
       return Error(Errc::data, fmt::format("postgres destination: {}{}", where, what));
     }
     Error e = pg::classify_error(msg, "");
@@ -731,55 +450,16 @@ class PostgresDestination final : public Destination {
                  e.retriable());
   }
 
-  Error record_error(Errc code, const TableState& t, const Record& r, std::string_view what) const {
-    std::string key = r.key.is_absent() ? "(none)" : to_debug_string(r.key);
-    if (key.size() > 200) key = key.substr(0, 200) + "...";
-    std::string line = fmt::format("postgres destination: table {}, {} key {}: {}", t.quoted, operation_name(r.op), key,
-                                   what);
-    for (char& c : line)
-      if (c == '\n') c = ' ';
-    return Error(code, std::move(line));
-  }
-
-  Status load_columns(TableState& t) {
-    static const std::string kSql =
-        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), ty.typcategory, ty.typname "
-        "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
-        "WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped";
-    const char* params[] = {t.quoted.c_str()};
-    PgResult r(PQexecParams(conn_.get(), kSql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
-    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), nullptr, &t);
-    t.columns.clear();
-    for (int i = 0; i < PQntuples(r.get()); ++i) {
-      Column c;
-      c.type = PQgetvalue(r.get(), i, 1);
-      std::string_view cat = PQgetvalue(r.get(), i, 2);
-      std::string_view typname = PQgetvalue(r.get(), i, 3);
-      if (typname == "json" || typname == "jsonb") c.cls = ColClass::json;
-      else if (cat == "A") c.cls = ColClass::array;
-      t.columns.emplace(PQgetvalue(r.get(), i, 0), std::move(c));
-    }
-    t.exists = !t.columns.empty();
-    return ok_status();
-  }
-
   std::string url_;
-  Template table_, schema_;
-  std::string checkpoint_schema_, checkpoint_table_, pipeline_id_;
+  std::string checkpoint_schema_, checkpoint_table_;
   PgConn conn_;
-  std::unordered_map<std::string, std::unique_ptr<TableState>> tables_;
-  TableState* last_table_ = nullptr;
-  std::string last_key_;
   uint64_t stage_counter_ = 0;
   int64_t seq_ = 0;
-  Run run_;
-  // Working memory reused across records.
-  std::string schema_buf_, table_buf_, key_buf_, shape_buf_, buf_, text_;
-  std::vector<const Field*> present_;
-  std::vector<std::string_view> row_cols_;
-  std::vector<Value> row_vals_, old_vals_;
+  // Working memory reused across runs.
+  std::vector<sql::ColumnRef> cols_;
+  std::vector<int> value_at_;  // per run column: -1-k for key k, else the index in the row's columns
   std::vector<ColClass> col_class_;
-  Field scalar_key_, scalar_after_;
+  std::string shape_buf_, buf_, text_;
 };
 
 }  // namespace
@@ -789,9 +469,9 @@ constinit const std::span<const SettingSpec> kPostgresDestinationSettings = kDes
 Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& settings) {
   std::string url = settings.get_string("url");
   if (url.empty()) return Error(Errc::invalid_argument, "postgres destination: `url` is empty; set the database URL");
-  auto table = Template::parse(settings.has("table") ? settings.get_string("table") : "{{table}}", "table");
+  auto table = RecordTemplate::parse(settings.has("table") ? settings.get_string("table") : "{{table}}", "table");
   if (!table) return table.error().with_context("postgres destination: ");
-  auto schema = Template::parse(settings.has("schema") ? settings.get_string("schema") : "public", "schema");
+  auto schema = RecordTemplate::parse(settings.has("schema") ? settings.get_string("schema") : "public", "schema");
   if (!schema) return schema.error().with_context("postgres destination: ");
   std::string checkpoint_schema;
   if (settings.has("checkpoint_in_destination") && settings.get_bool("checkpoint_in_destination")) {

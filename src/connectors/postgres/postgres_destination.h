@@ -12,6 +12,10 @@
 //                    COMMIT ──▶ done(ok)          (any error: ROLLBACK, caches dropped ──▶ done(error))
 //
 // Values travel as text (COPY text format) and PostgreSQL casts them to the column's actual type.
+//
+// Built on the keyed SQL layer (src/connectors/sql/, docs/development/sql-destinations.md): the
+// planning, runs, schema evolution and transaction flow are shared; this file's dialect and
+// writer supply the SQL text and the fast path.
 #pragma once
 
 #include <memory>

@@ -13,6 +13,10 @@
 // With checkpoint_in_destination, the batch's position is upserted into
 // sluice_checkpoints(pipeline, position BLOB, updated_at) before COMMIT, and stored_position()
 // reads it back: the rows and the position they reach are applied atomically.
+//
+// Built on the keyed SQL layer (src/connectors/sql/, docs/development/sql-destinations.md): the
+// planning, runs, schema evolution and transaction flow are shared; this file's dialect and
+// writer supply the SQL text and the fast path.
 #pragma once
 
 #include <chrono>

@@ -1,0 +1,135 @@
+#include "connectors/mysql/mysql_connection.h"
+
+#include <errmsg.h>
+#include <fmt/format.h>
+#include <mysqld_error.h>
+
+#include <algorithm>
+
+namespace sluice::mysql {
+
+Status validate_tls_options(std::string_view mode, std::string_view ca) {
+  bool known = false;
+  for (auto m : kTlsModes) known |= m == mode;
+  if (!known)
+    return Error(Errc::invalid_argument,
+                 fmt::format("tls.mode \"{}\" is not one of disabled, preferred, required, verify_ca, verify_identity",
+                             mode));
+  if ((mode == "verify_ca" || mode == "verify_identity") && ca.empty())
+    return Error(Errc::invalid_argument, fmt::format("tls.mode {} needs tls.ca (the CA certificate file)", mode));
+  return ok_status();
+}
+
+ErrnoClass classify_errno(unsigned no) noexcept {
+  switch (no) {
+    case ER_LOCK_DEADLOCK:      // 1213
+    case ER_LOCK_WAIT_TIMEOUT:  // 1205
+      return {Errc::conflict, true, false};
+    case ER_SERVER_SHUTDOWN:       // 1053
+    case ER_CONNECTION_KILLED:     // 1927 (MariaDB)
+    case 4031:                     // MySQL 8: disconnected by the server (inactivity)
+    case ER_CON_COUNT_ERROR:       // 1040 too many connections
+    case ER_NET_READ_ERROR:        // 1158
+    case ER_NET_READ_INTERRUPTED:  // 1159
+      return {Errc::connection, true, true};
+    case ER_ACCESS_DENIED_ERROR:  // 1045
+      return {Errc::auth, false, true};
+    case ER_DBACCESS_DENIED_ERROR:  // 1044
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case ER_COLUMNACCESS_DENIED_ERROR:
+    case ER_SPECIFIC_ACCESS_DENIED_ERROR:
+      return {Errc::permission, false, false};
+    case ER_BAD_DB_ERROR:  // 1049
+    case ER_NO_SUCH_TABLE:
+      return {Errc::not_found, false, false};
+    default: break;
+  }
+  // Client-side errors: server gone (2006), lost (2013), cannot connect (2002, 2003), unknown
+  // host (2005), ...
+  if (no >= 2000 && no < 3000) return {Errc::connection, true, true};
+  // Everything else the server rejects is about the data or statement: duplicate entries,
+  // constraint and foreign-key failures, out-of-range values, data too long, invalid JSON...
+  return {Errc::data, false, false};
+}
+
+Error server_error(MYSQL* conn, std::string_view doing) {
+  const unsigned no = conn ? mysql_errno(conn) : CR_UNKNOWN_ERROR;
+  const ErrnoClass c = classify_errno(no);
+  std::string msg = fmt::format("{}: {} ({})", doing, conn ? mysql_error(conn) : "no connection", no);
+  if (no == ER_ACCESS_DENIED_ERROR) msg += "; check the user and password in `url`";
+  return Error(c.code, std::move(msg), c.retriable);
+}
+
+Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
+  MysqlConn c;
+  c.conn_ = mysql_init(nullptr);
+  if (!c.conn_) return Error(Errc::internal, "out of memory");
+  unsigned timeout = unsigned(std::max<int64_t>(1, o.connect_timeout.count() / 1000));
+  mysql_optionsv(c.conn_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+  if (o.read_timeout_s) mysql_optionsv(c.conn_, MYSQL_OPT_READ_TIMEOUT, &o.read_timeout_s);
+  mysql_optionsv(c.conn_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  my_bool yes = 1, no = 0;
+  if (o.tls_mode == "preferred") {
+    // Use TLS when the server offers it; do not insist and do not verify.
+    mysql_ssl_set(c.conn_, nullptr, nullptr, nullptr, nullptr, nullptr);
+    mysql_optionsv(c.conn_, MYSQL_OPT_SSL_ENFORCE, &no);
+    mysql_optionsv(c.conn_, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &no);
+  } else if (o.tls_mode != "disabled") {
+    mysql_ssl_set(c.conn_, nullptr, nullptr, nullptr, nullptr, nullptr);
+    mysql_optionsv(c.conn_, MYSQL_OPT_SSL_ENFORCE, &yes);
+    const bool verify = o.tls_mode == "verify_ca" || o.tls_mode == "verify_identity";
+    mysql_optionsv(c.conn_, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, verify ? &yes : &no);
+    if (!o.tls_ca.empty()) mysql_optionsv(c.conn_, MYSQL_OPT_SSL_CA, o.tls_ca.c_str());
+  }
+  if (!mysql_real_connect(c.conn_, o.url.host.c_str(), o.url.user.c_str(), o.url.password.c_str(),
+                          o.url.database.c_str(), o.url.port, nullptr, 0)) {
+    Error e = server_error(c.conn_, fmt::format("cannot connect to {}", o.url.redacted()));
+    const bool unclassified = e.code() == Errc::data;
+    return Error(unclassified ? Errc::connection : e.code(), e.message(),
+                 e.retriable() || (unclassified && o.retry_unclassified_connect_errors));
+  }
+  // Some libmariadb versions fall back to plain text when the server lacks TLS even when
+  // enforced: check the outcome rather than trust the option.
+  if (o.tls_mode != "disabled" && o.tls_mode != "preferred" && mysql_get_ssl_cipher(c.conn_) == nullptr)
+    return Error(Errc::connection, fmt::format("{} does not offer TLS, which tls.mode {} requires; enable TLS on the "
+                                               "server or set tls.mode to preferred",
+                                               o.url.redacted(), o.tls_mode));
+  return c;
+}
+
+Status MysqlConn::exec(std::string_view sql, std::string_view doing) {
+  if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) return server_error(conn_, doing);
+  MysqlResult r(mysql_store_result(conn_));
+  if (!r && mysql_errno(conn_)) return server_error(conn_, doing);
+  return ok_status();
+}
+
+Result<std::vector<MysqlRow>> MysqlConn::query(std::string_view sql, std::string_view doing) {
+  if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) return server_error(conn_, doing);
+  MysqlResult r(mysql_store_result(conn_));
+  std::vector<MysqlRow> out;
+  if (!r) {
+    if (mysql_errno(conn_)) return server_error(conn_, doing);
+    return out;  // a statement without a result set
+  }
+  const unsigned n = mysql_num_fields(r.get());
+  while (MYSQL_ROW row = mysql_fetch_row(r.get())) {
+    unsigned long* lengths = mysql_fetch_lengths(r.get());
+    MysqlRow x(n);
+    for (unsigned i = 0; i < n; ++i)
+      if (row[i]) x[i] = std::string(row[i], lengths[i]);
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+void MysqlConn::append_quoted(std::string& out, std::string_view text) const {
+  const size_t at = out.size();
+  out.resize(at + 2 * text.size() + 3);
+  out[at] = '\'';
+  unsigned long n = mysql_real_escape_string(conn_, out.data() + at + 1, text.data(), text.size());
+  out.resize(at + 1 + n);
+  out += '\'';
+}
+
+}  // namespace sluice::mysql

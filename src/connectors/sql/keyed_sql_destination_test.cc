@@ -1,0 +1,185 @@
+// The shared transaction flow of KeyedSqlDestination, against a scripted writer: the order of
+// BEGIN / DDL / runs / checkpoint / COMMIT, the schema pass of a dialect whose DDL commits,
+// skipped deletes of missing tables, rollback and the dropped catalogue, one-row isolation.
+#include "connectors/sql/keyed_sql_destination.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "connectors/mysql/mysql_dialect.h"
+#include "connectors/sqlite/sqlite_dialect.h"
+#include "sluice/batch.h"
+
+namespace sluice::sql {
+namespace {
+
+class ScriptedWriter final : public KeyedSqlDestination {
+ public:
+  ScriptedWriter(const Dialect& d, bool isolate) : KeyedSqlDestination(d, options(isolate)) {}
+
+  std::vector<std::string> log;
+  std::vector<std::string> existing;  // tables that exist with column "id"
+  std::vector<std::string> created;   // tables created by the destination ("id", "v")
+  size_t fail_runs_longer_than = SIZE_MAX;
+  bool fail_every_run = false;
+
+ private:
+  static KeyedSqlOptions options(bool isolate) {
+    KeyedSqlOptions o;
+    o.destination = "scripted destination";
+    o.table = RecordTemplate::parse("{{table}}").value();
+    o.checkpoint_in_destination = true;
+    o.isolate_rejected_rows = isolate;
+    return o;
+  }
+  Status connect() override {
+    log.push_back("connect");
+    connected_ = true;
+    return ok_status();
+  }
+  bool connected() const noexcept override { return connected_; }
+  void disconnect() noexcept override { connected_ = false; }
+  Status begin() override {
+    log.push_back("begin");
+    return ok_status();
+  }
+  Status commit() override {
+    log.push_back("commit");
+    return ok_status();
+  }
+  void abort() noexcept override { log.push_back("abort"); }
+  Status load_columns(SqlTable& t) override {
+    log.push_back("load " + t.name);
+    t.columns.clear();
+    t.exists = false;
+    for (const auto& e : existing)
+      if (e == t.name) {
+        t.exists = true;
+        t.columns.emplace("id", 0);
+      }
+    for (const auto& e : created)
+      if (e == t.name) {
+        t.exists = true;
+        t.columns.emplace("id", 0);
+        t.columns.emplace("v", 0);
+      }
+    return ok_status();
+  }
+  Status ddl(const std::string& sql, SqlTable& t, const Record&, std::string_view, bool) override {
+    log.push_back(sql.substr(0, sql.find(" (")));
+    if (sql.rfind("CREATE", 0) == 0) created.push_back(t.name);
+    return ok_status();
+  }
+  Status write_run(size_t first, size_t end) override {
+    const PlannedRow& head = plan().row(first);
+    const char* what = head.action == RowAction::upsert ? "upsert" : head.action == RowAction::remove ? "delete" : "truncate";
+    log.push_back(std::string(what) + " " + head.table->name + " x" + std::to_string(end - first));
+    if (fail_every_run || end - first > fail_runs_longer_than)
+      return record_error(*head.table, *plan().row(end - 1).record, Errc::data, "rejected");
+    return ok_status();
+  }
+  Status save_position(std::string_view position) override {
+    log.push_back("position " + std::string(position));
+    return ok_status();
+  }
+  Result<std::optional<std::string>> load_position(std::string_view) override { return std::optional<std::string>(); }
+
+  bool connected_ = false;
+};
+
+void add(Batch& b, Operation op, std::string_view table, int64_t id) {
+  Record& r = b.add();
+  r.op = op;
+  r.metadata = b.object(1).add("table", Value::string(b.copy(table))).build();
+  r.key = b.object(1).add("id", Value::int64(id)).build();
+  if (op != Operation::remove)
+    r.after = b.object(2).add("id", Value::int64(id)).add("v", Value::int64(id * 10)).build();
+}
+
+Status write(Destination& d, Batch& b) {
+  Status out = ok_status();
+  d.write(b, [&](Status s) { out = std::move(s); });
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " | ") + s;
+  return out;
+}
+
+TEST(KeyedSqlDestinationTest, BatchIsOneTransactionWithDdlRunsAndPosition) {
+  sqlite::SqliteDialect dialect;
+  ScriptedWriter w(dialect, false);
+  ASSERT_TRUE(w.open(ConnectorContext{}).ok());
+  Batch b;
+  add(b, Operation::create, "t", 1);
+  add(b, Operation::create, "t", 2);
+  add(b, Operation::remove, "gone", 3);  // a table that does not exist: nothing to delete
+  add(b, Operation::remove, "t", 1);
+  b.set_position("p1");
+  ASSERT_TRUE(write(w, b).ok());
+  EXPECT_EQ(joined(w.log),
+            "connect | begin | load t | load gone | load t | CREATE TABLE IF NOT EXISTS \"t\" | load t | upsert t x2 | "
+            "load gone | delete t x1 | position p1 | commit");
+}
+
+TEST(KeyedSqlDestinationTest, DdlThatCommitsRunsBeforeTheTransaction) {
+  mysql::MysqlDialect dialect;
+  ScriptedWriter w(dialect, false);
+  ASSERT_TRUE(w.open(ConnectorContext{}).ok());
+  w.existing = {"t"};
+  Batch b;
+  add(b, Operation::create, "t", 1);
+  add(b, Operation::create, "u", 2);
+  ASSERT_TRUE(write(w, b).ok());
+  EXPECT_EQ(joined(w.log),
+            "connect | load t | load u | ALTER TABLE `t` ADD COLUMN `v` BIGINT NULL | load t | load u | CREATE TABLE "
+            "IF NOT EXISTS `u` | load u | begin | upsert t x1 | upsert u x1 | commit");
+}
+
+TEST(KeyedSqlDestinationTest, FailureRollsBackAndDropsTheCatalogue) {
+  sqlite::SqliteDialect dialect;
+  ScriptedWriter w(dialect, false);
+  ASSERT_TRUE(w.open(ConnectorContext{}).ok());
+  w.existing = {"t"};
+  w.fail_every_run = true;
+  Batch b;
+  add(b, Operation::remove, "t", 1);
+  Status s = write(w, b);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Errc::data);
+  EXPECT_NE(s.error().message().find("scripted destination: table \"t\", delete key {\"id\":1}: rejected"),
+            std::string::npos)
+      << s.error().message();
+  w.fail_every_run = false;
+  w.log.clear();
+  ASSERT_TRUE(write(w, b).ok());
+  EXPECT_EQ(joined(w.log), "begin | load t | delete t x1 | commit");  // "t" read again
+}
+
+TEST(KeyedSqlDestinationTest, RejectedMultiRowStatementIsReplayedOneRowPerStatement) {
+  sqlite::SqliteDialect dialect;
+  ScriptedWriter w(dialect, /*isolate=*/true);
+  ASSERT_TRUE(w.open(ConnectorContext{}).ok());
+  w.existing = {"t"};
+  w.fail_runs_longer_than = 1;  // as a server whose multi-row statement cannot name the row
+  Batch b;
+  add(b, Operation::remove, "t", 1);
+  add(b, Operation::remove, "t", 2);
+  add(b, Operation::remove, "t", 3);
+  ASSERT_TRUE(write(w, b).ok());
+  EXPECT_EQ(joined(w.log),
+            "connect | begin | load t | delete t x3 | abort | begin | load t | delete t x1 | delete t x1 | delete t "
+            "x1 | commit");
+  ScriptedWriter plain(dialect, /*isolate=*/false);
+  ASSERT_TRUE(plain.open(ConnectorContext{}).ok());
+  plain.existing = {"t"};
+  plain.fail_runs_longer_than = 1;
+  EXPECT_FALSE(write(plain, b).ok());
+}
+
+}  // namespace
+}  // namespace sluice::sql
