@@ -351,12 +351,10 @@ TEST(KafkaSource, AOneMegabyteMessageAndTheKafkaMetadataArrive) {
   KafkaSourcePipelineFile f = pipeline("ks_big", {topic}, db.url());
   k.groups.push_back("sluice-ks_big");
   // The file destination shows the metadata each record carries.
-  const std::string yaml = "version: 1\npipelines:\n"
-                           "  - id: ks_big\n"
-                           "    source:\n      connector: kafka\n      settings:\n        brokers: \"" + f.brokers +
-                           "\"\n        topics: [\"" + topic + "\"]\n"
-                           "    destination:\n      connector: file\n      settings: {path: out.jsonl}\n"
-                           "checkpoints: {path: state/checkpoints.db}\nhttp: {enabled: false}\n";
+  test::PipelineFile file_run;
+  file_run.pipeline("ks_big").source("kafka").set("brokers", f.brokers).set("topics", test::Yaml::strings({topic}));
+  file_run.pipeline("ks_big").destination("file").set("path", "out.jsonl");
+  const std::string yaml = file_run.yaml();
   e2e::write_file(dir / "f.yaml", yaml);
   ASSERT_EQ(e2e::run_sluice({"run", "f.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
   const auto lines = lines_of(e2e::read_file(dir / "out.jsonl"));

@@ -384,6 +384,11 @@ class MysqlDestination final : public Destination {
         fields_.push_back(Field{"value", r.after});  // a scalar payload (e.g. a message body)
       }
       uint32_t after_end = uint32_t(fields_.size());
+      // The record key as given, before `after` overrides it: an update whose `after` carries
+      // other key values moves the row.
+      old_key_.clear();
+      if (r.op == Operation::update)
+        for (uint32_t k = key_begin; k < key_end; ++k) old_key_.push_back(fields_[k]);
       for (uint32_t k = key_begin; k < key_end; ++k) {
         bool in_after = false;
         for (uint32_t c = col_begin; c < after_end; ++c)
@@ -397,8 +402,18 @@ class MysqlDestination final : public Destination {
       }
       uint32_t col_end = uint32_t(fields_.size());
 
-      // An update that changed the key: the row under the old key goes first.
-      if (r.op == Operation::update && r.before.is_object()) {
+      // An update that changed the key (record.key, or the key fields of `before`, differ from
+      // `after`): the row under the old key goes first.
+      bool moved_from_key = false;
+      for (uint32_t i = 0; i < old_key_.size(); ++i) {
+        const Value& old = old_key_[i].value;
+        if (!old.is_null() && !old.is_absent() && !(old == fields_[key_begin + i].value)) moved_from_key = true;
+      }
+      if (moved_from_key) {
+        uint32_t old_begin = uint32_t(fields_.size());
+        for (const Field& f : old_key_) fields_.push_back(f);
+        items_.push_back(Item{Action::remove, t, &r, old_begin, uint32_t(fields_.size()), 0, 0});
+      } else if (r.op == Operation::update && r.before.is_object()) {
         uint32_t old_begin = uint32_t(fields_.size());
         bool usable = true, differs = false;
         for (uint32_t k = key_begin; k < key_end; ++k) {
@@ -714,6 +729,7 @@ class MysqlDestination final : public Destination {
   // Per-batch working memory, reused across batches.
   std::vector<Item> items_;
   std::vector<Field> fields_;
+  std::vector<Field> old_key_;  // plan(): the record key of the record being planned, as given
   std::string sql_;
   std::string json_;
   std::string pipeline_id_;
