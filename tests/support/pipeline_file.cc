@@ -2,14 +2,19 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "support/process.h"
 
 namespace sluice::test {
 
 Yaml::Yaml(double v) {
+  // The shortest text that reads back as `v`.
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
   text_ = buf;
   if (text_.find_first_of(".eEn") == std::string::npos) text_ += ".0";
 }
