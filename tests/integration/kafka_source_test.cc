@@ -22,18 +22,7 @@ using test::opencdc_json;
 using test::ProduceMessage;
 
 // Topics and groups of one test, removed when it ends.
-struct KafkaScope {
-  std::vector<std::string> topics, groups;
-  ~KafkaScope() {
-    test::delete_topics(topics);
-    test::delete_groups(groups);
-  }
-  std::string topic(const std::string& prefix, int partitions = 1) {
-    topics.push_back(test::unique_topic(prefix));
-    test::create_topic(topics.back(), partitions);
-    return topics.back();
-  }
-};
+using test::KafkaScope;
 
 KafkaSourcePipelineFile pipeline(const std::string& id, std::vector<std::string> topics, const std::string& url) {
   KafkaSourcePipelineFile f;

@@ -294,4 +294,21 @@ inline std::string opencdc_json(const std::string& op, const std::string& table,
   return s + "}}";
 }
 
+// Topics and consumer groups a test uses, deleted when it ends; topic() creates a unique one.
+struct KafkaScope {
+  std::vector<std::string> topics, groups;
+  KafkaScope() = default;
+  KafkaScope(const KafkaScope&) = delete;
+  KafkaScope& operator=(const KafkaScope&) = delete;
+  ~KafkaScope() {
+    delete_topics(topics);
+    delete_groups(groups);
+  }
+  std::string topic(const std::string& prefix, int partitions = 1) {
+    topics.push_back(unique_topic(prefix));
+    create_topic(topics.back(), partitions);
+    return topics.back();
+  }
+};
+
 }  // namespace sluice::test
