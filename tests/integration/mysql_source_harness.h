@@ -30,22 +30,7 @@ class TestDb : public test::MysqlDatabase {
 };
 
 inline std::unique_ptr<Source> make_source(const std::map<std::string, std::string>& text) {
-  const ConnectorSpec* spec = Registry::builtin().connector("mysql");
-  if (spec == nullptr || spec->make_source == nullptr) {
-    ADD_FAILURE() << "no mysql source in the registry";
-    return nullptr;
-  }
-  Settings s(spec->source_settings);
-  if (auto err = settings_from_text(spec->source_settings, text, &s)) {
-    ADD_FAILURE() << "settings: " << *err;
-    return nullptr;
-  }
-  auto src = spec->make_source(s);
-  if (!src.ok()) {
-    ADD_FAILURE() << "make_source: " << src.error().message();
-    return nullptr;
-  }
-  return std::move(src.value());
+  return pgtest::make_connector_source("mysql", text);
 }
 
 inline ConnectorContext context(const std::string& pipeline, ConnectorStats* stats = nullptr) {

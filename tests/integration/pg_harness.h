@@ -67,10 +67,12 @@ using test::wait_until;
 
 // ── the source in-process ──────────────────────────────────────────────────
 
-inline std::unique_ptr<Source> make_source(const std::map<std::string, std::string>& text) {
-  const ConnectorSpec* spec = Registry::builtin().connector("postgres");
+// A built-in connector's source from settings as text (a failure fails the test, nullptr).
+inline std::unique_ptr<Source> make_connector_source(const char* connector,
+                                                     const std::map<std::string, std::string>& text) {
+  const ConnectorSpec* spec = Registry::builtin().connector(connector);
   if (spec == nullptr || spec->make_source == nullptr) {
-    ADD_FAILURE() << "no postgres source in the registry";
+    ADD_FAILURE() << "no " << connector << " source in the registry";
     return nullptr;
   }
   Settings s(spec->source_settings);
@@ -84,6 +86,10 @@ inline std::unique_ptr<Source> make_source(const std::map<std::string, std::stri
     return nullptr;
   }
   return std::move(src.value());
+}
+
+inline std::unique_ptr<Source> make_source(const std::map<std::string, std::string>& text) {
+  return make_connector_source("postgres", text);
 }
 
 // Drives a Source directly: reads batches and keeps them (records stay valid), optionally
