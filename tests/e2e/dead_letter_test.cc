@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "e2e/harness.h"
+#include "support/pipeline_file.h"
 #include "sluice/json.h"
 
 namespace sluice::e2e {
@@ -22,11 +23,15 @@ std::string input_lines() {
 }
 
 std::string pipeline(const std::string& on_error) {
-  return "version: 1\npipelines:\n  - id: dl\n    source: {connector: file, settings: {path: in.jsonl}}\n"
-         "    destination: {connector: sqlite, settings: {path: out.db}}\n    batch: {max_records: 8}\n"
-         "    on_error: " + on_error + "\n" +
-         (on_error == "dlq" ? "    dlq: {connector: file, settings: {path: dead.jsonl}}\n" : "") +
-         "checkpoints: {path: cp.db}\nhttp: {enabled: false}\n";
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  test::PipelineYaml& p = f.pipeline("dl");
+  p.source("file").set("path", "in.jsonl");
+  p.destination("sqlite").set("path", "out.db");
+  p.max_records(8);
+  p.on_error = on_error;
+  if (on_error == "dlq") p.dlq("file").set("path", "dead.jsonl");
+  return f.yaml();
 }
 
 TEST(DeadLetter, RejectedRecordGoesToTheQueueWithItsErrorAndTheRestLands) {

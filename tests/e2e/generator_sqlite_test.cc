@@ -7,6 +7,7 @@
 
 #include "connectors/generator/employees.h"
 #include "e2e/harness.h"
+#include "support/pipeline_file.h"
 #include "sluice/value.h"
 
 namespace sluice::e2e {
@@ -16,22 +17,14 @@ using namespace std::chrono_literals;
 
 std::string pipeline_yaml(int64_t count, const std::string& operations, double rate = 0,
                           bool checkpoint_in_destination = false) {
-  std::string ops = operations.empty() ? "" : "        operations: " + operations + "\n";
-  return "version: 1\n"
-         "pipelines:\n"
-         "  - id: gen-to-sqlite\n"
-         "    source:\n"
-         "      connector: generator\n"
-         "      settings:\n"
-         "        count: " + std::to_string(count) + "\n"
-         "        rate: " + std::to_string(rate) + "\n"
-         "        seed: 7\n" + ops +
-         "    destination:\n"
-         "      connector: sqlite\n"
-         "      settings: {path: out.db, table: employees" +
-         std::string(checkpoint_in_destination ? ", checkpoint_in_destination: true" : "") + "}\n"
-         "checkpoints: {path: state/checkpoints.db}\n"
-         "http: {enabled: false}\n";
+  test::PipelineFile f;
+  test::ConnectorYaml& src = f.pipeline("gen-to-sqlite").source("generator").set("count", count).set("rate", rate);
+  src.set("seed", 7);
+  if (!operations.empty()) src.set("operations", test::Yaml::raw(operations));  // a flow map as written
+  test::ConnectorYaml& dst = f.pipeline("gen-to-sqlite").destination("sqlite").set("path", "out.db");
+  dst.set("table", "employees");
+  if (checkpoint_in_destination) dst.set("checkpoint_in_destination", true);
+  return f.yaml();
 }
 
 // Expected final table: id -> event index of the row's latest version; deleted ids absent.
@@ -235,9 +228,11 @@ TEST(Cli, BadConfigIsOneLineWithLocationAndExitTwo) {
 TEST(Cli, IdleExitStopsAFollowingPipelineOnceEverythingIsAcknowledged) {
   auto dir = make_temp_dir("idle");
   write_file(dir / "in.jsonl", "");
-  write_file(dir / "p.yaml",
-             "version: 1\npipelines:\n  - id: tail\n    source: {connector: file, settings: {path: in.jsonl, follow: true}}\n"
-             "    destination: {connector: discard}\ncheckpoints: {path: cp.db}\nhttp: {enabled: false}\n");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  f.pipeline("tail").source("file").set("path", "in.jsonl").set("follow", true);
+  f.pipeline("tail").destination("discard");
+  f.write(dir / "p.yaml");
   Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
   EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
   std::filesystem::remove_all(dir);

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "e2e/harness.h"
+#include "support/pipeline_file.h"
 
 namespace sluice::e2e {
 namespace {
@@ -13,9 +14,12 @@ using namespace std::chrono_literals;
 
 TEST(Observability, MetricsAndHealthWhileRunning) {
   auto dir = make_temp_dir("metrics");
-  write_file(dir / "p.yaml",
-             "version: 1\npipelines:\n  - id: m\n    source: {connector: generator, settings: {rate: 5000}}\n"
-             "    destination: {connector: discard}\ncheckpoints: {path: cp.db}\nhttp: {listen: 127.0.0.1:0}\n");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  f.http = test::YamlMap().set("listen", "127.0.0.1:0");
+  f.pipeline("m").source("generator").set("rate", 5000);
+  f.pipeline("m").destination("discard");
+  f.write(dir / "p.yaml");
   Process p({"run", "p.yaml", "--log-format", "json"}, dir);
   int port = 0;
   std::smatch m;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "e2e/harness.h"
+#include "support/pipeline_file.h"
 #include "sluice/json.h"
 
 namespace sluice::e2e {
@@ -9,24 +10,19 @@ namespace {
 
 TEST(ProcessorsEndToEnd, ExcludeRenameSetAndFilterShapeTheOutput) {
   auto dir = make_temp_dir("proc");
-  write_file(dir / "p.yaml", R"(version: 1
-pipelines:
-  - id: shaped
-    source:
-      connector: generator
-      settings: {count: 5000, operations: {create: 0.7, update: 0.2, delete: 0.1}}
-    processors:
-      - {type: filter, settings: {operations: [create, update]}}
-      - {type: filter, settings: {field: after.salary, op: ge, value: "100000"}}
-      - {type: field.exclude, settings: {fields: [after.email]}}
-      - {type: field.rename, settings: {mapping: {after.name: full_name}}}
-      - {type: field.set, settings: {field: metadata.origin, value: "${ORIGIN_NAME:-gen}"}}
-    destination:
-      connector: file
-      settings: {path: out.jsonl}
-checkpoints: {path: cp.db}
-http: {enabled: false}
-)");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  test::PipelineYaml& p = f.pipeline("shaped");
+  p.source("generator")
+      .set("count", 5000)
+      .set("operations", test::Yaml::map({{"create", 0.7}, {"update", 0.2}, {"delete", 0.1}}));
+  p.processor("filter").set("operations", test::Yaml::strings({"create", "update"}));
+  p.processor("filter").set("field", "after.salary").set("op", "ge").set("value", "100000");
+  p.processor("field.exclude").set("fields", test::Yaml::strings({"after.email"}));
+  p.processor("field.rename").set("mapping", test::Yaml::map({{"after.name", "full_name"}}));
+  p.processor("field.set").set("field", "metadata.origin").set("value", "${ORIGIN_NAME:-gen}");
+  p.destination("file").set("path", "out.jsonl");
+  f.write(dir / "p.yaml");
   ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir), 0) << read_file(dir / "stderr.txt");
   std::istringstream lines(read_file(dir / "out.jsonl"));
   std::string line;

@@ -18,13 +18,7 @@ using e2e::Process;
 using test::opencdc_json;
 using test::ProduceMessage;
 
-struct KafkaScope {
-  std::vector<std::string> topics, groups;
-  ~KafkaScope() {
-    test::delete_topics(topics);
-    test::delete_groups(groups);
-  }
-};
+using test::KafkaScope;
 
 // Creates, updates and deletes of `keys` keys; `want` tracks the end state (id → v).
 std::vector<ProduceMessage> changes(std::mt19937_64& rng, int n, int64_t keys, int round,

@@ -16,8 +16,12 @@ TEST(MysqlSourceFault, KillDuringSnapshotThenResumeConverges) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT seq, seq % 13, 'seed' FROM seq_0_to_59999"));
   auto dir = e2e::make_temp_dir("mysql-fault-snap");
-  e2e::write_file(dir / "p.yaml", pipeline_yaml("snap", db.url(), "\"*\"", "{connector: sqlite, settings: {path: out.db}}",
-                                                "        snapshot.chunk_size: 300\n", 300));
+  {
+    test::PipelineFile f = pipeline_file("snap", db.url(), {"*"}, 300);
+    f.pipeline("snap").source_.set("snapshot.chunk_size", 300);
+    f.pipeline("snap").destination("sqlite").set("path", "out.db");
+    e2e::write_file(dir / "p.yaml", f.yaml());
+  }
   {
     e2e::Process p({"run", "p.yaml"}, dir);
     // Mid-snapshot: a keyset checkpoint past the first chunks.
@@ -50,7 +54,11 @@ TEST(MysqlSourceFault, KillDuringCdcAndInsideATransactionThenResumeConverges) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT seq, 0, 'seed' FROM seq_0_to_999"));
   auto dir = e2e::make_temp_dir("mysql-fault-cdc");
-  e2e::write_file(dir / "p.yaml", pipeline_yaml("cdc", db.url(), "\"*\"", "{connector: sqlite, settings: {path: out.db}}", "", 100));
+  {
+    test::PipelineFile f = pipeline_file("cdc", db.url(), {"*"}, 100);
+    f.pipeline("cdc").destination("sqlite").set("path", "out.db");
+    e2e::write_file(dir / "p.yaml", f.yaml());
+  }
   {
     e2e::Process p({"run", "p.yaml"}, dir);
     ASSERT_TRUE(pgtest::wait_for_checkpoint(p, dir, "cdc", [](const std::string& c) { return c.starts_with("cdc "); }))

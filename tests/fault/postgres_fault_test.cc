@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "integration/pg_harness.h"
+#include "support/readers.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -234,6 +235,60 @@ TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
                            "SELECT id, n, s FROM t ORDER BY id"),
             0);
   std::filesystem::remove_all(dir);
+}
+
+// The server ends a terminated walsender asynchronously: a reconnect can find the slot still
+// "active for PID" of the connection just dropped. Here the test takes the slot the moment the
+// terminated walsender lets go and holds it while sluice reconnects: sluice must keep retrying
+// (not drop the pipeline as if another process owned the slot) and resume once it is free.
+TEST(PostgresFaults, ReconnectWaitsWhileTheDroppedConnectionStillHoldsTheSlot) {
+  TestDb db("busy_slot");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int)"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, g FROM generate_series(1, 100) g"));
+  auto dir = e2e::make_temp_dir("pg-busy-slot");
+  PipelineFile f;
+  f.id = "busy_slot";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml"}, dir);
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "busy_slot", [](const std::string& c) { return starts_with(c, "cdc "); }))
+      << p.stderr_text();
+  int held = 0;
+  for (int round = 0; round < 5 && held == 0; ++round) {
+    std::string pid;
+    ASSERT_TRUE(wait_until([&] {
+      pid = db.sql().scalar("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_busy_slot' AND active");
+      return !pid.empty();
+    }, 30s)) << p.stderr_text();
+    PGconn* holder = PQconnectdb((db.url() + "?replication=database").c_str());
+    ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
+    ASSERT_EQ(db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")"), "t");
+    bool got = false;
+    for (const auto until = std::chrono::steady_clock::now() + 5s; !got && std::chrono::steady_clock::now() < until;) {
+      PGresult* r = PQexec(holder, "START_REPLICATION SLOT sluice_busy_slot LOGICAL 0/0 "
+                                   "(proto_version '1', publication_names 'sluice_busy_slot')");
+      got = PQresultStatus(r) == PGRES_COPY_BOTH;
+      PQclear(r);
+      if (!got) std::this_thread::sleep_for(1ms);
+    }
+    if (got) {
+      ++held;
+      std::this_thread::sleep_for(1500ms);  // sluice's reconnects meanwhile find the slot in use
+    }
+    PQfinish(holder);
+  }
+  ASSERT_GE(held, 1) << "sluice always took the slot back first; the case was not exercised";
+  ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, g FROM generate_series(101, 200) g"));
+  EXPECT_TRUE(wait_until([&] {
+    auto rows = test::read_sqlite_table(dir / "out.db", "t", {"id"});
+    return rows && rows->size() == 200;
+  }, 60s, 100ms)) << p.stderr_text();
+  EXPECT_TRUE(p.running()) << p.stderr_text();
+  p.terminate();
+  EXPECT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
 TEST(PostgresFaults, CleanupDropsTheSlotThePublicationAndTheCheckpoint) {

@@ -3,7 +3,6 @@
 // the previous position, and stored_position() reads it back (also after a reopen). Each test
 // writes into a database of its own.
 #include <gtest/gtest.h>
-#include <mysql.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "connectors/mysql/mysql_url.h"
 #include "integration/pg_harness.h"
+#include "support/env.h"
+#include "support/sql.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -156,74 +156,46 @@ TEST(CheckpointInDestinationPostgres, OffByDefault) {
 
 // ── MySQL / MariaDB ────────────────────────────────────────────────────────
 
-class MyClient {
- public:
-  ~MyClient() {
-    if (c_) mysql_close(c_);
-  }
-  bool connect(const mysql::MysqlUrl& u, const std::string& db) {
-    c_ = mysql_init(nullptr);
-    mysql_optionsv(c_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    if (!mysql_real_connect(c_, u.host.c_str(), u.user.c_str(), u.password.c_str(), db.empty() ? nullptr : db.c_str(),
-                            u.port, nullptr, 0)) {
-      ADD_FAILURE() << "cannot connect: " << mysql_error(c_);
-      return false;
-    }
-    return true;
-  }
-  std::vector<std::string> column(const std::string& sql) {
-    std::vector<std::string> out;
-    if (mysql_real_query(c_, sql.data(), sql.size()) != 0) {
-      ADD_FAILURE() << mysql_error(c_) << ": " << sql;
-      return out;
-    }
-    if (MYSQL_RES* res = mysql_store_result(c_)) {
-      while (MYSQL_ROW row = mysql_fetch_row(res)) {
-        unsigned long* len = mysql_fetch_lengths(res);
-        out.push_back(row[0] ? std::string(row[0], len[0]) : "NULL");
-      }
-      mysql_free_result(res);
-    }
-    return out;
-  }
-
- private:
-  MYSQL* c_ = nullptr;
-};
+// The first column of each row (NULL as "NULL").
+std::vector<std::string> column(test::MysqlClient& c, const std::string& sql) {
+  std::vector<std::string> out;
+  for (const Row& r : c.query(sql)) out.push_back(r.empty() || !r[0] ? "NULL" : *r[0]);
+  return out;
+}
 
 class CheckpointInDestinationMysql : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* v = std::getenv("SLUICE_TEST_MYSQL_URL");
-    ASSERT_TRUE(v && *v) << "SLUICE_TEST_MYSQL_URL is not set: `eval \"$(scripts/services start mariadb)\"`";
-    auto u = mysql::parse_mysql_url(v);
-    ASSERT_TRUE(u.ok()) << u.error().message();
-    url_ = u.value();
+    const std::string base = test::mysql_url();
+    ASSERT_FALSE(base.empty());
+    url_ = test::MyUrl::parse(base);
     db_ = "sluice_cid_" + std::to_string(::getpid()) + "_" +
           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    ASSERT_TRUE(admin_.connect(url_, ""));
-    admin_.column("DROP DATABASE IF EXISTS `" + db_ + "`");
-    admin_.column("CREATE DATABASE `" + db_ + "` CHARACTER SET utf8mb4");
-    ASSERT_TRUE(client_.connect(url_, db_));
+    ASSERT_TRUE(admin_.connect(base, std::string()));
+    admin_.exec("DROP DATABASE IF EXISTS `" + db_ + "`");
+    admin_.exec("CREATE DATABASE `" + db_ + "` CHARACTER SET utf8mb4");
+    ASSERT_TRUE(client_.connect(base, db_));
   }
   void TearDown() override {
-    if (!db_.empty() && !HasFailure()) admin_.column("DROP DATABASE IF EXISTS `" + db_ + "`");
+    if (!db_.empty() && !HasFailure()) admin_.exec("DROP DATABASE IF EXISTS `" + db_ + "`");
   }
   std::string dest_url() const {
-    return "mysql://" + url_.user + ":" + url_.password + "@" + url_.host + ":" + std::to_string(url_.port) + "/" + db_;
+    test::MyUrl u = url_;
+    u.db = db_;
+    return u.str();
   }
 
-  mysql::MysqlUrl url_;
+  test::MyUrl url_;
   std::string db_;
-  MyClient admin_, client_;
+  test::MysqlClient admin_, client_;
 };
 
 TEST_F(CheckpointInDestinationMysql, PositionCommitsWithTheBatch) {
   run_scenario([&] { return make_dest("mysql", {{"url", dest_url()}, {"checkpoint_in_destination", "true"}}); },
-               [&] { return joined(client_.column("SELECT id FROM employees ORDER BY id")); });
-  EXPECT_EQ(client_.column("SELECT position FROM sluice_checkpoints WHERE pipeline = 'cid'"),
+               [&] { return joined(column(client_, "SELECT id FROM employees ORDER BY id")); });
+  EXPECT_EQ(column(client_, "SELECT position FROM sluice_checkpoints WHERE pipeline = 'cid'"),
             std::vector<std::string>{"pos-4"});
-  EXPECT_EQ(client_.column("SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '" + db_ +
+  EXPECT_EQ(column(client_, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '" + db_ +
                            "' AND TABLE_NAME = 'sluice_checkpoints' AND COLUMN_NAME = 'position'"),
             std::vector<std::string>{"longblob"});
 }
@@ -237,7 +209,7 @@ TEST_F(CheckpointInDestinationMysql, OffByDefault) {
   b.set_position("p");
   ASSERT_TRUE(write(*d, b).ok());
   d->close();
-  EXPECT_EQ(client_.column("SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" + db_ +
+  EXPECT_EQ(column(client_, "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" + db_ +
                            "' AND TABLE_NAME = 'sluice_checkpoints'"),
             std::vector<std::string>{"0"});
 }

@@ -5,7 +5,6 @@
 // to the dead-letter queue with its error while the rest lands (dlq), or stops the pipeline with
 // nothing of the failing batch written (stop).
 #include <gtest/gtest.h>
-#include <mysql.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "connectors/mysql/mysql_url.h"
 #include "integration/pg_harness.h"
+#include "support/pipeline_file.h"
+#include "support/sql.h"
 #include "sluice/json.h"
 
 namespace sluice::pgtest {
@@ -24,87 +24,15 @@ using e2e::Process;
 
 // ── MariaDB: a database of its own per test ────────────────────────────────
 
-class MyConn {
+// On UTC, so DATETIME/TIMESTAMP values read back as the UTC wall time.
+class MyTestDb : public test::MysqlDatabase {
  public:
-  MyConn() = default;
-  ~MyConn() {
-    if (c_) mysql_close(c_);
-  }
-  MyConn(const MyConn&) = delete;
-  MyConn& operator=(const MyConn&) = delete;
-
-  bool connect(const mysql::MysqlUrl& u, const std::string& db) {
-    c_ = mysql_init(nullptr);
-    mysql_optionsv(c_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    if (!mysql_real_connect(c_, u.host.c_str(), u.user.c_str(), u.password.c_str(), db.empty() ? nullptr : db.c_str(),
-                            u.port, nullptr, 0)) {
-      ADD_FAILURE() << "cannot connect to MariaDB: " << mysql_error(c_);
-      return false;
-    }
-    return exec("SET SESSION time_zone='+00:00'");
-  }
-  bool exec(const std::string& sql) {
-    if (mysql_real_query(c_, sql.data(), sql.size()) != 0) {
-      ADD_FAILURE() << "MariaDB: " << mysql_error(c_) << "  in: " << sql.substr(0, 300);
-      return false;
-    }
-    if (MYSQL_RES* r = mysql_store_result(c_)) mysql_free_result(r);
-    return true;
-  }
-  // Rows of text, nullopt for NULL; `quiet`: no test failure on error (e.g. no table yet).
-  std::vector<Row> query(const std::string& sql, bool quiet = false) {
-    std::vector<Row> out;
-    if (mysql_real_query(c_, sql.data(), sql.size()) != 0) {
-      if (!quiet) ADD_FAILURE() << "MariaDB: " << mysql_error(c_) << "  in: " << sql.substr(0, 300);
-      return out;
-    }
-    MYSQL_RES* res = mysql_store_result(c_);
-    if (!res) return out;
-    const unsigned n = mysql_num_fields(res);
-    while (MYSQL_ROW row = mysql_fetch_row(res)) {
-      unsigned long* len = mysql_fetch_lengths(res);
-      Row r;
-      for (unsigned i = 0; i < n; ++i)
-        r.push_back(row[i] ? std::optional<std::string>(std::string(row[i], len[i])) : std::nullopt);
-      out.push_back(std::move(r));
-    }
-    mysql_free_result(res);
-    return out;
-  }
-
- private:
-  MYSQL* c_ = nullptr;
-};
-
-class MyTestDb {
- public:
-  explicit MyTestDb(const std::string& name) : name_("sluice_t_" + name) {
-    const std::string base = env_url("SLUICE_TEST_MYSQL_URL", "mariadb");
-    if (base.empty()) return;
-    auto u = mysql::parse_mysql_url(base);
-    if (!u.ok()) {
-      ADD_FAILURE() << u.error().message();
-      return;
-    }
-    u_ = u.value();
-    if (!admin_.connect(u_, "")) return;
-    admin_.exec("DROP DATABASE IF EXISTS `" + name_ + "`");
-    if (!admin_.exec("CREATE DATABASE `" + name_ + "` CHARACTER SET utf8mb4")) return;
-    ok_ = conn_.connect(u_, name_);
-  }
-  ~MyTestDb() {
-    if (ok_) admin_.exec("DROP DATABASE IF EXISTS `" + name_ + "`");
+  explicit MyTestDb(const std::string& name) : MysqlDatabase("sluice_t_" + name) {
+    ok_ = MysqlDatabase::ok() && sql().exec("SET SESSION time_zone='+00:00'");
   }
   bool ok() const { return ok_; }
-  std::string url() const {
-    return "mysql://" + u_.user + ":" + u_.password + "@" + u_.host + ":" + std::to_string(u_.port) + "/" + name_;
-  }
-  MyConn& sql() { return conn_; }
 
  private:
-  std::string name_;
-  mysql::MysqlUrl u_;
-  MyConn admin_, conn_;
   bool ok_ = false;
 };
 
@@ -307,19 +235,13 @@ bool apply_changes(Conn& pg) {
          pg.exec(update_sql(1, Set::c)) && pg.exec(update_sql(2, Set::a)) && pg.exec("DELETE FROM types WHERE id = 6");
 }
 
-std::string pipeline_yaml(const std::string& id, const std::string& pg_url, const std::string& destination) {
-  return "version: 1\n"
-         "pipelines:\n"
-         "  - id: " + id + "\n"
-         "    source:\n"
-         "      connector: postgres\n"
-         "      settings:\n"
-         "        url: \"" + pg_url + "\"\n"
-         "        tables: [public.types]\n"
-         "    destination:\n" + destination +
-         "    batch: {max_records: 100, linger_ms: 20}\n"
-         "checkpoints: {path: state/checkpoints.db}\n"
-         "http: {enabled: false}\n";
+std::string pipeline_yaml(const std::string& id, const std::string& pg_url, const test::ConnectorYaml& destination) {
+  test::PipelineFile f;
+  test::PipelineYaml& p = f.pipeline(id);
+  p.source("postgres").set("url", pg_url).set("tables", test::Yaml::strings({"public.types"}));
+  p.destination_ = destination;
+  p.max_records(100).linger_ms(20);
+  return f.yaml();
 }
 
 std::string show(const std::optional<std::string>& v) { return v ? "'" + *v + "'" : std::string("NULL"); }
@@ -341,7 +263,7 @@ void expect_rows(const std::vector<Row>& got, const std::vector<Row>& want, cons
 }
 
 // Runs the pipeline: snapshot, then (once in CDC) the changes, until `read()` equals `want`.
-void run_round_trip(TestDb& src, const std::string& pipeline_id, const std::string& destination_yaml,
+void run_round_trip(TestDb& src, const std::string& pipeline_id, const test::ConnectorYaml& destination_yaml,
                     const std::function<std::vector<Row>()>& read, const std::vector<Row>& want,
                     const std::string& where) {
   ASSERT_TRUE(load_snapshot(src.sql()));
@@ -374,9 +296,7 @@ TEST(PostgresToMariadb, EveryTypeRoundTrips) {
   const std::string sql = "SELECT " + select_list("`", true) + " FROM types ORDER BY id";
   run_round_trip(
       src, "rt_maria",
-      "      connector: mysql\n"
-      "      settings:\n"
-      "        url: \"" + dst.url() + "\"\n",
+      test::ConnectorYaml{"mysql", {}}.set("url", dst.url()),
       [&] { return dst.sql().query(sql, true); }, expected_rows(true), "MariaDB");
   // The column types the documented mapping chooses from the first values.
   auto types = dst.sql().query(
@@ -448,8 +368,7 @@ TEST(PostgresToSqlite, EveryTypeRoundTrips) {
   const std::string sql = "SELECT " + select_list("\"", false) + " FROM types ORDER BY id";
   run_round_trip(
       src, "rt_sqlite",
-      "      connector: sqlite\n"
-      "      settings: {path: \"" + path.string() + "\"}\n",
+      test::ConnectorYaml{"sqlite", {}}.set("path", path.string()),
       [&] { return read_sqlite(path, sql); }, expected_rows(false), "SQLite");
   std::filesystem::remove_all(out_dir);
 }
@@ -468,16 +387,20 @@ std::string items_lines(const std::vector<int>& bad_ids, int bad) {
   return out;
 }
 
-std::string file_pipeline(const std::string& destination, const std::string& on_error) {
-  return "version: 1\npipelines:\n  - id: dl\n    source: {connector: file, settings: {path: in.jsonl}}\n"
-         "    destination:\n" + destination + "    batch: {max_records: 8}\n"
-         "    on_error: " + on_error + "\n" +
-         (on_error == "dlq" ? "    dlq: {connector: file, settings: {path: dead.jsonl}}\n" : "") +
-         "checkpoints: {path: cp.db}\nhttp: {enabled: false}\n";
+std::string file_pipeline(const test::ConnectorYaml& destination, const std::string& on_error) {
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  test::PipelineYaml& p = f.pipeline("dl");
+  p.source("file").set("path", "in.jsonl");
+  p.destination_ = destination;
+  p.max_records(8);
+  p.on_error = on_error;
+  if (on_error == "dlq") p.dlq("file").set("path", "dead.jsonl");
+  return f.yaml();
 }
 
 // Runs 20 records (5 and 13 rejected) with on_error: dlq; checks the dead-letter file.
-void expect_dead_letters(const std::string& destination, int bad, const std::vector<std::string>& error_mentions,
+void expect_dead_letters(const test::ConnectorYaml& destination, int bad, const std::vector<std::string>& error_mentions,
                          const std::function<std::vector<Row>()>& ids_landed) {
   auto dir = e2e::make_temp_dir("rt-dlq");
   e2e::write_file(dir / "in.jsonl", items_lines({5, 13}, bad));
@@ -513,7 +436,7 @@ void expect_dead_letters(const std::string& destination, int bad, const std::vec
 
 // Record 5 rejected with on_error: stop: exit 1, the error on stderr, nothing of the first batch
 // (records 1..8) written, no checkpoint.
-void expect_stop(const std::string& destination, int bad, const std::string& error_mention,
+void expect_stop(const test::ConnectorYaml& destination, int bad, const std::string& error_mention,
                  const std::function<std::vector<Row>()>& ids_landed) {
   auto dir = e2e::make_temp_dir("rt-stop");
   e2e::write_file(dir / "in.jsonl", items_lines({5}, bad));
@@ -527,12 +450,8 @@ void expect_stop(const std::string& destination, int bad, const std::string& err
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
-std::string pg_destination(const std::string& url) {
-  return "      connector: postgres\n      settings:\n        url: \"" + url + "\"\n";
-}
-std::string my_destination(const std::string& url) {
-  return "      connector: mysql\n      settings:\n        url: \"" + url + "\"\n";
-}
+test::ConnectorYaml pg_destination(const std::string& url) { return test::ConnectorYaml{"postgres", {}}.set("url", url); }
+test::ConnectorYaml my_destination(const std::string& url) { return test::ConnectorYaml{"mysql", {}}.set("url", url); }
 
 TEST(PostgresDestination, RejectedRowGoesToTheDeadLetterQueue) {
   TestDb db("rt_pg_dlq");

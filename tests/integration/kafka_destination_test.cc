@@ -194,7 +194,7 @@ TEST(KafkaDestination, AnOversizedRecordGoesToTheDeadLetterQueueAndTheRestLands)
   f.tables = {"public.t"};
   f.source_settings = {{"snapshot.mode", "initial_only"}};
   f.destination_settings = {{"topic", topic}, {"format", "debezium"}};
-  f.pipeline_extra = "    on_error: dlq\n    dlq: {connector: file, settings: {path: dlq.jsonl}}\n";
+  f.pipeline_extra = {{"on_error", "dlq"}, {"dlq", "{connector: file, settings: {path: dlq.jsonl}}"}};
   auto dir = e2e::make_temp_dir("kd-dlq");
   e2e::write_file(dir / "p.yaml", f.yaml());
   run_ok(dir);
@@ -215,10 +215,10 @@ TEST(KafkaDestination, WrongBrokersFailWithOneLineNamingTheFix) {
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY)"));
   auto dir = e2e::make_temp_dir("kd-wrong");
-  std::string yaml =
-      "version: 1\npipelines:\n  - id: kd_wrong\n    source:\n      connector: postgres\n      settings:\n"
-      "        url: \"" + db.url() + "\"\n        tables: [public.t]\n    destination:\n      connector: kafka\n"
-      "      settings: {brokers: \"127.0.0.1:1\"}\ncheckpoints: {path: state/checkpoints.db}\nhttp: {enabled: false}\n";
+  test::PipelineFile f;
+  f.pipeline("kd_wrong").source("postgres").set("url", db.url()).set("tables", test::Yaml::strings({"public.t"}));
+  f.pipeline("kd_wrong").destination("kafka").set("brokers", "127.0.0.1:1");
+  std::string yaml = f.yaml();
   e2e::write_file(dir / "p.yaml", yaml);
   Process p({"run", "p.yaml"}, dir);
   const int rc = p.wait_for(60s);

@@ -22,18 +22,7 @@ using test::opencdc_json;
 using test::ProduceMessage;
 
 // Topics and groups of one test, removed when it ends.
-struct KafkaScope {
-  std::vector<std::string> topics, groups;
-  ~KafkaScope() {
-    test::delete_topics(topics);
-    test::delete_groups(groups);
-  }
-  std::string topic(const std::string& prefix, int partitions = 1) {
-    topics.push_back(test::unique_topic(prefix));
-    test::create_topic(topics.back(), partitions);
-    return topics.back();
-  }
-};
+using test::KafkaScope;
 
 KafkaSourcePipelineFile pipeline(const std::string& id, std::vector<std::string> topics, const std::string& url) {
   KafkaSourcePipelineFile f;
@@ -351,12 +340,10 @@ TEST(KafkaSource, AOneMegabyteMessageAndTheKafkaMetadataArrive) {
   KafkaSourcePipelineFile f = pipeline("ks_big", {topic}, db.url());
   k.groups.push_back("sluice-ks_big");
   // The file destination shows the metadata each record carries.
-  const std::string yaml = "version: 1\npipelines:\n"
-                           "  - id: ks_big\n"
-                           "    source:\n      connector: kafka\n      settings:\n        brokers: \"" + f.brokers +
-                           "\"\n        topics: [\"" + topic + "\"]\n"
-                           "    destination:\n      connector: file\n      settings: {path: out.jsonl}\n"
-                           "checkpoints: {path: state/checkpoints.db}\nhttp: {enabled: false}\n";
+  test::PipelineFile file_run;
+  file_run.pipeline("ks_big").source("kafka").set("brokers", f.brokers).set("topics", test::Yaml::strings({topic}));
+  file_run.pipeline("ks_big").destination("file").set("path", "out.jsonl");
+  const std::string yaml = file_run.yaml();
   e2e::write_file(dir / "f.yaml", yaml);
   ASSERT_EQ(e2e::run_sluice({"run", "f.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
   const auto lines = lines_of(e2e::read_file(dir / "out.jsonl"));

@@ -15,76 +15,36 @@
 #include "connectors/mysql/mysql_url.h"
 #include "sluice/batch.h"
 #include "sluice/registry.h"
+#include "support/env.h"
+#include "support/sql.h"
 
 namespace sluice {
 namespace {
 
-std::string env_mysql_url() {
-  const char* v = std::getenv("SLUICE_TEST_MYSQL_URL");
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << "SLUICE_TEST_MYSQL_URL is not set: start the server with "
-                     "`eval \"$(scripts/services start mariadb)\"` (or run `make test`), then run the tests again";
-    return "";
-  }
-  return v;
-}
+std::string env_mysql_url() { return test::mysql_url(); }
 
-// A plain libmariadb connection for setting up and reading back.
+// The shared MySQL client (tests/support) read as "v1|v2|..." rows (NULL for nulls), on UTC.
 class Client {
  public:
-  Client() = default;
-  ~Client() {
-    if (c_) mysql_close(c_);
-  }
-  Client(const Client&) = delete;
-  Client& operator=(const Client&) = delete;
-
   bool connect(const mysql::MysqlUrl& u, const std::string& db) {
-    c_ = mysql_init(nullptr);
-    mysql_optionsv(c_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-    if (!mysql_real_connect(c_, u.host.c_str(), u.user.c_str(), u.password.c_str(), db.empty() ? nullptr : db.c_str(),
-                            u.port, nullptr, 0)) {
-      ADD_FAILURE() << "cannot connect: " << mysql_error(c_);
-      return false;
-    }
+    test::MyUrl url;
+    url.user = u.user;
+    url.password = u.password;
+    url.host = u.host;
+    url.port = int(u.port);
+    if (!c_.connect(url.str(), db)) return false;
     exec("SET SESSION time_zone='+00:00'");
     return true;
   }
-
-  void exec(const std::string& sql) {
-    if (mysql_real_query(c_, sql.data(), sql.size()) != 0) ADD_FAILURE() << mysql_error(c_) << ": " << sql;
-    if (MYSQL_RES* r = mysql_store_result(c_)) mysql_free_result(r);
-  }
-
-  // Each row as "v1|v2|..." with NULL for nulls.
-  std::vector<std::string> rows(const std::string& sql) {
-    std::vector<std::string> out;
-    if (mysql_real_query(c_, sql.data(), sql.size()) != 0) {
-      ADD_FAILURE() << mysql_error(c_) << ": " << sql;
-      return out;
-    }
-    MYSQL_RES* res = mysql_store_result(c_);
-    if (!res) return out;
-    unsigned n = mysql_num_fields(res);
-    while (MYSQL_ROW row = mysql_fetch_row(res)) {
-      unsigned long* len = mysql_fetch_lengths(res);
-      std::string line;
-      for (unsigned i = 0; i < n; ++i) {
-        if (i) line += '|';
-        line += row[i] ? std::string(row[i], len[i]) : std::string("NULL");
-      }
-      out.push_back(line);
-    }
-    mysql_free_result(res);
-    return out;
-  }
+  void exec(const std::string& sql) { c_.exec(sql); }
+  std::vector<std::string> rows(const std::string& sql) { return test::joined(c_.query(sql)); }
   std::string one(const std::string& sql) {
     auto r = rows(sql);
     return r.empty() ? "<no row>" : r[0];
   }
 
  private:
-  MYSQL* c_ = nullptr;
+  test::MysqlClient c_;
 };
 
 using Rows = std::vector<std::string>;

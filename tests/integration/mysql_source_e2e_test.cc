@@ -10,8 +10,12 @@ TEST(MysqlSourceE2e, SnapshotWhileAWriterKeepsWritingConvergesInSqlite) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(20))"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT seq, seq % 97, 'seed' FROM seq_0_to_59999"));
   auto dir = e2e::make_temp_dir("mysql-sqlite");
-  e2e::write_file(dir / "p.yaml", pipeline_yaml("my-sqlite", db.url(), "\"*\"", "{connector: sqlite, settings: {path: out.db}}",
-                                                "        snapshot.chunk_size: 500\n", 500));
+  {
+    test::PipelineFile f = pipeline_file("my-sqlite", db.url(), {"*"}, 500);
+    f.pipeline("my-sqlite").source_.set("snapshot.chunk_size", 500);
+    f.pipeline("my-sqlite").destination("sqlite").set("path", "out.db");
+    e2e::write_file(dir / "p.yaml", f.yaml());
+  }
   Writer writer(db.url(), "t", 60000);
   ASSERT_TRUE(pgtest::wait_until([&] { return writer.steps() > 0; }, 10s));
   e2e::Process p({"run", "p.yaml"}, dir);
@@ -39,8 +43,11 @@ TEST(MysqlSourceE2e, MysqlToPostgres) {
   ASSERT_TRUE(db.sql().exec("INSERT INTO items VALUES (1, 'h\xc3\xa9', 12.345, '2024-01-02 03:04:05.123456', '{\"a\": 1}', 0x0102), "
                             "(2, NULL, -0.001, NULL, NULL, NULL)"));
   auto dir = e2e::make_temp_dir("mysql-pg");
-  e2e::write_file(dir / "p.yaml", pipeline_yaml("my-pg", db.url(), "\"*\"",
-                                                "{connector: postgres, settings: {url: \"" + pg.url() + "\"}}"));
+  {
+    test::PipelineFile f = pipeline_file("my-pg", db.url(), {"*"});
+    f.pipeline("my-pg").destination("postgres").set("url", pg.url());
+    e2e::write_file(dir / "p.yaml", f.yaml());
+  }
   e2e::Process p({"run", "p.yaml"}, dir);
   auto count = [&](const std::string& sql) { return pg.sql().scalar(sql); };
   ASSERT_TRUE(pgtest::wait_until([&] { return count("SELECT count(*) FROM pg_tables WHERE tablename = 'items'") == "1" &&

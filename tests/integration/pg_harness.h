@@ -1,12 +1,11 @@
-// Helpers for tests against the real PostgreSQL test server (scripts/services start postgres):
-// server addresses from the environment (a missing one fails the test, never skips it), one
-// database per test (created at start, dropped with its replication slots at the end), libpq
-// for SQL, the postgres source driven in-process, and the sluice binary driven postgres → SQLite.
-// Shared by tests/integration and tests/fault (#include "integration/pg_harness.h").
+// PostgreSQL tests: the names they use for the shared test support (tests/support: the server's
+// address, a database per test, the libpq client, process control, the pipeline-file builder),
+// and what only they need: the postgres source driven in-process, the sluice binary driven
+// postgres → SQLite, comparisons of a PostgreSQL table with its SQLite copy, a writer thread.
+// Shared by tests/integration, tests/fault and tests/serial (#include "integration/pg_harness.h").
 #pragma once
 
 #include <gtest/gtest.h>
-#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include <atomic>
@@ -24,6 +23,10 @@
 #include <vector>
 
 #include "e2e/harness.h"
+#include "support/env.h"
+#include "support/pipeline_file.h"
+#include "support/sql.h"
+#include "support/sqlite.h"
 #include "sluice/batch.h"
 #include "sluice/connector.h"
 #include "sluice/registry.h"
@@ -33,223 +36,43 @@ namespace sluice::pgtest {
 
 using namespace std::chrono_literals;
 
-// The address a service exports, or "" after failing the current test with how to get it.
 inline std::string env_url(const char* var = "SLUICE_TEST_PG_URL", const char* service = "postgres") {
-  const char* v = std::getenv(var);
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << var << " is not set: start the server with `eval \"$(scripts/services start " << service
-                  << ")\"` (or run `make test`), then run the tests again";
-    return "";
-  }
-  return v;
+  return test::required_env(var, service);
 }
 
-// postgresql://user:password@host:port/db?params with another database and/or credentials.
-struct PgUrl {
-  std::string scheme, userinfo, hostport, db, query;
-
-  static PgUrl parse(const std::string& url) {
-    PgUrl u;
-    size_t p = url.find("://");
-    if (p == std::string::npos) throw std::runtime_error("not a postgresql:// URL: " + url);
-    u.scheme = url.substr(0, p);
-    std::string rest = url.substr(p + 3);
-    if (size_t q = rest.find('?'); q != std::string::npos) {
-      u.query = rest.substr(q);
-      rest.resize(q);
-    }
-    if (size_t at = rest.rfind('@'); at != std::string::npos) {
-      u.userinfo = rest.substr(0, at);
-      rest = rest.substr(at + 1);
-    }
-    if (size_t slash = rest.find('/'); slash != std::string::npos) {
-      u.db = rest.substr(slash + 1);
-      rest.resize(slash);
-    }
-    u.hostport = rest;
-    return u;
-  }
-  std::string str() const {
-    return scheme + "://" + (userinfo.empty() ? "" : userinfo + "@") + hostport + "/" + db + query;
-  }
-};
-
+using PgUrl = test::PgUrl;
 inline std::string url_with_database(const std::string& url, const std::string& db) {
-  PgUrl u = PgUrl::parse(url);
-  u.db = db;
-  return u.str();
+  return test::pg_url_with_database(url, db);
 }
 inline std::string url_with_credentials(const std::string& url, const std::string& user, const std::string& password) {
-  PgUrl u = PgUrl::parse(url);
-  u.userinfo = user + ":" + password;
-  return u.str();
+  return test::pg_url_with_credentials(url, user, password);
 }
-inline std::string url_with_port(const std::string& url, int port) {
-  PgUrl u = PgUrl::parse(url);
-  u.hostport = u.hostport.substr(0, u.hostport.rfind(':')) + ":" + std::to_string(port);
-  return u.str();
-}
+inline std::string url_with_port(const std::string& url, int port) { return test::pg_url_with_port(url, port); }
 
-// Rows of text (nullopt = NULL).
-using Row = std::vector<std::optional<std::string>>;
+using Row = test::Row;
+using Conn = test::PgClient;
 
-// A plain libpq connection. Errors fail the current test (ADD_FAILURE) and return false/empty.
-class Conn {
- public:
-  Conn() = default;
-  explicit Conn(const std::string& url) { connect(url); }
-  Conn(Conn&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
-  Conn& operator=(Conn&& o) noexcept {
-    std::swap(c_, o.c_);
-    return *this;
-  }
-  ~Conn() {
-    if (c_) PQfinish(c_);
-  }
-
-  bool connect(const std::string& url) {
-    if (c_) PQfinish(c_);
-    c_ = PQconnectdb(url.c_str());
-    if (PQstatus(c_) != CONNECTION_OK) {
-      ADD_FAILURE() << "cannot connect to PostgreSQL: " << PQerrorMessage(c_);
-      PQfinish(c_);
-      c_ = nullptr;
-      return false;
-    }
-    PQsetNoticeProcessor(c_, [](void*, const char*) {}, nullptr);  // e.g. terminating an exited backend
-    return true;
-  }
-  bool ok() const { return c_ != nullptr && PQstatus(c_) == CONNECTION_OK; }
-  PGconn* get() const { return c_; }
-
-  // Runs one or more statements; false (and a test failure unless `quiet`) on error.
-  bool exec(const std::string& sql, bool quiet = false) {
-    if (!c_) return false;
-    PGresult* r = PQexec(c_, sql.c_str());
-    const auto st = PQresultStatus(r);
-    const bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-    if (!good && !quiet) ADD_FAILURE() << "SQL failed: " << PQresultErrorMessage(r) << "  in: " << sql.substr(0, 300);
-    PQclear(r);
-    return good;
-  }
-  std::vector<Row> query(const std::string& sql) {
-    std::vector<Row> rows;
-    if (!c_) return rows;
-    PGresult* r = PQexec(c_, sql.c_str());
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-      ADD_FAILURE() << "query failed: " << PQresultErrorMessage(r) << "  in: " << sql.substr(0, 300);
-      PQclear(r);
-      return rows;
-    }
-    const int n = PQntuples(r), m = PQnfields(r);
-    rows.reserve(size_t(n));
-    for (int i = 0; i < n; ++i) {
-      Row row;
-      row.reserve(size_t(m));
-      for (int j = 0; j < m; ++j)
-        row.push_back(PQgetisnull(r, i, j) ? std::nullopt : std::optional<std::string>(PQgetvalue(r, i, j)));
-      rows.push_back(std::move(row));
-    }
-    PQclear(r);
-    return rows;
-  }
-  // First column of the first row ("" if none or NULL).
-  std::string scalar(const std::string& sql) {
-    auto rows = query(sql);
-    return rows.empty() || rows[0].empty() || !rows[0][0] ? std::string() : *rows[0][0];
-  }
-
- private:
-  PGconn* c_ = nullptr;
-};
-
-inline std::string quote_literal(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += '\'';
-    out += c;
-  }
-  return out + "'";
-}
-
-// Drops the replication slots of `db` (terminating whoever holds them), retrying while a
-// just-stopped walsender still holds one. Returns the slots it could not drop.
-inline std::vector<std::string> drop_slots(Conn& admin, const std::string& db) {
-  std::vector<std::string> left;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    left.clear();
-    auto slots = admin.query("SELECT slot_name, coalesce(active_pid, 0) FROM pg_replication_slots WHERE database = " +
-                             quote_literal(db));
-    for (const Row& s : slots) {
-      if (*s[1] != "0") admin.exec("SELECT pg_terminate_backend(" + *s[1] + ")", true);
-      if (!admin.exec("SELECT pg_drop_replication_slot(" + quote_literal(*s[0]) + ")", true)) left.push_back(*s[0]);
-    }
-    if (left.empty()) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  return left;
-}
+inline std::string quote_literal(const std::string& s) { return test::sql_literal(s); }
+inline std::vector<std::string> drop_slots(Conn& admin, const std::string& db) { return test::drop_pg_slots(admin, db); }
 
 // A database of its own for one test: sluice_t_<name>, created fresh, dropped (after its slots)
 // when the test ends.
-class TestDb {
+class TestDb : public test::PgDatabase {
  public:
   explicit TestDb(const std::string& name, const char* var = "SLUICE_TEST_PG_URL", const char* service = "postgres")
-      : name_("sluice_t_" + name) {
-    admin_url_ = env_url(var, service);
-    if (admin_url_.empty()) return;
-    if (!admin_.connect(admin_url_)) return;
-    cleanup();
-    if (!admin_.exec("CREATE DATABASE " + name_)) return;
-    url_ = url_with_database(admin_url_, name_);
-    ok_ = conn_.connect(url_);
-  }
-  ~TestDb() {
-    conn_ = Conn();
-    if (admin_.ok()) {
-      const auto left = cleanup();
-      EXPECT_TRUE(left.empty()) << "could not drop replication slot " << left.front();
-    }
-  }
-  TestDb(const TestDb&) = delete;
-  TestDb& operator=(const TestDb&) = delete;
-
-  bool ok() const { return ok_; }
-  const std::string& name() const { return name_; }
-  const std::string& url() const { return url_; }              // this test's database
-  const std::string& admin_url() const { return admin_url_; }  // the `postgres` database
-  Conn& sql() { return conn_; }
-  Conn& admin() { return admin_; }
-
- private:
-  std::vector<std::string> cleanup() {
-    auto left = drop_slots(admin_, name_);
-    admin_.exec("DROP DATABASE IF EXISTS " + name_ + " WITH (FORCE)");
-    return left;
-  }
-
-  std::string name_, admin_url_, url_;
-  Conn admin_, conn_;
-  bool ok_ = false;
+      : PgDatabase("sluice_t_" + name, var, service) {}
 };
 
-// Polls `pred` every `every` until it holds or `timeout` passes.
-inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout,
-                       std::chrono::milliseconds every = 50ms) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(every);
-  }
-  return true;
-}
+using test::wait_until;
 
 // ── the source in-process ──────────────────────────────────────────────────
 
-inline std::unique_ptr<Source> make_source(const std::map<std::string, std::string>& text) {
-  const ConnectorSpec* spec = Registry::builtin().connector("postgres");
+// A built-in connector's source from settings as text (a failure fails the test, nullptr).
+inline std::unique_ptr<Source> make_connector_source(const char* connector,
+                                                     const std::map<std::string, std::string>& text) {
+  const ConnectorSpec* spec = Registry::builtin().connector(connector);
   if (spec == nullptr || spec->make_source == nullptr) {
-    ADD_FAILURE() << "no postgres source in the registry";
+    ADD_FAILURE() << "no " << connector << " source in the registry";
     return nullptr;
   }
   Settings s(spec->source_settings);
@@ -263,6 +86,10 @@ inline std::unique_ptr<Source> make_source(const std::map<std::string, std::stri
     return nullptr;
   }
   return std::move(src.value());
+}
+
+inline std::unique_ptr<Source> make_source(const std::map<std::string, std::string>& text) {
+  return make_connector_source("postgres", text);
 }
 
 // Drives a Source directly: reads batches and keeps them (records stay valid), optionally
@@ -346,36 +173,19 @@ struct PipelineFile {
   std::string sqlite_path = "out.db";
 
   std::string yaml() const {
-    std::string t;
-    for (const auto& x : tables) t += (t.empty() ? "" : ", ") + x;
-    std::string extra;
-    for (const auto& [k, v] : source_settings) extra += "        " + k + ": " + v + "\n";
-    return "version: 1\n"
-           "pipelines:\n"
-           "  - id: " + id + "\n"
-           "    source:\n"
-           "      connector: postgres\n"
-           "      settings:\n"
-           "        url: \"" + url + "\"\n"
-           "        tables: [" + t + "]\n" + extra +
-           "    destination:\n"
-           "      connector: sqlite\n"
-           "      settings: {path: " + sqlite_path + "}\n"
-           "    batch: {max_records: " + std::to_string(max_records) + ", linger_ms: 20}\n"
-           "checkpoints: {path: state/checkpoints.db}\n"
-           "http: {enabled: false}\n";
+    test::PipelineFile f;
+    test::PipelineYaml& p = f.pipeline(id);
+    test::ConnectorYaml& src = p.source("postgres").set("url", url).set("tables", test::Yaml::strings(tables));
+    for (const auto& [k, v] : source_settings) src.set(k, test::Yaml::raw(v));
+    p.destination("sqlite").set("path", sqlite_path);
+    p.max_records(max_records).linger_ms(20);
+    return f.yaml();
   }
 };
 
 // The pipeline's checkpoint ("" if none yet).
 inline std::string checkpoint_of(const std::filesystem::path& dir, const std::string& pipeline) {
-  if (!std::filesystem::exists(dir / "state/checkpoints.db")) return "";
-  try {
-    e2e::Db db(dir / "state/checkpoints.db");
-    return db.text("SELECT CAST(position AS TEXT) FROM checkpoints WHERE pipeline = '" + pipeline + "'");
-  } catch (const std::exception&) {
-    return "";
-  }
+  return test::stored_checkpoint(dir / "state/checkpoints.db", pipeline);
 }
 
 // Waits until the checkpoint satisfies `pred`; false on timeout or if the process exited.
@@ -488,25 +298,8 @@ class Writer {
   std::thread thread_;
 };
 
-// Lines of a process's stderr.
-inline std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t nl = text.find('\n', start);
-    if (nl == std::string::npos) nl = text.size();
-    out.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
-
-// A log line: "2024-01-02 03:04:05.678 level message".
-inline bool is_log_line(const std::string& line) {
-  return line.size() > 24 && line[4] == '-' && line[7] == '-' && line[10] == ' ' && line[13] == ':';
-}
-inline bool is_error_log_line(const std::string& line) {
-  return is_log_line(line) && line.compare(24, 5, "error") == 0;
-}
+using test::is_error_log_line;
+using test::is_log_line;
+using test::lines_of;
 
 }  // namespace sluice::pgtest

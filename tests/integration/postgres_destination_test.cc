@@ -464,22 +464,11 @@ TEST(PostgresDestinationEndToEnd, SnapshotAndChangesOfManyTypesEndEqualToTheSour
       "FROM generate_series(1, 3000) g"));
   ASSERT_TRUE(src.sql().exec("INSERT INTO items (id) VALUES (100000)"));  // nulls everywhere
   auto dir = e2e::make_temp_dir("pgd-e2e");
-  const std::string yaml =
-      "version: 1\n"
-      "pipelines:\n"
-      "  - id: pgd_e2e\n"
-      "    source:\n"
-      "      connector: postgres\n"
-      "      settings:\n"
-      "        url: \"" + src.url() + "\"\n"
-      "        tables: [public.items]\n"
-      "    destination:\n"
-      "      connector: postgres\n"
-      "      settings:\n"
-      "        url: \"" + dst.url() + "\"\n"
-      "    batch: {max_records: 1000, linger_ms: 20}\n"
-      "checkpoints: {path: state/checkpoints.db}\n"
-      "http: {enabled: false}\n";
+  test::PipelineFile f;
+  f.pipeline("pgd_e2e").source("postgres").set("url", src.url()).set("tables", test::Yaml::strings({"public.items"}));
+  f.pipeline("pgd_e2e").destination("postgres").set("url", dst.url());
+  f.pipeline("pgd_e2e").max_records(1000).linger_ms(20);
+  const std::string yaml = f.yaml();
   e2e::write_file(dir / "p.yaml", yaml);
   Process p({"run", "p.yaml"}, dir);
   ASSERT_TRUE(wait_for_checkpoint(p, dir, "pgd_e2e", [](const std::string& c) { return starts_with(c, "cdc "); }))

@@ -283,6 +283,10 @@ class PostgresSource final : public Source {
   } tx_meta_;
   std::vector<const pg::Relation*> retained_;
   Backoff reconnect_backoff_{std::chrono::milliseconds(200), std::chrono::seconds(30)};
+  // Whether this source has streamed before (a start is then a reconnect), and how many times in
+  // a row a reconnect found the slot still held (by its own previous walsender, still exiting).
+  bool streamed_before_ = false;
+  int slot_busy_retries_ = 0;
   std::jthread status_thread_;
 };
 
@@ -837,6 +841,8 @@ Status PostgresSource::start_replication() {
     return e;
   }
   streaming_ = true;
+  streamed_before_ = true;
+  slot_busy_retries_ = 0;
   in_tx_ = false;
   tx_n_ = 0;
   if (pos_.tx_n) {  // resume inside a transaction: skip the changes already written
@@ -1025,7 +1031,13 @@ Result<ReadStatus> PostgresSource::read_cdc(Batch& batch, const ReadRequest& req
   while (!streaming_) {
     Status st = start_replication();
     if (st.ok()) break;
-    if (!st.error().retriable()) return st.error();
+    // The server ends a dropped walsender asynchronously (pg_terminate_backend, a lost
+    // connection): a reconnect may find the slot still "active for PID" of this source's own
+    // previous connection for a moment. Retry that a few times; on the first start it means
+    // another process holds the slot, which stays an error.
+    const bool own_walsender_exiting =
+        streamed_before_ && st.error().code() == Errc::conflict && slot_busy_retries_++ < 8;
+    if (!st.error().retriable() && !own_walsender_exiting) return st.error();
     spdlog::warn("pipeline {}: {} (retrying)", ctx_.pipeline_id, st.error().message());
     lock.unlock();
     if (!reconnect_backoff_.wait(stop)) return Error(Errc::cancelled, "stopped");
