@@ -330,7 +330,8 @@ class PostgresDestination final : public Destination {
   }
 
   Status write_batch(const Batch& batch) {
-    if (batch.empty()) return ok_status();
+    // An empty batch still commits its position (the runtime contract, sluice/connector.h).
+    if (batch.empty() && (checkpoint_schema_.empty() || batch.position().empty())) return ok_status();
     if (!conn_.ok()) {
       conn_.reset();
       if (Status s = connect(); !s) return s;

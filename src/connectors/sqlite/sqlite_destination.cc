@@ -143,7 +143,8 @@ class SqliteDestination final : public Destination {
 
  private:
   Status write_batch(const Batch& batch) {
-    if (batch.empty()) return ok_status();
+    // An empty batch still commits its position (the runtime contract, sluice/connector.h).
+    if (batch.empty() && !(options_.checkpoint_in_destination && batch.has_position())) return ok_status();
     if (!db_.get()) return Error(Errc::internal, "sqlite destination: write before open");
     if (int rc = step_once(begin_.get()); rc != SQLITE_DONE)
       return db_failure(rc, "cannot begin a transaction");
