@@ -563,7 +563,8 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
   if (status.ok()) {
     metrics_.records_written.fetch_add(batch->size() - dead_lettered, std::memory_order_relaxed);
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
-    metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
+    // A position-only write of an emptied batch is not a batch of records.
+    if (!batch->empty()) metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
   } else {
     metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
     fail(status.error().with_context(options_.destination_connector + " destination: "));

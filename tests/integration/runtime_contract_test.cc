@@ -5,6 +5,11 @@
 // - a record the Kafka broker refuses in an asynchronous delivery report goes to the dead-letter
 //   queue with `on_error: dlq` like one refused synchronously (before, it stopped the pipeline).
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
+#include <set>
 
 #include "integration/pg_harness.h"
 #include "kafka_harness.h"
@@ -81,6 +86,64 @@ TEST(RuntimeContract, DeadLetteringTheLastRecordsOfABatchStillCommitsItsPosition
     EXPECT_EQ(dead, keyless.size());
     expect_positions_agree_across_a_restart(dir);
   }
+}
+
+// The destinations' side of the contract: an empty batch with a position commits the position.
+void expect_empty_batch_commits_its_position(const std::string& connector, std::map<std::string, std::string> settings) {
+  const std::string pipeline = "rc_empty_" + std::to_string(::getpid());
+  auto open = [&]() -> std::unique_ptr<Destination> {
+    const ConnectorSpec* spec = Registry::builtin().connector(connector);
+    Settings s(spec->destination_settings);
+    auto err = settings_from_text(spec->destination_settings, settings, &s);
+    EXPECT_FALSE(err.has_value()) << *err;
+    auto d = spec->make_destination(s);
+    EXPECT_TRUE(d.ok()) << d.error().message();
+    if (!d.ok()) return nullptr;
+    Status st = d.value()->open(ConnectorContext{pipeline, connector, nullptr});
+    EXPECT_TRUE(st.ok()) << st.error().message();
+    return st.ok() ? std::move(d.value()) : nullptr;
+  };
+  auto d = open();
+  ASSERT_TRUE(d);
+  ASSERT_TRUE(d->stores_positions());
+  for (const std::string position : {"pos-1", "pos-2"}) {
+    Batch empty;
+    empty.set_position(position);
+    Status result = Error(Errc::internal, "done not called");
+    d->write(empty, [&](Status st) { result = std::move(st); });
+    ASSERT_TRUE(result.ok()) << result.error().message();
+  }
+  d->close();
+  auto again = open();
+  ASSERT_TRUE(again);
+  auto stored = again->stored_position(pipeline);
+  ASSERT_TRUE(stored.ok()) << stored.error().message();
+  EXPECT_EQ(stored.value(), std::optional<std::string>("pos-2"));
+  again->close();
+}
+
+TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInSqlite) {
+  auto dir = make_temp_dir("rc-empty-sqlite");
+  expect_empty_batch_commits_its_position("sqlite", {{"path", (dir / "out.db").string()}, {"checkpoint_in_destination", "true"}});
+}
+
+TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInPostgres) {
+  TestDb db("rc_empty_" + std::to_string(::getpid()));
+  ASSERT_TRUE(db.ok());
+  expect_empty_batch_commits_its_position("postgres", {{"url", db.url()}, {"checkpoint_in_destination", "true"}});
+}
+
+TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInMysql) {
+  const char* url = std::getenv("SLUICE_TEST_MYSQL_URL");
+  ASSERT_TRUE(url && *url) << "SLUICE_TEST_MYSQL_URL is not set";
+  expect_empty_batch_commits_its_position("mysql", {{"url", url}, {"checkpoint_in_destination", "true"}});
+}
+
+TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInKafkaWithTransactions) {
+  const std::string positions = test::unique_topic("rc_empty_positions");
+  test::TopicsCleanup cleanup({positions});
+  expect_empty_batch_commits_its_position(
+      "kafka", {{"brokers", test::kafka_brokers()}, {"transactions", "true"}, {"positions.topic", positions}});
 }
 
 TEST(RuntimeContract, ARecordTheKafkaBrokerRefusesAsynchronouslyGoesToTheDeadLetterQueue) {
