@@ -102,7 +102,8 @@ class Destination {
   virtual Status open(const ConnectorContext& ctx) = 0;
   // Writes the batch. May complete synchronously (calling `done` before returning) or later, from
   // another thread, possibly out of order with other batches. The batch stays alive and untouched
-  // by the runtime until `done` is called.
+  // by the runtime until `done` is called. Retries, dead letters and empty batches: the runtime
+  // contract above.
   virtual void write(Batch& batch, WriteDone done) = 0;
   // Batches the destination accepts before earlier ones complete.
   virtual size_t max_in_flight() const noexcept { return 1; }

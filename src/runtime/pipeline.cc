@@ -327,7 +327,7 @@ struct Pipeline::WriteAttempt {
   explicit WriteAttempt(Batch* b) : batch(b) {}
   Batch* batch;
   std::chrono::steady_clock::time_point started;
-  Backoff backoff;  // across the retries of this batch
+  std::optional<Backoff> backoff;  // across the retries of this batch; made at the first retry
 };
 
 bool Pipeline::failed() const {
@@ -427,7 +427,8 @@ bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status stat
   }
   // A retriable error (connection lost, deadlock, busy): the batch is idempotent, write it again.
   metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
-  Backoff& backoff = attempt->backoff;
+  if (!attempt->backoff) attempt->backoff.emplace();
+  Backoff& backoff = *attempt->backoff;
   const bool give_up = options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
   spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
                options_.destination_connector, status.error().message(), backoff.next_delay().count());
