@@ -1,16 +1,16 @@
-// `sluice run`: loads the file (or the embedded quickstart), runs every pipeline side by side,
+// `sluice run`: loads the file (or the embedded quickstart), hands every pipeline to the engine,
 // serves /metrics, shows live progress on a terminal, stops gracefully on the first SIGINT/SIGTERM
-// and aborts on the second.
+// and aborts on the second (thread model: docs/development/engine.md).
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <memory>
-#include <mutex>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "cli/commands.h"

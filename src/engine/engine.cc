@@ -5,7 +5,10 @@
 
 namespace sluice {
 
-Engine::Engine(EngineOptions options) : options_(options), started_at_(std::chrono::steady_clock::now()) {}
+Engine::Engine(EngineOptions options) : options_(options), started_at_(std::chrono::steady_clock::now()) {
+  // spdlog builds its registry on first use: do it here, before pipeline threads log at once.
+  (void)spdlog::default_logger_raw();
+}
 
 Engine::~Engine() {
   stop_all();
