@@ -13,12 +13,15 @@
 #include <string_view>
 
 #include "sluice/batch.h"
+#include "sluice/metrics.h"
 #include "sluice/result.h"
 
 namespace sluice {
 
-// Live figures a connector publishes for progress lines and /metrics. Written by the connector's
-// thread, read by others; -1 means unknown.
+// The standard probe of a source: the runtime registers these figures in the metrics registry
+// (sluice_source_lag_seconds, sluice_snapshot_rows{kind=done|total}, labelled pipeline and
+// connector), so a source only stores them. Written by the connector's thread, read by others;
+// -1 means unknown. Further figures: register a probe of your own through ConnectorContext::metrics.
 struct ConnectorStats {
   std::atomic<int64_t> lag_ms{-1};               // age of the newest record read (CDC sources)
   std::atomic<int64_t> snapshot_rows_done{-1};   // snapshot progress
@@ -29,6 +32,12 @@ struct ConnectorContext {
   std::string pipeline_id;
   std::string connector;  // registered name
   ConnectorStats* stats = nullptr;
+  // Where a connector registers probes beyond `stats` (keep the Registration as a member: the
+  // registry outlives the connector). Null when nothing collects metrics (tests, `sluice cleanup`).
+  MetricsRegistry* metrics = nullptr;
+
+  // The labels every series of this connector carries: pipeline and connector.
+  MetricLabels metric_labels() const { return {{"pipeline", pipeline_id}, {"connector", connector}}; }
 };
 
 struct ReadRequest {
@@ -65,13 +74,36 @@ class Source {
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
 using WriteDone = std::function<void(Status)>;
 
+// The runtime contract for destinations (src/runtime/pipeline.cc makes it true for every one):
+//
+// - Completion. write() may call `done` before returning (synchronous) or later from any thread
+//   (asynchronous). Everything below holds for both: the runtime decides what a failure means
+//   from the Status alone, never from when or where `done` ran.
+// - Retry. A retriable error (Error::retriable(): connection lost, deadlock, timeout, an aborted
+//   transaction) makes the runtime write the same batch again after a backoff, until it succeeds,
+//   `max_write_retries` is reached or the pipeline stops. Writes must therefore be idempotent
+//   (upserts by key, transactional positions). An asynchronous destination with max_in_flight() > 1
+//   may see the retried batch after later batches (at-least-once; as after a restart).
+// - Dead letters. With `on_error: dlq`, an Errc::data error makes the runtime write the batch again
+//   in halves, down to single records, depth first: every record the destination accepts lands in
+//   its original order, each record it rejects goes to the dead-letter destination. Sub-batches
+//   carry no position, except the last sub-write (the one that ends with the parent's last record),
+//   which carries the parent batch's position; when that last record itself is dead-lettered, an
+//   empty batch with the parent's position follows. A destination that stores positions thus
+//   commits the parent position exactly once, at the end of the isolation.
+// - Empty batches. A batch that processors emptied is written only to a destination that stores
+//   positions (and only when its position moved): such a destination must commit the position of
+//   an empty batch, or its stored position falls behind the checkpoint store's. Other
+//   destinations never see empty batches.
+// - The batch (records, arena, position) stays alive and untouched by the runtime until `done`.
 class Destination {
  public:
   virtual ~Destination() = default;
   virtual Status open(const ConnectorContext& ctx) = 0;
   // Writes the batch. May complete synchronously (calling `done` before returning) or later, from
   // another thread, possibly out of order with other batches. The batch stays alive and untouched
-  // by the runtime until `done` is called.
+  // by the runtime until `done` is called. Retries, dead letters and empty batches: the runtime
+  // contract above.
   virtual void write(Batch& batch, WriteDone done) = 0;
   // Batches the destination accepts before earlier ones complete.
   virtual size_t max_in_flight() const noexcept { return 1; }
@@ -85,7 +117,8 @@ class Destination {
 
   // Positions stored in the destination (e.g. `checkpoint_in_destination: true`). When true, each
   // write() commits batch.position() (when non-empty) for ctx.pipeline_id in the same transaction
-  // as the batch's rows, and stored_position() returns the last one committed. The runtime calls
+  // as the batch's rows — also when the batch holds no record — and stored_position() returns the
+  // last one committed. The runtime calls
   // stored_position() after open() and, when it holds a position, resumes the source from it
   // rather than from the checkpoint store: the destination's own record is authoritative.
   virtual bool stores_positions() const noexcept { return false; }

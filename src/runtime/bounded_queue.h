@@ -26,9 +26,16 @@ class BoundedQueue {
   }
 
   std::optional<T> pop() {
+    return pop_unless([] { return false; });
+  }
+
+  // pop() that also returns nullopt, without an item, once `interrupted()` is true when checked
+  // after wake() (or on any other wake-up). `interrupted` is evaluated under the queue's lock.
+  template <typename Pred>
+  std::optional<T> pop_unless(Pred interrupted) {
     std::unique_lock lock(mu_);
-    not_empty_.wait(lock, [&] { return closed_ || !items_.empty(); });
-    if (items_.empty()) return std::nullopt;
+    not_empty_.wait(lock, [&] { return closed_ || !items_.empty() || interrupted(); });
+    if (items_.empty() || interrupted()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();
     not_full_.notify_one();
@@ -40,6 +47,17 @@ class BoundedQueue {
     closed_ = true;
     not_empty_.notify_all();
     not_full_.notify_all();
+  }
+
+  // Wakes a waiting pop_unless() so it re-checks its predicate (no lost wake-up: the lock is taken).
+  void wake() {
+    std::lock_guard lock(mu_);
+    not_empty_.notify_all();
+  }
+
+  bool closed() const {
+    std::lock_guard lock(mu_);
+    return closed_;
   }
 
   size_t size() const {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 
+#include "sluice/result.h"
 #include "support/backoff.h"
 
 namespace sluice {
@@ -35,6 +36,71 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
       dlq_(std::move(dlq)) {}
 
 Pipeline::~Pipeline() = default;
+
+void Pipeline::register_metrics(MetricsRegistry& registry) {
+  registry_ = &registry;
+  const std::string& src = options_.source_connector;
+  const std::string& dst = options_.destination_connector;
+  auto labels = [&](const std::string& connector) {
+    return MetricLabels{{"pipeline", options_.id}, {"connector", connector}};
+  };
+  const PipelineMetrics& m = metrics_;
+  // The names, labels and order /metrics has always had (dashboards and tests depend on them).
+  probes_.push_back(registry.add({
+      MetricDef::counter("sluice_records_read_total", "Records read from the source.", labels(src), m.records_read),
+      MetricDef::counter("sluice_records_filtered_total", "Records dropped by processors.", labels(src),
+                         m.records_filtered),
+      MetricDef::counter("sluice_records_written_total", "Records durably written by the destination.", labels(dst),
+                         m.records_written),
+      MetricDef::counter("sluice_bytes_written_total", "Approximate payload bytes written by the destination.",
+                         labels(dst), m.bytes_written),
+      MetricDef::counter("sluice_batches_written_total", "Batches durably written by the destination.", labels(dst),
+                         m.batches_written),
+      MetricDef::counter("sluice_errors_total", "Batch writes that failed.", labels(dst), m.write_errors),
+      MetricDef::counter("sluice_write_retries_total", "Batch writes retried after a retriable error.", labels(dst),
+                         m.write_retries),
+      MetricDef::counter("sluice_dlq_records_total", "Records the destination rejected, sent to the dead-letter queue.",
+                         labels(dst), m.dlq_records),
+      MetricDef::counter("sluice_checkpoints_total", "Checkpoints persisted.", labels(src), m.checkpoints),
+      MetricDef::latency("sluice_batch_write_seconds",
+                         "Time from handing a batch to the destination until it is durable.", labels(dst),
+                         m.write_latency),
+      MetricDef::gauge("sluice_checkpoint_age_seconds", "Seconds since the last checkpoint was persisted (-1: none yet).",
+                       labels(src),
+                       [&m] {
+                         const int64_t last = m.last_checkpoint_unix_ms.load();
+                         return MetricValue(last ? double(now_unix_ms() - last) / 1000.0 : -1.0);
+                       }),
+      MetricDef::gauge("sluice_records_in_flight", "Records read but not yet durably written.", labels(src),
+                       [this] { return MetricValue(in_flight_records()); }),
+  }));
+  // The source's standard probe: what it stores in ConnectorContext::stats.
+  const ConnectorStats& s = metrics_.source_stats;
+  MetricLabels done = labels(src), total = labels(src);
+  done.emplace_back("kind", "done");
+  total.emplace_back("kind", "total");
+  probes_.push_back(registry.add({
+      MetricDef::gauge("sluice_source_lag_seconds", "Age of the newest change read from the source (-1: unknown).",
+                       labels(src),
+                       [&s] {
+                         const int64_t lag = s.lag_ms.load();
+                         return MetricValue(lag < 0 ? -1.0 : double(lag) / 1000.0);
+                       }),
+      MetricDef::gauge("sluice_snapshot_rows", "Snapshot rows done and estimated total (-1: no snapshot).", done,
+                       [&s] { return MetricValue(s.snapshot_rows_done.load()); }),
+      MetricDef::gauge("sluice_snapshot_rows", "Snapshot rows done and estimated total (-1: no snapshot).", total,
+                       [&s] { return MetricValue(s.snapshot_rows_total.load()); }),
+  }));
+  probes_.push_back(registry.add({
+      MetricDef::gauge("sluice_pipeline_up", "1 while the pipeline runs, 0 once stopped or failed.",
+                       {{"pipeline", options_.id}},
+                       [this] {
+                         const auto st = state();
+                         return MetricValue(
+                             int64_t(st == PipelineState::running || st == PipelineState::starting ? 1 : 0));
+                       }),
+  }));
+}
 
 void Pipeline::request_stop() {
   stop_.request_stop();
@@ -77,8 +143,8 @@ Status Pipeline::run() {
     checkpoint_position_ = *checkpoint;
   }
 
-  ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats};
-  ConnectorContext dest_ctx{options_.id, options_.destination_connector, &metrics_.destination_stats};
+  ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats, registry_};
+  ConnectorContext dest_ctx{options_.id, options_.destination_connector, &metrics_.destination_stats, registry_};
   // The destination opens first: one that stores positions (in the same transaction as the rows)
   // decides where the source resumes.
   if (Status st = destination_->open(dest_ctx); !st.ok()) {
@@ -117,7 +183,7 @@ Status Pipeline::run() {
     return st.error().with_context(options_.source_connector + " source: ");
   }
   if (dlq_) {
-    ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr};
+    ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr, registry_};
     if (Status st = dlq_->open(dlq_ctx); !st.ok()) {
       destination_->close();
       source_->close();
@@ -125,6 +191,7 @@ Status Pipeline::run() {
       return st.error().with_context(options_.dlq_connector + " dead-letter destination: ");
     }
   }
+  if (checkpoint) last_position_written_ = *checkpoint;
   max_in_flight_ = destination_->max_in_flight() + 2;
   idle_since_ns_ = steady_ns();
   metrics_.state = static_cast<int>(PipelineState::running);
@@ -256,75 +323,160 @@ void Pipeline::reader_loop(std::stop_token stop) {
   queue_.close();
 }
 
+struct Pipeline::WriteAttempt {
+  explicit WriteAttempt(Batch* b) : batch(b) {}
+  Batch* batch;
+  std::chrono::steady_clock::time_point started;
+  std::optional<Backoff> backoff;  // across the retries of this batch; made at the first retry
+};
+
+bool Pipeline::failed() const {
+  std::lock_guard lock(fail_mu_);
+  return failure_.has_value();
+}
+
 void Pipeline::writer_loop() {
-  while (auto item = queue_.pop()) {
+  for (;;) {
+    run_redo();
+    auto item = queue_.pop_unless([this] { return redo_pending_.load(std::memory_order_acquire); });
+    if (!item) {
+      if (redo_pending_.load(std::memory_order_acquire)) continue;
+      break;  // closed and drained
+    }
     Batch* batch = *item;
-    bool failed;
-    {
-      std::lock_guard lock(fail_mu_);
-      failed = failure_.has_value();
-    }
-    if (failed) {  // never write past a failure; these batches are simply not acknowledged
+    if (failed()) {  // never write past a failure; these batches are simply not acknowledged
       release_batch(batch);
       continue;
     }
-    if (batch->empty()) {  // everything filtered: nothing to write, but its position advances
-      (void)acker_.complete(batch->sequence(), ok_status());
-      release_batch(batch);
-      continue;
+    if (batch->empty()) {
+      // Everything filtered: nothing to write, but its position advances — in the checkpoint
+      // store through the acker, and in a destination that stores positions by an empty write
+      // (else its stored position, which wins on restart, stays behind).
+      const bool advance_destination = destination_->stores_positions() && batch->has_position() &&
+                                       batch->position() != last_position_written_;
+      if (!advance_destination) {
+        (void)acker_.complete(batch->sequence(), ok_status());
+        release_batch(batch);
+        continue;
+      }
     }
     write_batch(batch);
   }
+  drain_async();
 }
 
 void Pipeline::write_batch(Batch* batch) {
-  Backoff backoff;
-  std::stop_token stop = stop_.get_token();
+  if (batch->has_position()) last_position_written_ = batch->position();
+  write_attempt(std::make_shared<WriteAttempt>(batch));
+}
+
+void Pipeline::write_attempt(const std::shared_ptr<WriteAttempt>& attempt) {
   for (;;) {
-    struct Call {
-      std::mutex mu;
-      bool returned = false;
-      std::optional<Status> early;
-    };
-    auto call = std::make_shared<Call>();
-    auto started = std::chrono::steady_clock::now();
-    destination_->write(*batch, [this, batch, started, call](Status st) {
-      {
-        std::lock_guard lock(call->mu);
-        if (!call->returned) {  // completed synchronously: handled below, on the writer thread
-          call->early = std::move(st);
-          return;
-        }
-      }
-      on_written(batch, started, std::move(st));
-    });
+    std::optional<Status> early = issue(attempt);
+    if (!early) return;  // asynchronous: the completion settles it or posts it back to the writer
+    if (!needs_recovery(*early)) {
+      on_written(attempt->batch, attempt->started, std::move(*early));
+      return;
+    }
+    if (!recover(attempt, std::move(*early))) return;
+  }
+}
+
+std::optional<Status> Pipeline::issue(const std::shared_ptr<WriteAttempt>& attempt) {
+  struct Call {
+    std::mutex mu;
+    bool returned = false;
     std::optional<Status> early;
+  };
+  auto call = std::make_shared<Call>();
+  attempt->started = std::chrono::steady_clock::now();
+  destination_->write(*attempt->batch, [this, attempt, call](Status st) {
     {
       std::lock_guard lock(call->mu);
-      call->returned = true;
-      early = std::move(call->early);
+      if (!call->returned) {  // completed synchronously: handled by the writer once write() returns
+        call->early = std::move(st);
+        return;
+      }
     }
-    if (!early) return;  // asynchronous: on_written runs when the destination calls back
-    if (!early->ok() && early->error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq &&
-        dlq_) {
-      const uint64_t dlq_before = metrics_.dlq_records.load();
-      Status isolated = isolate_rejected(batch->records(), early->error());
-      on_written(batch, started, std::move(isolated), metrics_.dlq_records.load() - dlq_before);
-      return;
+    if (needs_recovery(st)) post_redo(attempt, std::move(st));
+    else on_written(attempt->batch, attempt->started, std::move(st));
+  });
+  std::lock_guard lock(call->mu);
+  call->returned = true;
+  return std::move(call->early);
+}
+
+bool Pipeline::needs_recovery(const Status& status) const noexcept {
+  if (status.ok()) return false;
+  if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq && dlq_)
+    return true;
+  return status.error().retriable();
+}
+
+bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status status) {
+  Batch* batch = attempt->batch;
+  if (failed()) {  // another batch failed meanwhile: write nothing more
+    on_written(batch, attempt->started, std::move(status));
+    return false;
+  }
+  if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq && dlq_) {
+    const uint64_t dlq_before = metrics_.dlq_records.load();
+    Status isolated = isolate_rejected(*batch, status.error());
+    on_written(batch, attempt->started, std::move(isolated), metrics_.dlq_records.load() - dlq_before);
+    return false;
+  }
+  // A retriable error (connection lost, deadlock, busy): the batch is idempotent, write it again.
+  metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
+  if (!attempt->backoff) attempt->backoff.emplace();
+  Backoff& backoff = *attempt->backoff;
+  const bool give_up = options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
+  spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
+               options_.destination_connector, status.error().message(), backoff.next_delay().count());
+  if (give_up || !backoff.wait(stop_.get_token())) {
+    on_written(batch, attempt->started, std::move(status));
+    return false;
+  }
+  return true;
+}
+
+void Pipeline::post_redo(std::shared_ptr<WriteAttempt> attempt, Status status) {
+  {
+    std::lock_guard lock(redo_mu_);
+    redo_.emplace_back(std::move(attempt), std::move(status));
+    redo_pending_.store(true, std::memory_order_release);
+  }
+  queue_.wake();
+  { std::lock_guard lock(pool_mu_); }  // drain_async() waits on pool_cv_
+  pool_cv_.notify_all();
+}
+
+void Pipeline::run_redo() {
+  for (;;) {
+    std::pair<std::shared_ptr<WriteAttempt>, Status> item{nullptr, ok_status()};
+    {
+      std::lock_guard lock(redo_mu_);
+      if (redo_.empty()) {
+        redo_pending_.store(false, std::memory_order_release);
+        return;
+      }
+      item = std::move(redo_.front());
+      redo_.pop_front();
     }
-    if (early->ok() || !early->error().retriable()) {
-      on_written(batch, started, std::move(*early));
-      return;
-    }
-    // A retriable error (connection lost, deadlock, busy): the batch is idempotent, write it again.
-    metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
-    const bool give_up = options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
-    spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
-                 options_.destination_connector, early->error().message(), backoff.next_delay().count());
-    if (give_up || !backoff.wait(stop)) {
-      on_written(batch, started, std::move(*early));
-      return;
-    }
+    if (recover(item.first, std::move(item.second))) write_attempt(item.first);
+  }
+}
+
+void Pipeline::drain_async() {
+  for (;;) {
+    run_redo();
+    std::unique_lock lock(pool_mu_);
+    // Every batch not in the pool is with the destination (the queue is drained). When they do
+    // not come back in time, run() reports the timeout.
+    const bool settled = pool_cv_.wait_for(lock, std::chrono::seconds(60), [&] {
+      return redo_pending_.load(std::memory_order_acquire) || free_batches_.size() == all_batches_.size();
+    });
+    if (!settled) return;
+    if (!redo_pending_.load(std::memory_order_acquire)) return;
   }
 }
 
@@ -344,8 +496,13 @@ Status Pipeline::write_with_retry(Batch& batch) {
   }
 }
 
-Status Pipeline::isolate_rejected(std::span<const Record> records, const Error& error) {
-  // Depth-first over halves keeps the records the destination accepts in their original order.
+Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
+  const std::span<const Record> all(batch.records());
+  const Record* const end = all.data() + all.size();
+  bool position_written = !batch.has_position();
+  // Depth-first over halves keeps the records the destination accepts in their original order;
+  // the sub-write that ends with the batch's last record is the last write of all and carries
+  // the batch's position.
   std::function<Status(std::span<const Record>, const Error&)> split = [&](std::span<const Record> part,
                                                                           const Error& err) -> Status {
     if (part.size() == 1) return dead_letter(part.front(), err);
@@ -353,14 +510,26 @@ Status Pipeline::isolate_rejected(std::span<const Record> records, const Error& 
     for (std::span<const Record> half : {part.first(mid), part.subspan(mid)}) {
       Batch sub;
       sub.records().assign(half.begin(), half.end());
+      const bool last = half.data() + half.size() == end;
+      if (last && batch.has_position()) sub.set_position(batch.position());
       Status st = write_with_retry(sub);
-      if (st.ok()) continue;
+      if (st.ok()) {
+        position_written = position_written || last;
+        continue;
+      }
       if (st.error().code() != Errc::data) return st;
       if (Status inner = split(half, st.error()); !inner.ok()) return inner;
     }
     return ok_status();
   };
-  return split(records, error);
+  SLUICE_TRY(split(all, error));
+  if (!position_written && destination_->stores_positions()) {
+    // The batch's last record went to the dead-letter queue: its position commits on its own.
+    Batch tail;
+    tail.set_position(batch.position());
+    SLUICE_TRY(write_with_retry(tail));
+  }
+  return ok_status();
 }
 
 Status Pipeline::dead_letter(const Record& record, const Error& error) {
@@ -395,7 +564,8 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
   if (status.ok()) {
     metrics_.records_written.fetch_add(batch->size() - dead_lettered, std::memory_order_relaxed);
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
-    metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
+    // A position-only write of an emptied batch is not a batch of records.
+    if (!batch->empty()) metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
   } else {
     metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
     fail(status.error().with_context(options_.destination_connector + " destination: "));

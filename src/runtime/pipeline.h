@@ -10,11 +10,17 @@
 // Memory is bounded by max_in_flight batches of at most max_bytes each: the reader blocks until a
 // batch comes back from the destination. The checkpoint never passes a batch that has not been
 // durably written, whatever order the destination completes batches in.
+//
+// Retries and dead-letter isolation run on the writer thread whatever thread completed the write:
+// a failed asynchronous completion is handed back to the writer (the "redo" list), which retries
+// it or isolates its rejected records exactly as it does a synchronous one (the contract is in
+// include/sluice/connector.h).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,6 +74,10 @@ class Pipeline {
 
   const PipelineOptions& options() const noexcept { return options_; }
   const PipelineMetrics& metrics() const noexcept { return metrics_; }
+  // Publishes the pipeline's probe and its source's standard probe (ConnectorStats) in `registry`,
+  // and hands `registry` to the connectors (ConnectorContext::metrics) so they can add their own.
+  // Call once, before run(); the registry must outlive the pipeline.
+  void register_metrics(MetricsRegistry& registry);
   PipelineState state() const noexcept { return static_cast<PipelineState>(metrics_.state.load()); }
   // True when the source last reported nothing to read and every batch read has been acknowledged.
   bool idle() const noexcept;
@@ -80,12 +90,31 @@ class Pipeline {
   void reader_loop(std::stop_token stop);
   void writer_loop();
   void acker_loop(std::stop_token stop);
+  struct WriteAttempt;
   void write_batch(Batch* batch);
+  // Writes `attempt`'s batch until it is settled (on_written ran) or left to an asynchronous
+  // completion. Writer thread.
+  void write_attempt(const std::shared_ptr<WriteAttempt>& attempt);
+  // Hands the batch to the destination; returns the status when `done` ran before write()
+  // returned, nullopt when the completion is asynchronous.
+  std::optional<Status> issue(const std::shared_ptr<WriteAttempt>& attempt);
+  // True for a failure the writer handles (retriable, or a data error with on_error: dlq).
+  bool needs_recovery(const Status& status) const noexcept;
+  // Handles such a failure on the writer thread: isolates rejected records (settles the batch) or
+  // waits the backoff. Returns true when the batch must be written again.
+  bool recover(const std::shared_ptr<WriteAttempt>& attempt, Status status);
+  // From a completion thread: queues a failed asynchronous write for the writer.
+  void post_redo(std::shared_ptr<WriteAttempt> attempt, Status status);
+  void run_redo();
+  // After the queue closed: waits for outstanding asynchronous writes, recovering failed ones.
+  void drain_async();
+  bool failed() const;
   // Synchronous write of `batch`, retrying retriable errors with backoff.
   Status write_with_retry(Batch& batch);
   // After a data error: writes the batch in halves down to single records, so every record the
-  // destination accepts lands (in order) and each rejected one goes to the dead-letter queue.
-  Status isolate_rejected(std::span<const Record> records, const Error& error);
+  // destination accepts lands (in order) and each rejected one goes to the dead-letter queue; the
+  // last sub-write carries the batch's position (see the contract in sluice/connector.h).
+  Status isolate_rejected(const Batch& batch, const Error& error);
   Status dead_letter(const Record& record, const Error& error);
   void on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status,
                   uint64_t dead_lettered = 0);
@@ -113,7 +142,18 @@ class Pipeline {
   std::vector<Batch*> free_batches_;
   size_t max_in_flight_ = 4;
 
-  std::mutex fail_mu_;
+  // Failed asynchronous writes waiting for the writer thread (retry or dead-letter isolation).
+  std::mutex redo_mu_;
+  std::deque<std::pair<std::shared_ptr<WriteAttempt>, Status>> redo_;
+  std::atomic<bool> redo_pending_{false};
+  // The last position handed to a destination that stores positions (writer thread): an emptied
+  // batch is written to it only when its position moved past this one.
+  std::string last_position_written_;
+
+  MetricsRegistry* registry_ = nullptr;
+  std::vector<MetricsRegistry::Registration> probes_;
+
+  mutable std::mutex fail_mu_;
   std::optional<Error> failure_;
 
   std::atomic<bool> source_idle_{false};

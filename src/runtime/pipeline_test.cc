@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -386,6 +388,233 @@ TEST(Pipeline, DestinationWithoutAStoredPositionLeavesTheCheckpointInCharge) {
   ASSERT_EQ(d->first_keys.size(), 1u);
   EXPECT_EQ(d->first_keys[0], 4);
   EXPECT_EQ(cps.saved["t"], "10");
+}
+
+// ---- The runtime contract (include/sluice/connector.h) for synchronous and asynchronous
+// destinations alike.
+
+// Runs completions on a thread of its own, after write() returned (like Kafka's delivery reports).
+class CompletionThread {
+ public:
+  CompletionThread() : thread_([this] { loop(); }) {}
+  ~CompletionThread() {
+    {
+      std::lock_guard l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void post(std::function<void()> fn) {
+    {
+      std::lock_guard l(mu_);
+      work_.push_back(std::move(fn));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock l(mu_);
+        cv_.wait(l, [&] { return stop_ || !work_.empty(); });
+        if (work_.empty()) return;
+        fn = std::move(work_.front());
+        work_.erase(work_.begin());
+      }
+      std::this_thread::sleep_for(1ms);  // well after write() returned
+      fn();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::function<void()>> work_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// A keyed, transactional destination: a batch with a negative id fails as a whole (Errc::data);
+// the first `transient_failures` writes fail with a retriable error. With `async`, every write
+// completes on another thread. With `stores`, it stores positions: the position of every batch
+// it accepts (also an empty one) is committed with it.
+class ContractDestination final : public Destination {
+ public:
+  ContractDestination(bool async, bool stores, int transient_failures = 0)
+      : async_(async), stores_(stores), transient_(transient_failures) {}
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  size_t max_in_flight() const noexcept override { return async_ ? 3 : 1; }
+  bool stores_positions() const noexcept override { return stores_; }
+  Result<std::optional<std::string>> stored_position(std::string_view) override {
+    std::lock_guard l(mu);
+    if (committed.empty()) return std::optional<std::string>();
+    return std::optional<std::string>(committed.back());
+  }
+  void write(Batch& b, WriteDone done) override {
+    Status st = apply(b);
+    if (!async_) {
+      done(std::move(st));
+      return;
+    }
+    completions_.post([done = std::move(done), st = std::move(st)]() mutable { done(std::move(st)); });
+  }
+  std::vector<int64_t> ids_copy() {
+    std::lock_guard l(mu);
+    return ids;
+  }
+
+  std::mutex mu;
+  std::vector<int64_t> ids;             // records accepted, in order
+  std::vector<std::string> committed;   // positions committed, in order
+  std::vector<size_t> write_sizes;      // every write, accepted or not
+  int retriable_failures = 0;
+
+ private:
+  Status apply(const Batch& b) {
+    std::lock_guard l(mu);
+    write_sizes.push_back(b.size());
+    if (transient_ > 0) {
+      --transient_;
+      ++retriable_failures;
+      return Error(Errc::connection, "connection lost", /*retriable=*/true);
+    }
+    for (const Record& r : b.records())
+      if (r.key.find("id")->as_int64() < 0)
+        return Error(Errc::data, "id " + std::to_string(r.key.find("id")->as_int64()) + " rejected");
+    for (const Record& r : b.records()) ids.push_back(r.key.find("id")->as_int64());
+    if (stores_ && b.has_position()) committed.push_back(b.position());
+    return ok_status();
+  }
+  bool async_;
+  bool stores_;
+  int transient_;
+  CompletionThread completions_;  // last: joined before the rest is destroyed
+};
+
+// Drops every record whose id is at least `from` (a `filter` processor).
+class DropFrom final : public Processor {
+ public:
+  explicit DropFrom(int64_t from) : from_(from) {}
+  Status process(Batch& b) override {
+    auto& rs = b.records();
+    rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const Record& r) { return r.key.find("id")->as_int64() >= from_; }),
+             rs.end());
+    return ok_status();
+  }
+
+ private:
+  int64_t from_;
+};
+
+class RuntimeContract : public ::testing::TestWithParam<bool> {  // param: asynchronous completion
+ protected:
+  bool async() const { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(SyncAndAsync, RuntimeContract, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Async" : "Sync"; });
+
+TEST_P(RuntimeContract, RetriableErrorsAreRetried) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<ContractDestination>(async(), false, /*transient_failures=*/2);
+  ContractDestination* d = dest.get();
+  Pipeline p(options(10), std::make_unique<IdSource>(50, std::set<int>{}), {}, std::move(dest), &cps);
+  Status st = p.run();
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  std::vector<int64_t> expected;
+  for (int i = 0; i < 50; ++i) expected.push_back(i);
+  std::vector<int64_t> ids = d->ids_copy();
+  // Asynchronous with several batches in flight, a retried batch may land after later ones.
+  if (async()) std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(d->retriable_failures, 2);
+  EXPECT_EQ(p.metrics().write_retries.load(), 2u);
+  EXPECT_EQ(p.metrics().records_written.load(), 50u);
+  EXPECT_EQ(cps.saved["t"], "50");
+}
+
+TEST_P(RuntimeContract, RejectedRecordsGoToTheDeadLetterQueue) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<ContractDestination>(async(), false);
+  auto dlq = std::make_unique<CollectingDestination>();
+  ContractDestination* d = dest.get();
+  CollectingDestination* q = dlq.get();
+  PipelineOptions o = options(100);
+  o.on_error = PipelineOptions::OnError::dlq;
+  o.dlq_connector = "test";
+  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {}, std::move(dest), &cps,
+             std::move(dlq));
+  Status st = p.run();
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  std::vector<int64_t> expected;
+  for (int i = 0; i < 250; ++i)
+    if (i != 3 && i != 150 && i != 151 && i != 249) expected.push_back(i);
+  EXPECT_EQ(d->ids_copy(), expected);
+  EXPECT_EQ(q->ids, (std::vector<int64_t>{-3, -150, -151, -249}));
+  EXPECT_EQ(p.metrics().dlq_records.load(), 4u);
+  EXPECT_EQ(p.metrics().records_written.load(), 246u);
+  EXPECT_EQ(cps.saved["t"], "250");
+}
+
+TEST_P(RuntimeContract, RejectedRecordWithoutADeadLetterQueueStopsBeforeItsBatch) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<ContractDestination>(async(), false);
+  Pipeline p(options(100), std::make_unique<IdSource>(250, std::set<int>{150}), {}, std::move(dest), &cps);
+  Status st = p.run();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message().find("id -150 rejected"), std::string::npos);
+  EXPECT_EQ(cps.saved["t"], "100");
+}
+
+// The parent's position is committed once, by the last write of the isolation: also when the
+// batch's last record is the rejected one (then by an empty write after it).
+TEST_P(RuntimeContract, DeadLetterIsolationCommitsTheParentPositionOnceAtTheEnd) {
+  for (const std::set<int>& bad : {std::set<int>{3}, std::set<int>{9}, std::set<int>{1, 9}, std::set<int>{4, 5}}) {
+    SCOPED_TRACE(::testing::PrintToString(bad));
+    MemoryCheckpoints cps;
+    auto dest = std::make_unique<ContractDestination>(async(), /*stores=*/true);
+    ContractDestination* d = dest.get();
+    PipelineOptions o = options(10);
+    o.on_error = PipelineOptions::OnError::dlq;
+    o.dlq_connector = "test";
+    Pipeline p(o, std::make_unique<IdSource>(10, bad), {}, std::move(dest), &cps,
+               std::make_unique<CollectingDestination>());
+    Status st = p.run();
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(d->committed, (std::vector<std::string>{"10"}));
+    EXPECT_EQ(d->ids_copy().size(), 10 - bad.size());
+    EXPECT_EQ(cps.saved["t"], "10");
+  }
+}
+
+// Batches 21..30 are all filtered out: a destination that stores positions still commits 30,
+// else a restart would resume from its stale 20.
+TEST_P(RuntimeContract, BatchEmptiedByProcessorsAdvancesADestinationThatStoresPositions) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<ContractDestination>(async(), /*stores=*/true);
+  ContractDestination* d = dest.get();
+  std::vector<std::unique_ptr<Processor>> procs;
+  procs.push_back(std::make_unique<DropFrom>(20));
+  Pipeline p(options(10), std::make_unique<CountingSource>(30), std::move(procs), std::move(dest), &cps);
+  Status st = p.run();
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(d->committed, (std::vector<std::string>{"10", "20", "30"}));
+  EXPECT_EQ(d->ids_copy().size(), 20u);
+  EXPECT_EQ(cps.saved["t"], "30");
+  EXPECT_EQ(p.metrics().records_filtered.load(), 10u);
+}
+
+TEST_P(RuntimeContract, BatchEmptiedByProcessorsIsNotWrittenToOtherDestinations) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<ContractDestination>(async(), /*stores=*/false);
+  ContractDestination* d = dest.get();
+  std::vector<std::unique_ptr<Processor>> procs;
+  procs.push_back(std::make_unique<DropFrom>(20));
+  Pipeline p(options(10), std::make_unique<CountingSource>(30), std::move(procs), std::move(dest), &cps);
+  ASSERT_TRUE(p.run().ok());
+  EXPECT_EQ(d->write_sizes, (std::vector<size_t>{10, 10}));
+  EXPECT_EQ(cps.saved["t"], "30");
 }
 
 TEST(OrderedAcker, AdvancesOnlyOverContiguousPrefix) {

@@ -13,7 +13,7 @@
 
 namespace sluice {
 
-HttpServer::HttpServer(std::vector<Pipeline*> pipelines) : pipelines_(std::move(pipelines)) {}
+HttpServer::HttpServer(const Engine& engine) : engine_(engine) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -31,15 +31,15 @@ Status HttpServer::start(const std::string& listen) {
 
   server_ = std::make_unique<httplib::Server>();
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_prometheus(pipelines_), "text/plain; version=0.0.4; charset=utf-8");
+    res.set_content(render_prometheus(engine_.metrics()), "text/plain; version=0.0.4; charset=utf-8");
   });
   server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     std::string body;
     bool healthy = true;
-    for (const Pipeline* p : pipelines_) {
-      const bool failed = p->state() == PipelineState::failed;
+    for (const PipelineStatus& p : engine_.list()) {
+      const bool failed = p.state == PipelineState::failed;
       healthy = healthy && !failed;
-      body += fmt::format("{} {}\n", p->options().id, failed ? "failed" : "ok");
+      body += fmt::format("{} {}\n", p.id, failed ? "failed" : "ok");
     }
     res.status = healthy ? 200 : 503;
     res.set_content(body, "text/plain");

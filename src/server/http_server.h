@@ -1,4 +1,5 @@
-// The HTTP endpoint: /metrics (Prometheus text) and /healthz. One listener thread.
+// The HTTP endpoint: /metrics (Prometheus text, from the engine's metrics registry) and /healthz
+// (the engine's pipeline list). One listener thread; handlers only read the engine.
 #pragma once
 
 #include <memory>
@@ -6,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/pipeline.h"
+#include "engine/engine.h"
 #include "sluice/result.h"
 
 namespace httplib { class Server; }
@@ -15,7 +16,7 @@ namespace sluice {
 
 class HttpServer {
  public:
-  explicit HttpServer(std::vector<Pipeline*> pipelines);
+  explicit HttpServer(const Engine& engine);
   ~HttpServer();
   // `listen` is host:port; port 0 picks a free port (see port()).
   Status start(const std::string& listen);
@@ -23,7 +24,7 @@ class HttpServer {
   int port() const noexcept { return port_; }
 
  private:
-  std::vector<Pipeline*> pipelines_;
+  const Engine& engine_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

@@ -1,13 +1,12 @@
-// Renders pipeline metrics in the Prometheus text exposition format (version 0.0.4).
+// Renders the metrics registry in the Prometheus text exposition format (version 0.0.4).
 #pragma once
 
-#include <span>
 #include <string>
 
-#include "runtime/pipeline.h"
+#include "sluice/metrics.h"
 
 namespace sluice {
 
-std::string render_prometheus(std::span<Pipeline* const> pipelines);
+std::string render_prometheus(const MetricsRegistry& registry);
 
 }  // namespace sluice

@@ -47,7 +47,9 @@ void KeyedSqlDestination::write(Batch& batch, WriteDone done) {
 }
 
 Status KeyedSqlDestination::write_batch(const Batch& batch, size_t max_rows) {
-  if (batch.empty()) return ok_status();
+  // An empty batch still commits its position where positions are stored here (the runtime
+  // contract, sluice/connector.h): processors may have emptied it.
+  if (batch.empty() && !(options_.checkpoint_in_destination && batch.has_position())) return ok_status();
   if (!connected()) SLUICE_TRY(connect());
   Status s = apply(batch, max_rows);
   if (!s) {

@@ -1,0 +1,246 @@
+// The engine with scripted connectors: start/stop/list/status, idle exit, probes registered in
+// its metrics registry and gone with the engine.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+#include "engine/progress.h"
+
+namespace sluice {
+namespace {
+
+using namespace std::chrono_literals;
+
+class MemoryCheckpoints final : public CheckpointStore {
+ public:
+  Result<std::optional<std::string>> load(std::string_view id) override {
+    std::lock_guard l(mu);
+    auto it = saved.find(std::string(id));
+    if (it == saved.end()) return std::optional<std::string>();
+    return std::optional<std::string>(it->second);
+  }
+  Status save(std::string_view id, std::string_view pos) override {
+    std::lock_guard l(mu);
+    saved[std::string(id)] = std::string(pos);
+    return ok_status();
+  }
+  Status erase(std::string_view id) override {
+    std::lock_guard l(mu);
+    saved.erase(std::string(id));
+    return ok_status();
+  }
+  std::mutex mu;
+  std::map<std::string, std::string> saved;
+};
+
+// Emits `total` records (position = count so far), then reports idle forever (total < 0: never
+// ends, never idle before stop).
+class TickingSource final : public Source {
+ public:
+  explicit TickingSource(int total, bool finite = false) : total_(total), finite_(finite) {}
+  Status open(const ConnectorContext& ctx, const std::optional<std::string>&) override {
+    if (ctx.stats) ctx.stats->lag_ms = 1500;
+    if (ctx.metrics) {
+      probe_ = ctx.metrics->add({MetricDef::counter("sluice_test_source_reads_total", "Reads.", ctx.metric_labels(),
+                                                    reads_)});
+    }
+    return ok_status();
+  }
+  Result<ReadStatus> read(Batch& b, const ReadRequest& req, std::stop_token stop) override {
+    reads_.fetch_add(1);
+    while (next_ < total_ && b.size() < req.max_records) {
+      Record& r = b.add();
+      r.key = b.object(1).add("id", Value::int64(next_)).build();
+      ++next_;
+    }
+    if (next_ >= total_ && finite_) {
+      b.set_position(std::to_string(next_));
+      return ReadStatus::end;
+    }
+    if (b.empty()) {
+      std::mutex mu;
+      std::condition_variable_any cv;
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, stop, req.poll, [] { return false; });
+      return ReadStatus::idle;
+    }
+    b.set_position(std::to_string(next_));
+    return ReadStatus::more;
+  }
+  void ack(std::string_view) override {}
+
+ private:
+  int total_;
+  bool finite_;
+  int next_ = 0;
+  std::atomic<uint64_t> reads_{0};
+  MetricsRegistry::Registration probe_;
+};
+
+class NullDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  void write(Batch&, WriteDone done) override { done(ok_status()); }
+};
+
+class FailingDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return Error(Errc::connection, "no server"); }
+  void write(Batch&, WriteDone done) override { done(ok_status()); }
+};
+
+std::unique_ptr<Pipeline> pipeline(const std::string& id, std::unique_ptr<Source> src, std::unique_ptr<Destination> dst,
+                                   CheckpointStore* cps) {
+  PipelineOptions o;
+  o.id = id;
+  o.source_connector = "ticking";
+  o.destination_connector = "null";
+  o.max_records = 10;
+  o.poll = 20ms;
+  o.checkpoint_interval = 10ms;
+  return std::make_unique<Pipeline>(o, std::move(src), std::vector<std::unique_ptr<Processor>>{}, std::move(dst), cps);
+}
+
+TEST(Engine, StartsListsAndStopsPipelines) {
+  MemoryCheckpoints cps;
+  Engine engine;
+  ASSERT_TRUE(engine.add(pipeline("a", std::make_unique<TickingSource>(30), std::make_unique<NullDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine.add(pipeline("b", std::make_unique<TickingSource>(5, true), std::make_unique<NullDestination>(), &cps)).ok());
+  EXPECT_FALSE(engine.add(pipeline("a", std::make_unique<TickingSource>(1), std::make_unique<NullDestination>(), &cps)).ok());
+
+  auto listed = engine.list();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed[0].id, "a");
+  EXPECT_EQ(listed[1].id, "b");
+  EXPECT_FALSE(listed[0].started);
+  EXPECT_FALSE(engine.running());
+
+  ASSERT_TRUE(engine.start("a").ok());
+  EXPECT_FALSE(engine.start("a").ok()) << "started twice";
+  EXPECT_FALSE(engine.start("nope").ok());
+  engine.start_all();
+  EXPECT_TRUE(engine.running());
+
+  // b ends on its own; a runs until stopped.
+  for (int i = 0; i < 500 && !(engine.status("b")->ended && engine.status("a")->records_written == 30); ++i)
+    std::this_thread::sleep_for(5ms);
+  auto b = engine.status("b");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->ended);
+  EXPECT_EQ(b->state, PipelineState::stopped);
+  EXPECT_EQ(b->records_written, 5u);
+  EXPECT_EQ(b->checkpoint, "5");
+  auto a = engine.status("a");
+  EXPECT_FALSE(a->ended);
+  EXPECT_EQ(a->state, PipelineState::running);
+  EXPECT_EQ(a->records_written, 30u);
+  EXPECT_FALSE(engine.status("nope"));
+
+  EXPECT_FALSE(engine.stop("nope").ok());
+  ASSERT_TRUE(engine.stop("a").ok());
+  EXPECT_TRUE(engine.wait());
+  EXPECT_FALSE(engine.running());
+  EXPECT_EQ(engine.status("a")->state, PipelineState::stopped);
+  EXPECT_EQ(cps.saved["a"], "30");
+}
+
+TEST(Engine, IdleExitStopsOnceEveryRunningPipelineIsIdle) {
+  MemoryCheckpoints cps;
+  EngineOptions o;
+  o.idle_exit = 200ms;
+  o.tick = 10ms;
+  Engine engine(o);
+  ASSERT_TRUE(engine.add(pipeline("a", std::make_unique<TickingSource>(20), std::make_unique<NullDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine.add(pipeline("b", std::make_unique<TickingSource>(40), std::make_unique<NullDestination>(), &cps)).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  engine.start_all();
+  int ticks = 0;
+  EXPECT_TRUE(engine.wait([&] { ++ticks; }));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 200ms);
+  EXPECT_LT(took, 5s);
+  EXPECT_GT(ticks, 5);
+  for (const PipelineStatus& s : engine.list()) {
+    EXPECT_TRUE(s.ended) << s.id;
+    EXPECT_EQ(s.state, PipelineState::stopped) << s.id;
+  }
+  EXPECT_EQ(cps.saved["a"], "20");
+  EXPECT_EQ(cps.saved["b"], "40");
+}
+
+TEST(Engine, AFailedPipelineIsReportedAndTheOthersKeepRunning) {
+  MemoryCheckpoints cps;
+  Engine engine;
+  ASSERT_TRUE(engine.add(pipeline("bad", std::make_unique<TickingSource>(1), std::make_unique<FailingDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine.add(pipeline("good", std::make_unique<TickingSource>(10), std::make_unique<NullDestination>(), &cps)).ok());
+  engine.start_all();
+  for (int i = 0; i < 500 && !engine.status("bad")->ended; ++i) std::this_thread::sleep_for(5ms);
+  auto bad = engine.status("bad");
+  ASSERT_TRUE(bad->ended);
+  EXPECT_EQ(bad->state, PipelineState::failed);
+  ASSERT_TRUE(bad->error);
+  EXPECT_NE(bad->error->message().find("no server"), std::string::npos);
+  EXPECT_FALSE(engine.status("good")->ended);
+  engine.stop_all();
+  EXPECT_FALSE(engine.wait()) << "a pipeline failed";
+  EXPECT_EQ(engine.status("good")->state, PipelineState::stopped);
+}
+
+TEST(Engine, ComponentsPublishTheirProbesInTheRegistry) {
+  MemoryCheckpoints cps;
+  Engine engine;
+  ASSERT_TRUE(engine.add(pipeline("p", std::make_unique<TickingSource>(25, true), std::make_unique<NullDestination>(), &cps)).ok());
+  const MetricsRegistry& m = engine.metrics();
+  // The pipeline's probe exists as soon as it is added.
+  EXPECT_EQ(m.values("sluice_records_written_total", {{"pipeline", "p"}, {"connector", "null"}}).size(), 1u);
+  EXPECT_TRUE(m.values("sluice_test_source_reads_total").empty()) << "the source has not opened yet";
+  engine.start_all();
+  EXPECT_TRUE(engine.wait());
+  EXPECT_EQ(m.sum("sluice_records_written_total"), 25);
+  EXPECT_EQ(m.sum("sluice_records_read_total", {{"pipeline", "p"}, {"connector", "ticking"}}), 25);
+  EXPECT_EQ(m.sum("sluice_source_lag_seconds", {{"pipeline", "p"}}), 1.5);  // ConnectorStats, registered by the runtime
+  // A probe the source registered itself, with its context's labels.
+  EXPECT_GE(m.sum("sluice_test_source_reads_total", {{"pipeline", "p"}, {"connector", "ticking"}}), 3);
+  EXPECT_EQ(m.sum("sluice_pipeline_up", {{"pipeline", "p"}}), 0);
+
+  ProgressLine progress(m);
+  const std::string line = progress.render(1.0);
+  EXPECT_NE(line.find("25 records written"), std::string::npos) << line;
+  EXPECT_NE(line.find("in flight 0"), std::string::npos) << line;
+  EXPECT_NE(line.find("lag 1.5s"), std::string::npos) << line;
+}
+
+TEST(MetricsRegistry, FamiliesKeepFirstRegistrationOrderAndProbesLeaveWithTheirRegistration) {
+  MetricsRegistry r;
+  std::atomic<uint64_t> a{1}, b{2};
+  auto first = r.add({MetricDef::counter("x_total", "X.", {{"k", "1"}}, a),
+                      MetricDef::gauge("y", "Y.", {{"k", "1"}}, [] { return MetricValue(-1.0); })});
+  auto second = std::make_unique<MetricsRegistry::Registration>(r.add({MetricDef::counter("x_total", "X.", {{"k", "2"}}, b)}));
+  std::vector<std::string> seen;
+  r.visit([&](const MetricDef& family, const std::vector<const MetricDef*>& members) {
+    for (const MetricDef* m : members) seen.push_back(family.name + "/" + m->labels.front().second);
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"x_total/1", "x_total/2", "y/1"}));
+  EXPECT_EQ(r.sum("x_total"), 3);
+  EXPECT_EQ(r.sum("x_total", {{"k", "2"}}), 2);
+  second.reset();
+  EXPECT_EQ(r.sum("x_total"), 1);
+  MetricsRegistry::Registration moved = std::move(first);
+  EXPECT_FALSE(first.active());
+  EXPECT_TRUE(moved.active());
+  moved.reset();
+  EXPECT_TRUE(r.values("y").empty());
+}
+
+TEST(Progress, FormatsNumbersAndDurations) {
+  EXPECT_EQ(thousands(0), "0");
+  EXPECT_EQ(thousands(1234567), "1,234,567");
+  EXPECT_EQ(duration_text(42), "42s");
+  EXPECT_EQ(duration_text(7200), "2.0h");
+}
+
+}  // namespace
+}  // namespace sluice
