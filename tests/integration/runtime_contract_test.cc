@@ -163,7 +163,7 @@ TEST(RuntimeContract, ARecordTheKafkaBrokerRefusesAsynchronouslyGoesToTheDeadLet
   f.tables = {"public.t"};
   f.source_settings = {{"snapshot.mode", "initial_only"}};
   f.destination_settings = {{"topic", topic}};
-  f.pipeline_extra = "    on_error: dlq\n    dlq: {connector: file, settings: {path: dead.jsonl}}\n";
+  f.pipeline_extra = {{"on_error", "dlq"}, {"dlq", "{connector: file, settings: {path: dead.jsonl}}"}};
   auto dir = make_temp_dir("rc-kafka-dlq");
   write_file(dir / "p.yaml", f.yaml());
   e2e::Process p({"run", "p.yaml"}, dir);
