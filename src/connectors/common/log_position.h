@@ -176,6 +176,8 @@ struct LogPosition {
   TxPoint tx{};            // cdc: the transaction partly durable …
   uint64_t tx_n = 0;       // … its first tx_n changes (0: none)
 
+  bool operator==(const LogPosition&) const = default;
+
   std::string encode() const {
     PositionWriter w;
     switch (phase) {
