@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "connectors/common/log_position.h"
 #include "connectors/mysql/binlog_wire.h"
 
 namespace sluice::mysql::binlog {
@@ -65,16 +66,7 @@ bool read_lenenc(std::string_view& in, uint64_t* out) noexcept {
   return true;
 }
 
-std::string to_hex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (char c : bytes) {
-    out += kDigits[uint8_t(c) >> 4];
-    out += kDigits[uint8_t(c) & 15];
-  }
-  return out;
-}
+std::string to_hex(std::string_view bytes) { return hex_encode(bytes); }
 
 std::string from_hex(std::string_view hex) {
   std::string out;
