@@ -17,6 +17,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long after losing the stream a slot still active for a PID is taken for our own old
+// walsender on its way out: PostgreSQL's default wal_sender_timeout (60 s) and a margin.
+constexpr auto kSlotReleaseGrace = std::chrono::seconds(90);
+
 uint64_t be64(const char* p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(p[i]);
@@ -53,10 +57,16 @@ Status PostgresDriver::start_stream(State&) {
   PgResult r(PQexec(repl_.get(), sql.c_str()));
   if (!r || PQresultStatus(r.get()) != PGRES_COPY_BOTH) {
     Error e = classify_error(r ? PQresultErrorMessage(r.get()) : repl_.last_error(),
-                                 fmt::format("cannot stream from slot {}", slot_));
+                             fmt::format("cannot stream from slot {}", slot_));
     repl_.reset();
+    // Right after our own stream broke, our old walsender may still hold the slot (until it
+    // notices, at worst wal_sender_timeout later): retry with the skeleton's backoff for a while
+    // before calling the slot taken by someone else.
+    if (e.code() == Errc::conflict && lost_at_ && Clock::now() - *lost_at_ < kSlotReleaseGrace)
+      return Error(Errc::conflict, e.message(), /*retriable=*/true);
     return e;
   }
+  lost_at_.reset();
   streaming_ = true;
   spdlog::info("pipeline {}: streaming changes from slot {} at {}", ctx_.pipeline_id, slot_,
                st_->position.point.to_string());
@@ -240,6 +250,7 @@ void PostgresDriver::stop_stream(State&) noexcept {
   std::lock_guard lock(repl_mu_);
   streaming_ = false;
   repl_.reset();
+  lost_at_ = Clock::now();
 }
 
 }  // namespace sluice::pg

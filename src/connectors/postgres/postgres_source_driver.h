@@ -13,6 +13,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -137,6 +138,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   uint64_t sent_flush_ = 0;
   std::chrono::steady_clock::time_point last_status_{};
   std::chrono::steady_clock::time_point last_heartbeat_ = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> lost_at_;  // when the stream last broke
   Message msg_;
   std::jthread status_thread_;
 };
