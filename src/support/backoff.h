@@ -18,15 +18,21 @@ class Backoff {
 
   // Sleeps for the next delay; returns false if stop was requested (before or during the wait).
   bool wait(std::stop_token stop) {
-    auto cap = next_;
-    next_ = std::min(max_, next_ * 2);
-    std::uniform_int_distribution<long> dist(cap.count() / 2, cap.count());
-    auto delay = std::chrono::milliseconds(dist(rng_));
-    ++attempts_;
+    const auto delay = next();
     std::mutex mu;
     std::condition_variable_any cv;
     std::unique_lock lock(mu);
     return !cv.wait_for(lock, stop, delay, [] { return false; }) && !stop.stop_requested();
+  }
+
+  // Takes the next delay without sleeping, for callers that must not block (a log source whose
+  // server is down returns idle from read() until the delay has passed).
+  std::chrono::milliseconds next() {
+    auto cap = next_;
+    next_ = std::min(max_, next_ * 2);
+    std::uniform_int_distribution<long> dist(cap.count() / 2, cap.count());
+    ++attempts_;
+    return std::chrono::milliseconds(dist(rng_));
   }
 
   void reset() { next_ = initial_; attempts_ = 0; }

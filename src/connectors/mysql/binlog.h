@@ -107,6 +107,8 @@ struct Event {
 // CRC32 (a mismatch is a data error). A FORMAT_DESCRIPTION event announces its own checksum
 // algorithm: parse it with parse_format_description, which handles both.
 Result<Event> parse_event(std::string_view raw, bool crc32_checksum);
+// The event's views point into `raw`: a temporary would leave them dangling.
+Result<Event> parse_event(std::string&& raw, bool crc32_checksum) = delete;
 
 struct FormatDescription {
   uint16_t binlog_version = 4;
@@ -193,8 +195,11 @@ struct ColumnInfo {
 // Decodes one row image starting at `data`: fills out[i] for each column (absent when the column
 // is not in `present`). Returns the bytes consumed. `cols` may be shorter than the map (unknown
 // columns decode with defaults: signed, utf8).
+// Enum and set values point into `cols` (their labels): keep it alive as long as the values.
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols, std::string_view present,
                           std::string_view data, Arena& arena, Value* out);
+Result<size_t> decode_row(const TableMap& map, std::vector<ColumnInfo>&& cols, std::string_view present,
+                          std::string_view data, Arena& arena, Value* out) = delete;
 
 // Decodes MySQL's binary JSON (column type JSON on MySQL 5.7+) to JSON text.
 Result<std::string> mysql_json_to_text(std::string_view bin);

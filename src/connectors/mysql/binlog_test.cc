@@ -73,7 +73,7 @@ constexpr std::string_view kRawDdlQuery =
 
 std::string raw(std::string_view hex) { return from_hex(hex); }
 
-std::vector<ColumnInfo> columns() {
+std::vector<ColumnInfo> make_columns() {
   const char* names[] = {"id", "ti", "tiu", "si", "siu", "mi", "miu", "i", "iu", "bi", "biu", "dec1", "dec2", "fl", "db",
                          "c", "vc", "tx", "bn", "vb", "bl", "d", "t", "t6", "dt", "dt3", "ts", "y", "e", "st", "bt", "j", "l1"};
   std::vector<ColumnInfo> cols;
@@ -91,6 +91,12 @@ std::vector<ColumnInfo> columns() {
   }
   return cols;
 }
+// Decoded enum/set values are views into the column descriptions: they must outlive the values
+// (the source retains the table schema in the batch), so the tests keep one for the whole run.
+const std::vector<ColumnInfo>& columns() {
+  static const std::vector<ColumnInfo> kColumns = make_columns();
+  return kColumns;
+}
 
 struct Decoded {
   FormatDescription fd;
@@ -102,7 +108,8 @@ Decoded setup() {
   auto fd = parse_format_description(raw(kRawFde));
   EXPECT_TRUE(fd.ok()) << (fd.ok() ? "" : fd.error().message());
   d.fd = fd.value();
-  auto ev = parse_event(raw(kRawTableMap), true);
+  const std::string ev_bytes = raw(kRawTableMap);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   EXPECT_TRUE(ev.ok());
   auto m = parse_table_map(ev.value(), d.fd);
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message());
@@ -152,7 +159,8 @@ TEST(BinlogTest, TruncatedEventsAreErrors) {
 }
 
 TEST(BinlogTest, GtidAndGtidList) {
-  auto ev = parse_event(raw(kRawGtid), true);
+  const std::string ev_bytes = raw(kRawGtid);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto g = parse_maria_gtid(ev.value());
   ASSERT_TRUE(g.ok());
@@ -160,7 +168,8 @@ TEST(BinlogTest, GtidAndGtidList) {
   EXPECT_EQ(g->server_id, 1u);
   EXPECT_EQ(g->to_string(), "0-1-" + std::to_string(g->seq));
   EXPECT_FALSE(g->standalone);
-  auto lev = parse_event(raw(kRawGtidList), true);
+  const std::string lev_bytes = raw(kRawGtidList);  // events are views into these bytes
+  auto lev = parse_event(lev_bytes, true);
   ASSERT_TRUE(lev.ok());
   auto list = parse_maria_gtid_list(lev.value());
   ASSERT_TRUE(list.ok());
@@ -170,13 +179,15 @@ TEST(BinlogTest, GtidAndGtidList) {
 }
 
 TEST(BinlogTest, DdlQueryAndXid) {
-  auto ev = parse_event(raw(kRawDdlQuery), true);
+  const std::string ev_bytes = raw(kRawDdlQuery);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto q = parse_query(ev.value());
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(q->database, "mys_capture");
   EXPECT_TRUE(q->sql.starts_with("create table alltypes")) << q->sql;
-  auto x = parse_event(raw(kRawXid), true);
+  const std::string x_bytes = raw(kRawXid);  // events are views into these bytes
+  auto x = parse_event(x_bytes, true);
   ASSERT_TRUE(x.ok());
   EXPECT_EQ(x->header.type, kXid);
   EXPECT_EQ(x->body.size(), 8u);
@@ -237,7 +248,8 @@ void expect_full_row(const std::vector<Value>& v) {
 
 TEST(BinlogTest, WriteRowsEveryType) {
   Decoded d = setup();
-  auto ev = parse_event(raw(kRawWriteAll), true);
+  const std::string ev_bytes = raw(kRawWriteAll);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto rows = parse_rows(ev.value(), d.fd);
   ASSERT_TRUE(rows.ok()) << rows.error().message();
@@ -254,7 +266,8 @@ TEST(BinlogTest, WriteRowsEveryType) {
 
 TEST(BinlogTest, NullsDecodeAsNull) {
   Decoded d = setup();
-  auto ev = parse_event(raw(kRawWriteNulls), true);
+  const std::string ev_bytes = raw(kRawWriteNulls);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto rows = parse_rows(ev.value(), d.fd);
   ASSERT_TRUE(rows.ok());
@@ -267,7 +280,8 @@ TEST(BinlogTest, NullsDecodeAsNull) {
 
 TEST(BinlogTest, UpdateFullImageHasBeforeAndAfter) {
   Decoded d = setup();
-  auto ev = parse_event(raw(kRawUpdateFull), true);
+  const std::string ev_bytes = raw(kRawUpdateFull);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto rows = parse_rows(ev.value(), d.fd);
   ASSERT_TRUE(rows.ok());
@@ -289,7 +303,8 @@ TEST(BinlogTest, UpdateFullImageHasBeforeAndAfter) {
 
 TEST(BinlogTest, DeleteRows) {
   Decoded d = setup();
-  auto ev = parse_event(raw(kRawDeleteNulls), true);
+  const std::string ev_bytes = raw(kRawDeleteNulls);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto rows = parse_rows(ev.value(), d.fd);
   ASSERT_TRUE(rows.ok());
@@ -302,7 +317,8 @@ TEST(BinlogTest, DeleteRows) {
 
 TEST(BinlogTest, MinimalImageLeavesColumnsAbsent) {
   Decoded d = setup();
-  auto ev = parse_event(raw(kRawUpdateMinimal), true);
+  const std::string ev_bytes = raw(kRawUpdateMinimal);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto rows = parse_rows(ev.value(), d.fd);
   ASSERT_TRUE(rows.ok());
@@ -421,13 +437,15 @@ constexpr std::string_view kRawWriteFull =
 TEST(BinlogTest, OptionalMetadataNamesColumnsAndSignedness) {
   auto fd = parse_format_description(raw(kRawFde));
   ASSERT_TRUE(fd.ok());
-  auto ev = parse_event(raw(kRawTableMapFull), true);
+  const std::string ev_bytes = raw(kRawTableMapFull);  // events are views into these bytes
+  auto ev = parse_event(ev_bytes, true);
   ASSERT_TRUE(ev.ok());
   auto m = parse_table_map(ev.value(), fd.value());
   ASSERT_TRUE(m.ok()) << m.error().message();
   EXPECT_EQ(m->column_names, (std::vector<std::string>{"id", "name", "n", "b"}));
   EXPECT_EQ(m->is_unsigned, (std::vector<uint8_t>{1, 0, 0, 1}));
-  auto wev = parse_event(raw(kRawWriteFull), true);
+  const std::string wev_bytes = raw(kRawWriteFull);  // events are views into these bytes
+  auto wev = parse_event(wev_bytes, true);
   ASSERT_TRUE(wev.ok());
   auto rows = parse_rows(wev.value(), fd.value());
   ASSERT_TRUE(rows.ok());
@@ -441,7 +459,8 @@ TEST(BinlogTest, OptionalMetadataNamesColumnsAndSignedness) {
   EXPECT_EQ(v[2], Value::int64(-1));
   EXPECT_EQ(v[3], Value::uint64(18446744073709551615ULL));
   // Without optional metadata the vectors stay empty.
-  auto plain = parse_table_map(parse_event(raw(kRawTableMap), true).value(), fd.value());
+  const std::string plain_bytes = raw(kRawTableMap);
+  auto plain = parse_table_map(parse_event(plain_bytes, true).value(), fd.value());
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE(plain->column_names.empty());
   EXPECT_TRUE(plain->is_unsigned.empty());

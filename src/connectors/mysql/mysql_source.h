@@ -9,7 +9,12 @@
 //         MariaDB (@slave_connect_state) — raw events read on a reader thread, decoded by our own
 //         decoder (binlog.h) into records.
 //
-// Position (opaque to the runtime, text; <gtid> is MariaDB's domain-server-seq list or "-"):
+// A driver of the log-source skeleton (connectors/common/log_source.h; the driver and its files:
+// mysql_source_driver.h), which owns the phases, this position's codec, resume inside a
+// transaction and reconnects (docs/development/log-sources.md).
+//
+// Position (opaque to the runtime, text; the skeleton's LogPosition, version 1; <gtid> is
+// MariaDB's domain-server-seq list or "-"):
 //   "snapshot <file> <pos> <gtid> <table-index> <resume>"   snapshot in progress; the stream starts
 //                                                           at file:pos; <resume> is "-", "k<hex
 //                                                           key values>" (keyset) or "o<offset>"

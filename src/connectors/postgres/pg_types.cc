@@ -1,5 +1,7 @@
 #include "connectors/postgres/pg_types.h"
 
+#include "connectors/postgres/pg_text.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -9,7 +11,8 @@
 
 namespace sluice::pg {
 
-namespace {
+// The text parsers, shared with pg_array_text.cc (pg_text.h).
+namespace text {
 
 using Kind = TypeInfo::Kind;
 
@@ -80,7 +83,6 @@ constexpr BuiltinArray kBuiltinArrays[] = {
 };
 
 constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
-constexpr int kMaxDepth = 16;         // domain chains / array nesting
 constexpr int64_t kMaxYear = 5874898;  // PostgreSQL's date range ends in 5874897 AD
 
 std::string_view builtin_name(uint32_t type_oid) {
@@ -125,7 +127,7 @@ std::string type_label(uint32_t type_oid) {
   return "type " + std::to_string(type_oid);
 }
 
-Error invalid(uint32_t type_oid, std::string_view text, std::string_view why = {}) {
+Error invalid(uint32_t type_oid, std::string_view text, std::string_view why) {
   constexpr size_t kMaxShown = 48;
   std::string msg = "pg: invalid " + type_label(type_oid) + " value '";
   if (text.size() > kMaxShown) {
@@ -372,9 +374,6 @@ bool parse_pg_interval(std::string_view s, Interval* iv) {
   return true;
 }
 
-Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_view text, Arena& arena,
-                      bool in_arena, int depth);
-
 void skip_ws(std::string_view& s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r' ||
                         s.front() == '\v' || s.front() == '\f'))
@@ -382,164 +381,6 @@ void skip_ws(std::string_view& s) {
 }
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
-
-// Array literal parser (array_out's format, and what array_in accepts of it).
-class ArrayParser {
- public:
-  ArrayParser(const TypeRegistry& types, uint32_t array_oid, uint32_t elem_oid, char delim, Arena& arena,
-              int depth)
-      : types_(types), array_oid_(array_oid), elem_oid_(elem_oid), delim_(delim), arena_(arena), depth_(depth) {}
-
-  Result<Value> parse(std::string_view text) {
-    text_ = text;
-    std::string_view s = text;
-    // Optional dimension decoration when a lower bound is not 1: "[0:1][1:2]={...}".
-    if (!s.empty() && s.front() == '[') {
-      while (eat(s, '[')) {
-        if (!bound(s) || !eat(s, ':') || !bound(s) || !eat(s, ']')) return bad("bad dimension decoration");
-      }
-      if (!eat(s, '=')) return bad("expected '=' after dimensions");
-    }
-    skip_ws(s);
-    if (s.empty() || s.front() != '{') return bad("expected '{'");
-    Result<Value> v = level(s, 0);
-    if (!v) return v;
-    skip_ws(s);
-    if (!s.empty()) return bad("junk after closing '}'");
-    return v;
-  }
-
- private:
-  static bool bound(std::string_view& s) {
-    if (!eat(s, '-')) eat(s, '+');
-    size_t n = 0;
-    while (!s.empty() && is_digit(s.front()) && n < 10) { s.remove_prefix(1); ++n; }
-    return n > 0;
-  }
-
-  Error bad(std::string_view why) const { return invalid(array_oid_, text_, why); }
-
-  // Counts the elements of the level starting at s[0] == '{' without consuming it; nullopt-like
-  // SIZE_MAX when braces or quotes are unbalanced.
-  size_t count(std::string_view s) const {
-    size_t i = 1, n = 0, nest = 0;
-    bool any = false, quoted = false;
-    for (; i < s.size(); ++i) {
-      char c = s[i];
-      if (quoted) {
-        if (c == '\\') ++i;
-        else if (c == '"') quoted = false;
-        continue;
-      }
-      if (c == '\\') { ++i; any = true; continue; }
-      if (c == '"') { quoted = true; any = true; continue; }
-      if (c == '{') { ++nest; any = true; continue; }
-      if (c == '}') {
-        if (nest == 0) return any ? n + 1 : 0;
-        --nest;
-        continue;
-      }
-      if (nest == 0 && c == delim_) { ++n; any = true; continue; }
-      if (!is_ws(c)) any = true;
-    }
-    return SIZE_MAX;
-  }
-
-  Result<Value> level(std::string_view& s, int nest) {
-    if (nest + depth_ > kMaxDepth) return bad("too deeply nested");
-    size_t n = count(s);
-    if (n == SIZE_MAX) return bad("unbalanced braces or quotes");
-    s.remove_prefix(1);  // '{'
-    Value* items = arena_.allocate_array<Value>(n);
-    size_t i = 0;
-    skip_ws(s);
-    if (eat(s, '}')) {
-      if (n != 0) return bad("malformed");
-      return Value::array(items, 0);
-    }
-    while (true) {
-      if (i >= n) return bad("malformed");
-      skip_ws(s);
-      Result<Value> v = (!s.empty() && s.front() == '{') ? level(s, nest + 1) : element(s);
-      if (!v) return v;
-      new (&items[i++]) Value(v.value());
-      skip_ws(s);
-      if (s.empty()) return bad("missing '}'");
-      if (s.front() == '}') {
-        s.remove_prefix(1);
-        break;
-      }
-      if (s.front() != delim_) return bad("expected delimiter");
-      s.remove_prefix(1);
-    }
-    if (i != n) return bad("malformed");
-    return Value::array(items, uint32_t(n));
-  }
-
-  Result<Value> element(std::string_view& s) {
-    if (s.empty()) return bad("missing '}'");
-    if (s.front() == '"') {
-      s.remove_prefix(1);
-      size_t len = 0;
-      bool escaped = false;
-      size_t j = 0;
-      for (; j < s.size() && s[j] != '"'; ++j, ++len) {
-        if (s[j] == '\\') { escaped = true; ++j; }
-      }
-      if (j >= s.size()) return bad("unterminated quoted element");
-      std::string_view raw = s.substr(0, j);
-      s.remove_prefix(j + 1);
-      if (!escaped) return convert(types_, elem_oid_, raw, arena_, false, depth_ + 1);
-      char* buf = static_cast<char*>(arena_.allocate(len ? len : 1, 1));
-      size_t k = 0;
-      for (size_t q = 0; q < raw.size(); ++q) {
-        if (raw[q] == '\\') ++q;
-        buf[k++] = raw[q];
-      }
-      return convert(types_, elem_oid_, std::string_view(buf, k), arena_, true, depth_ + 1);
-    }
-    // Unquoted: up to the delimiter or '}', trailing whitespace trimmed; backslash escapes allowed.
-    size_t j = 0, end = 0;  // end: one past the last significant character
-    bool escaped = false;
-    for (; j < s.size(); ++j) {
-      char c = s[j];
-      if (c == '\\') {
-        if (j + 1 >= s.size()) return bad("dangling backslash");
-        escaped = true;
-        ++j;
-        end = j + 1;
-        continue;
-      }
-      if (c == delim_ || c == '}') break;
-      if (c == '"' || c == '{') return bad("unexpected character in unquoted element");
-      if (!is_ws(c)) end = j + 1;
-    }
-    std::string_view raw = s.substr(0, end);
-    s.remove_prefix(end);
-    if (raw.empty()) return bad("empty unquoted element");
-    if (!escaped) {
-      if (raw.size() == 4 && (raw[0] | 0x20) == 'n' && (raw[1] | 0x20) == 'u' && (raw[2] | 0x20) == 'l' &&
-          (raw[3] | 0x20) == 'l')
-        return Value::null();
-      return convert(types_, elem_oid_, raw, arena_, false, depth_ + 1);
-    }
-    char* buf = static_cast<char*>(arena_.allocate(raw.size(), 1));
-    size_t k = 0;
-    for (size_t q = 0; q < raw.size(); ++q) {
-      if (raw[q] == '\\') ++q;
-      buf[k++] = raw[q];
-    }
-    return convert(types_, elem_oid_, std::string_view(buf, k), arena_, true, depth_ + 1);
-  }
-
-  const TypeRegistry& types_;
-  uint32_t array_oid_;
-  uint32_t elem_oid_;
-  char delim_;
-  Arena& arena_;
-  int depth_;
-  std::string_view text_;
-};
 
 Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_view text, Arena& arena,
                       bool in_arena, int depth) {
@@ -642,7 +483,7 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
     switch (info->kind) {
       case Kind::array:
         if (depth > kMaxDepth) return invalid(type_oid, text, "type nesting too deep");
-        return ArrayParser(types, type_oid, info->element_oid, info->delimiter, arena, depth).parse(text);
+        return parse_array_text(types, type_oid, info->element_oid, info->delimiter, arena, depth, text);
       case Kind::domain: {
         if (depth > kMaxDepth) return invalid(type_oid, text, "domain chain too deep");
         Result<Value> v = convert(types, info->element_oid, text, arena, in_arena, depth + 1);
@@ -659,7 +500,9 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
   return Value::string(own(text));
 }
 
-}  // namespace
+}  // namespace text
+
+using namespace text;  // NOLINT: this file's own parsers
 
 TypeRegistry::TypeRegistry() {
   constexpr uint32_t kBase[] = {

@@ -5,53 +5,6 @@
 
 namespace sluice::pg {
 
-std::string Lsn::to_string() const {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  char buf[17 + 1];
-  size_t n = 0;
-  auto put = [&](uint32_t part) {
-    char tmp[8];
-    int k = 0;
-    do {
-      tmp[k++] = kHex[part & 0xF];
-      part >>= 4;
-    } while (part != 0);
-    while (k > 0) buf[n++] = tmp[--k];
-  };
-  put(static_cast<uint32_t>(value >> 32));
-  buf[n++] = '/';
-  put(static_cast<uint32_t>(value));
-  return std::string(buf, n);
-}
-
-std::optional<Lsn> Lsn::parse(std::string_view text) {
-  // Same rules as PostgreSQL's pg_lsn_in: 1-8 hex digits, '/', 1-8 hex digits, nothing else.
-  auto part = [&](uint32_t* out) -> bool {
-    uint32_t v = 0;
-    size_t n = 0;
-    while (n < text.size() && n < 9) {
-      char c = text[n];
-      uint32_t d;
-      if (c >= '0' && c <= '9') d = uint32_t(c - '0');
-      else if (c >= 'a' && c <= 'f') d = uint32_t(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') d = uint32_t(c - 'A' + 10);
-      else break;
-      v = (v << 4) | d;
-      ++n;
-    }
-    if (n == 0 || n > 8) return false;
-    text.remove_prefix(n);
-    *out = v;
-    return true;
-  };
-  uint32_t hi, lo;
-  if (!part(&hi)) return std::nullopt;
-  if (text.empty() || text.front() != '/') return std::nullopt;
-  text.remove_prefix(1);
-  if (!part(&lo) || !text.empty()) return std::nullopt;
-  return Lsn{(uint64_t(hi) << 32) | lo};
-}
-
 namespace {
 
 // Bounds-checked big-endian reader over one message. Every read fails (returns false) instead of

@@ -14,17 +14,13 @@
 #include <variant>
 #include <vector>
 
+#include "connectors/common/log_position.h"
 #include "sluice/result.h"
 
 namespace sluice::pg {
 
-// A WAL position. Text form "X/Y" (hex high/low 32 bits), as PostgreSQL prints it.
-struct Lsn {
-  uint64_t value = 0;
-  std::string to_string() const;
-  static std::optional<Lsn> parse(std::string_view text);
-  auto operator<=>(const Lsn&) const = default;
-};
+// A WAL position (the one strong type all log-source positions share).
+using Lsn = sluice::Lsn;
 
 // Microseconds between 1970-01-01 and 2000-01-01 (PostgreSQL's epoch).
 inline constexpr int64_t kPgEpochOffsetMicros = 946684800LL * 1000000LL;

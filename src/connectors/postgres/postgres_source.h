@@ -9,7 +9,11 @@
 //   ack:  standby status updates carry flush = the position the runtime acknowledged (durable at
 //         the destination), never what was merely received.
 //
-// Position (opaque to the runtime, text):
+// A driver of the log-source skeleton (connectors/common/log_source.h; the driver and its files:
+// postgres_source_driver.h), which owns the phases, this position's codec, resume inside a
+// transaction and reconnects (docs/development/log-sources.md).
+//
+// Position (opaque to the runtime, text; the skeleton's LogPosition, version 1):
 //   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress at the chunk starting at
 //                                                   heap page <page>; stream starts at start-lsn
 //   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn are

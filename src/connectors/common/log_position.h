@@ -1,0 +1,239 @@
+// Positions of log sources: the strong types they are made of (Lsn, BinlogCoord, GtidSet,
+// KeysetCursor) and the one versioned text codec every log source's position goes through.
+//
+// A position is what the runtime stores in the checkpoint store (or a destination) and hands back
+// to open(); it is opaque text to the runtime. Its layout, one space-separated token list:
+//
+//   [v<N>] <phase> <point…> [snapshot: <table-index> <cursor…>] [stream: <tx-point…> <n>]
+//
+//   phase    "snapshot" | "cdc" (streaming) | "done" (initial_only snapshot finished)
+//   point    the driver's log point: where the stream starts (snapshot), everything before it is
+//            durable (cdc), the snapshot's point (done)
+//   cursor   where the snapshot of table <table-index> resumes
+//   tx       cdc only, optional: the first <n> changes of the transaction starting at <tx-point>
+//            are durable too (resume inside a transaction)
+//
+// Version 1 is written without the "v1" token: byte-identical with what the postgres and mysql
+// sources stored before the codec existed, so every stored checkpoint decodes unchanged. A later
+// layout writes "v2 …"; decode() reads every version it knows and refuses the others.
+#pragma once
+
+#include <charconv>
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sluice {
+
+// ── the codec's token stream ────────────────────────────────────────────────
+
+class PositionWriter {
+ public:
+  void word(std::string_view w) {
+    if (!out_.empty()) out_ += ' ';
+    out_ += w;
+  }
+  void number(uint64_t v) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+    (void)ec;
+    word(std::string_view(buf, size_t(end - buf)));
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Tokens split on single spaces (so "a  b" holds an empty token, which no field accepts).
+class PositionReader {
+ public:
+  explicit PositionReader(std::string_view text) : text_(text) {}
+  bool at_end() const { return done_; }
+  bool word(std::string_view* out) {
+    if (done_) return false;
+    const size_t sp = text_.find(' ', start_);
+    const size_t end = sp == std::string_view::npos ? text_.size() : sp;
+    *out = text_.substr(start_, end - start_);
+    if (sp == std::string_view::npos) done_ = true;
+    else start_ = sp + 1;
+    return true;
+  }
+  bool number(uint64_t* out) {
+    std::string_view w;
+    if (!word(&w) || w.empty()) return false;
+    auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), *out);
+    return ec == std::errc() && ptr == w.data() + w.size();
+  }
+  // Looks at the next token without taking it.
+  std::string_view peek() const {
+    if (done_) return {};
+    const size_t sp = text_.find(' ', start_);
+    return text_.substr(start_, (sp == std::string_view::npos ? text_.size() : sp) - start_);
+  }
+
+ private:
+  std::string_view text_;
+  size_t start_ = 0;
+  bool done_ = false;
+};
+
+// ── strong types ────────────────────────────────────────────────────────────
+
+// A PostgreSQL WAL position. Text form "X/Y" (hex high/low 32 bits), as PostgreSQL prints it.
+struct Lsn {
+  uint64_t value = 0;
+  std::string to_string() const;
+  static std::optional<Lsn> parse(std::string_view text);
+  auto operator<=>(const Lsn&) const = default;
+};
+
+// A MySQL/MariaDB binlog coordinate: file name and byte offset in it. "-" as the file marks a
+// position without a binlog (an initial_only snapshot).
+struct BinlogCoord {
+  std::string file;
+  uint64_t pos = 0;
+  bool operator==(const BinlogCoord&) const = default;
+};
+
+// One MariaDB GTID: domain-server-sequence.
+struct MariaGtidPoint {
+  uint32_t domain = 0;
+  uint32_t server_id = 0;
+  uint64_t seq = 0;
+  bool operator==(const MariaGtidPoint&) const = default;
+};
+
+// MariaDB's GTID state: the last GTID per replication domain, in the order the server listed
+// them ("0-1-42,1-2-7"); empty when the server has none (and always on MySQL).
+class GtidSet {
+ public:
+  static std::optional<GtidSet> parse(std::string_view text);  // "" → empty set
+  std::string to_string() const;
+  bool empty() const { return items_.empty(); }
+  // Replaces the domain's entry (or appends one): the state once `g` has committed.
+  void apply(const MariaGtidPoint& g);
+  const std::vector<MariaGtidPoint>& items() const { return items_; }
+  bool operator==(const GtidSet&) const = default;
+
+ private:
+  std::vector<MariaGtidPoint> items_;
+};
+
+// Where a keyed (or key-less) table snapshot resumes: from the start, after a key (the primary key
+// values of the last row read, as the server's text), or after a row count (tables without a key).
+struct KeysetCursor {
+  enum class Kind : uint8_t { start, after_key, offset } kind = Kind::start;
+  std::vector<std::string> key;  // after_key
+  uint64_t offset = 0;           // offset
+  bool operator==(const KeysetCursor&) const = default;
+};
+
+// A binlog stream point: the coordinate and, on MariaDB, the GTID state there (the stream resumes
+// by GTID when there is one).
+struct BinlogPoint {
+  BinlogCoord coord;
+  GtidSet gtid;
+  bool operator==(const BinlogPoint&) const = default;
+};
+
+std::string hex_encode(std::string_view bytes);
+std::optional<std::string> hex_decode(std::string_view hex);  // lower or upper case digits only
+
+// Field codecs: one pair per strong type, found by overload resolution from LogPosition.
+void write_field(PositionWriter& w, const Lsn& v);
+bool read_field(PositionReader& r, Lsn* v);
+void write_field(PositionWriter& w, const BinlogCoord& v);
+bool read_field(PositionReader& r, BinlogCoord* v);
+void write_field(PositionWriter& w, const GtidSet& v);  // "-" when empty
+bool read_field(PositionReader& r, GtidSet* v);
+void write_field(PositionWriter& w, const BinlogPoint& v);  // <file> <pos> <gtid>
+bool read_field(PositionReader& r, BinlogPoint* v);
+void write_field(PositionWriter& w, const KeysetCursor& v);  // "-", "k<hex>,<hex>…", "o<offset>"
+bool read_field(PositionReader& r, KeysetCursor* v);
+
+// ── the position ────────────────────────────────────────────────────────────
+
+enum class LogPhase : uint8_t { none, snapshot, stream, done };
+
+// Traits name a driver's position parts, each with write_field/read_field:
+//   struct Traits { using Point = …; using TxPoint = …; using Cursor = …; };
+template <class Traits>
+struct LogPosition {
+  using Point = typename Traits::Point;
+  using TxPoint = typename Traits::TxPoint;
+  using Cursor = typename Traits::Cursor;
+
+  static constexpr uint64_t kVersion = 1;  // the newest layout this code writes
+
+  LogPhase phase = LogPhase::none;
+  Point point{};
+  size_t table_index = 0;  // snapshot: the table being read
+  Cursor cursor{};         // snapshot: where that table resumes
+  TxPoint tx{};            // cdc: the transaction partly durable …
+  uint64_t tx_n = 0;       // … its first tx_n changes (0: none)
+
+  bool operator==(const LogPosition&) const = default;
+
+  std::string encode() const {
+    PositionWriter w;
+    switch (phase) {
+      case LogPhase::snapshot:
+        w.word("snapshot");
+        write_field(w, point);
+        w.number(table_index);
+        write_field(w, cursor);
+        break;
+      case LogPhase::stream:
+        w.word("cdc");
+        write_field(w, point);
+        if (tx_n) {
+          write_field(w, tx);
+          w.number(tx_n);
+        }
+        break;
+      case LogPhase::done:
+        w.word("done");
+        write_field(w, point);
+        break;
+      case LogPhase::none: return "";
+    }
+    return w.take();
+  }
+
+  static std::optional<LogPosition> decode(std::string_view text) {
+    PositionReader r(text);
+    std::string_view head = r.peek();
+    if (head.size() >= 2 && head[0] == 'v' && head[1] >= '0' && head[1] <= '9') {
+      uint64_t version = 0;
+      std::string_view v;
+      r.word(&v);
+      auto [ptr, ec] = std::from_chars(v.data() + 1, v.data() + v.size(), version);
+      if (ec != std::errc() || ptr != v.data() + v.size() || version != 1) return std::nullopt;
+    }
+    LogPosition p;
+    std::string_view phase;
+    if (!r.word(&phase)) return std::nullopt;
+    if (!read_field(r, &p.point)) return std::nullopt;
+    if (phase == "snapshot") {
+      uint64_t index;
+      if (!r.number(&index) || !read_field(r, &p.cursor)) return std::nullopt;
+      p.phase = LogPhase::snapshot;
+      p.table_index = size_t(index);
+    } else if (phase == "cdc") {
+      p.phase = LogPhase::stream;
+      if (!r.at_end() && (!read_field(r, &p.tx) || !r.number(&p.tx_n))) return std::nullopt;
+    } else if (phase == "done") {
+      p.phase = LogPhase::done;
+    } else {
+      return std::nullopt;
+    }
+    if (!r.at_end()) return std::nullopt;
+    return p;
+  }
+};
+
+}  // namespace sluice

@@ -1,0 +1,141 @@
+#include "connectors/common/log_position.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "connectors/mysql/mysql_source_driver.h"
+#include "connectors/postgres/postgres_source_driver.h"
+
+namespace sluice {
+namespace {
+
+using PgPosition = pg::SourcePosition;
+using MyPosition = mysql::SourcePosition;
+
+// Positions as the postgres and mysql sources wrote them before the codec existed (their
+// fmt::format encoders), stored in checkpoint stores and destinations today: each must decode and
+// encode back to the very same bytes.
+TEST(LogPositionLegacy, PostgresPositionsDecodeAndEncodeByteIdentical) {
+  const std::vector<std::string> stored = {
+      "snapshot 0/16B3748 0 0", "snapshot 1/A0 3 8192", "cdc 0/16B3748", "cdc FFFFFFFF/FFFFFFFF",
+      "cdc 0/1A2B3C 0/1A2000 17", "done 0/0", "done 2/3"};
+  for (const std::string& s : stored) {
+    auto p = PgPosition::decode(s);
+    ASSERT_TRUE(p) << s;
+    EXPECT_EQ(p->encode(), s);
+  }
+  auto p = PgPosition::decode("cdc 0/1A2B3C 0/1A2000 17");
+  EXPECT_EQ(p->phase, LogPhase::stream);
+  EXPECT_EQ(p->point.value, 0x1A2B3Cu);
+  EXPECT_EQ(p->tx.value, 0x1A2000u);
+  EXPECT_EQ(p->tx_n, 17u);
+  auto s = PgPosition::decode("snapshot 1/A0 3 8192");
+  EXPECT_EQ(s->phase, LogPhase::snapshot);
+  EXPECT_EQ(s->point.value, (uint64_t(1) << 32) | 0xA0);
+  EXPECT_EQ(s->table_index, 3u);
+  EXPECT_EQ(s->cursor.page, 8192u);
+  // Lower-case hex (as PostgreSQL accepts it) decodes; it encodes in PostgreSQL's upper case.
+  EXPECT_EQ(PgPosition::decode("cdc 0/1a")->encode(), "cdc 0/1A");
+}
+
+TEST(LogPositionLegacy, MysqlPositionsDecodeAndEncodeByteIdentical) {
+  const std::vector<std::string> stored = {
+      "snapshot mysql-bin.000003 1234 0-1-42 1 k0a0b,6869",
+      "snapshot - 0 - 0 -",  // initial_only: no binlog
+      "snapshot binlog.000001 4 - 2 o300",
+      "snapshot binlog.000001 4 - 0 k",  // one key column whose last value was ''
+      "cdc mysql-bin.000002 500 0-1-7,1-2-9",
+      "cdc mysql-bin.000002 500 0-1-7,1-2-9 mysql-bin.000002 420 3",
+      "cdc binlog.000009 157 -",
+      "done binlog.000001 4 -",
+      "done - 0 -"};
+  for (const std::string& s : stored) {
+    auto p = MyPosition::decode(s);
+    ASSERT_TRUE(p) << s;
+    EXPECT_EQ(p->encode(), s);
+  }
+  auto snap = MyPosition::decode("snapshot mysql-bin.000003 1234 0-1-42 1 k0a0b,6869");
+  EXPECT_EQ(snap->point.coord.file, "mysql-bin.000003");
+  EXPECT_EQ(snap->point.coord.pos, 1234u);
+  ASSERT_EQ(snap->point.gtid.items().size(), 1u);
+  EXPECT_EQ(snap->point.gtid.items()[0], (MariaGtidPoint{0, 1, 42}));
+  EXPECT_EQ(snap->cursor.kind, KeysetCursor::Kind::after_key);
+  EXPECT_EQ(snap->cursor.key, (std::vector<std::string>{"\x0a\x0b", "hi"}));
+  auto cdc = MyPosition::decode("cdc mysql-bin.000002 500 0-1-7,1-2-9 mysql-bin.000002 420 3");
+  EXPECT_EQ(cdc->tx, (BinlogCoord{"mysql-bin.000002", 420}));
+  EXPECT_EQ(cdc->tx_n, 3u);
+  EXPECT_EQ(MyPosition::decode("snapshot binlog.000001 4 - 2 o300")->cursor.offset, 300u);
+}
+
+TEST(LogPositionLegacy, MalformedPositionsAreRefused) {
+  for (const char* s : {"", "cdc", "cdc zz", "cdc 0/1 0/2", "cdc 0/1 ", "cdc  0/1", "snapshot 0/1 1", "snapshot 0/1 x 0",
+                        "bogus 0/1", "done", "done 0/1 4", "cdc 0/1 0/2 -3", "CDC 0/1"})
+    EXPECT_FALSE(PgPosition::decode(s)) << s;
+  for (const char* s : {"cdc f x -", "cdc f 4", "cdc  4 -", "cdc f 4 0-1", "cdc f 4 0-1-2,", "cdc f 4 - g 5",
+                        "snapshot f 4 - 1 kzz", "snapshot f 4 - 1 k0", "snapshot f 4 - 1 ox", "snapshot f 4 - 1 q",
+                        "snapshot f 4 - 1", "done f 4 - x"})
+    EXPECT_FALSE(MyPosition::decode(s)) << s;
+}
+
+TEST(LogPositionVersion, VersionOneMayBeExplicitAndLaterVersionsAreRefused) {
+  auto explicit_v1 = PgPosition::decode("v1 cdc 0/5 0/4 2");
+  ASSERT_TRUE(explicit_v1);
+  EXPECT_EQ(explicit_v1->encode(), "cdc 0/5 0/4 2");  // version 1 is written without its tag
+  EXPECT_FALSE(PgPosition::decode("v2 cdc 0/5"));
+  EXPECT_FALSE(PgPosition::decode("v1"));
+  EXPECT_FALSE(PgPosition::decode("vx cdc 0/5"));
+}
+
+TEST(LogPositionRoundTrip, KeysetCursorCarriesAnyBytes) {
+  MyPosition p;
+  p.phase = LogPhase::snapshot;
+  p.point.coord = {"mysql-bin.000001", 4};
+  p.point.gtid = *GtidSet::parse("0-1-9");
+  p.table_index = 7;
+  p.cursor.kind = KeysetCursor::Kind::after_key;
+  p.cursor.key = {std::string("a b,c\0d", 7), "", "\xff\x00\x7f"};
+  auto back = MyPosition::decode(p.encode());
+  ASSERT_TRUE(back) << p.encode();
+  EXPECT_EQ(*back, p) << p.encode();
+}
+
+TEST(LogPositionRoundTrip, EveryPhaseRoundTrips) {
+  PgPosition a;
+  a.phase = LogPhase::stream;
+  a.point = Lsn{0x123456789ull};
+  a.tx = Lsn{0x123456000ull};
+  a.tx_n = 1;
+  EXPECT_EQ(PgPosition::decode(a.encode())->encode(), a.encode());
+  a.tx_n = 0;  // no partial transaction: nothing about it is written
+  EXPECT_EQ(a.encode(), "cdc 1/23456789");
+  a.phase = LogPhase::none;
+  EXPECT_EQ(a.encode(), "");
+}
+
+TEST(GtidSet, ApplyReplacesTheDomainInPlaceOrAppends) {
+  auto g = GtidSet::parse("0-1-42,1-2-7");
+  ASSERT_TRUE(g);
+  g->apply({1, 3, 8});
+  EXPECT_EQ(g->to_string(), "0-1-42,1-3-8");
+  g->apply({5, 1, 1});
+  EXPECT_EQ(g->to_string(), "0-1-42,1-3-8,5-1-1");
+  GtidSet empty;
+  empty.apply({0, 1, 1});
+  EXPECT_EQ(empty.to_string(), "0-1-1");
+  EXPECT_TRUE(GtidSet::parse("")->empty());
+  EXPECT_FALSE(GtidSet::parse("0-1"));
+  EXPECT_FALSE(GtidSet::parse("0-1-x"));
+  EXPECT_FALSE(GtidSet::parse("-1-2-3"));
+}
+
+TEST(Hex, DecodeIsStrict) {
+  EXPECT_EQ(hex_encode(std::string("\x00\xab", 2)), "00ab");
+  EXPECT_EQ(hex_decode("00AB"), std::string("\x00\xab", 2));
+  EXPECT_FALSE(hex_decode("0"));
+  EXPECT_FALSE(hex_decode("0g"));
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,193 @@
+// The catalogue side of the mysql source: which tables it captures, their columns and keys from
+// information_schema, and the binlog's TABLE_MAP events matched to them.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "connectors/mysql/mysql_source_driver.h"
+
+namespace sluice::mysql {
+
+Status MysqlDriver::ensure_catalog() {
+  if (conn_ && mysql_ping(conn_.get()) == 0) return ok_status();
+  auto c = connect_server(opts_);
+  if (!c.ok()) return std::move(c).error();
+  conn_ = std::move(c.value());
+  return exec(conn_.get(), "SET SESSION time_zone='+00:00'");
+}
+
+bool MysqlDriver::captured(std::string_view db, std::string_view table) const {
+  for (const std::string& spec : tables_setting_) {
+    if (spec == "*") {
+      if (db == opts_.url.database) return true;
+      continue;
+    }
+    const size_t dot = spec.find('.');
+    if (dot == std::string::npos) {
+      if (db == opts_.url.database && table == spec) return true;
+      continue;
+    }
+    std::string_view sdb(spec.data(), dot), st(spec.data() + dot + 1, spec.size() - dot - 1);
+    if (sdb == db && (st == "*" || st == table)) return true;
+  }
+  return false;
+}
+
+Status MysqlDriver::resolve_tables() {
+  tables_.clear();
+  auto rows = query(conn_.get(),
+                    "SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE "
+                    "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', "
+                    "'performance_schema', 'sys') ORDER BY 1, 2");
+  if (!rows.ok()) return std::move(rows).error();
+  for (const Row& r : rows.value())
+    if (captured(*r[0], *r[1])) tables_.push_back({*r[0], *r[1], std::stoll(r[2].value_or("0"))});
+  // Named tables must exist.
+  for (const std::string& spec : tables_setting_) {
+    if (spec == "*" || spec.ends_with(".*")) continue;
+    const size_t dot = spec.find('.');
+    const std::string db = dot == std::string::npos ? opts_.url.database : spec.substr(0, dot);
+    const std::string t = dot == std::string::npos ? spec : spec.substr(dot + 1);
+    bool found = false;
+    for (const TableRef& r : tables_) found |= r.db == db && r.table == t;
+    if (!found)
+      return Error(Errc::not_found, fmt::format("table {}.{} does not exist on {} (or the user cannot see it: GRANT "
+                                                "SELECT ON {}.{} TO '{}'); check `tables`",
+                                                quote_ident(db), quote_ident(t), opts_.url.redacted(), quote_ident(db),
+                                                quote_ident(t), opts_.url.user));
+  }
+  for (const TableRef& r : tables_) {
+    const std::string sql = fmt::format("SELECT 1 FROM {}.{} LIMIT 0", quote_ident(r.db), quote_ident(r.table));
+    if (mysql_real_query(conn_.get(), sql.data(), sql.size()) != 0) {
+      Error e = server_error(conn_.get(), "");
+      if (e.code() == Errc::permission)
+        return Error(Errc::permission, fmt::format("user '{}' cannot read {}.{}: GRANT SELECT ON {}.* TO '{}'",
+                                                   opts_.url.user, quote_ident(r.db), quote_ident(r.table),
+                                                   quote_ident(r.db), opts_.url.user));
+      return e.with_context(fmt::format("cannot read {}.{}", quote_ident(r.db), quote_ident(r.table)));
+    }
+    if (ResPtr res{mysql_store_result(conn_.get())}) {
+    }
+  }
+  return ok_status();
+}
+
+Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::string& db, const std::string& table) {
+  if (Status st = ensure_catalog(); !st.ok()) return st.error();
+  auto t = std::make_shared<TableSchema>();
+  t->db = db;
+  t->table = table;
+  auto cols = query(conn_.get(), fmt::format("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), "
+                                             "COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND "
+                                             "TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+                                             literal(conn_.get(), db), literal(conn_.get(), table)));
+  if (!cols.ok()) return cols.error().with_context(fmt::format("cannot read the columns of {}.{}: ", db, table));
+  auto checks = query(conn_.get(), fmt::format("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+                                               "CONSTRAINT_SCHEMA = {} AND TABLE_NAME = {}",
+                                               literal(conn_.get(), db), literal(conn_.get(), table)));
+  auto pk = query(conn_.get(), fmt::format("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} "
+                                           "AND TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+                                           literal(conn_.get(), db), literal(conn_.get(), table)));
+  if (!pk.ok()) return pk.error().with_context("cannot read the primary key: ");
+  for (const Row& r : cols.value()) {
+    bl::ColumnInfo c;
+    c.name = r[0].value_or("");
+    std::string data_type = r[1].value_or("");
+    const std::string column_type = r[2].value_or("");
+    const std::string charset = r[3].value_or("");
+    for (auto& ch : data_type) ch = char(std::tolower(uint8_t(ch)));
+    c.is_unsigned = column_type.find("unsigned") != std::string::npos;
+    if (charset.empty() || charset == "binary") c.text = bl::ColumnInfo::Text::binary;
+    else if (charset == "latin1") c.text = bl::ColumnInfo::Text::latin1;
+    else c.text = bl::ColumnInfo::Text::utf8;
+    if (data_type == "enum" || data_type == "set") {
+      c.labels = parse_labels(column_type);
+      c.text = bl::ColumnInfo::Text::utf8;
+    }
+    c.json = data_type == "json";
+    if (checks.ok())
+      for (const Row& ck : checks.value())
+        if (ck[0] && (*ck[0] == "json_valid(`" + c.name + "`)")) c.json = true;
+    t->cols.push_back(std::move(c));
+    t->data_types.push_back(std::move(data_type));
+  }
+  for (const Row& r : pk.value())
+    for (uint32_t i = 0; i < t->cols.size(); ++i)
+      if (t->cols[i].name == r[0].value_or("")) t->key.push_back(i);
+  if (t->key.empty() && !t->cols.empty())
+    spdlog::warn("pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot upsert "
+                 "or delete them by key (add a primary key)", ctx_.pipeline_id, quote_ident(db), quote_ident(table));
+  schemas_[db + "." + table] = t;
+  return std::shared_ptr<const TableSchema>(t);
+}
+
+// A TABLE_MAP names the table of the rows events after it: resolve its schema (cached per table,
+// re-read after DDL), naming the columns as the event wrote them when the binlog carries names.
+Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
+  auto it = maps_.find(map.table_id);
+  if (it != maps_.end() && it->second.map.same_shape(map) && it->second.map.database == map.database &&
+      it->second.map.table == map.table)
+    return ok_status();
+  TableMapState ms;
+  ms.map = std::move(map);
+  if (captured(ms.map.database, ms.map.table)) {
+    auto sit = schemas_.find(ms.map.database + "." + ms.map.table);
+    std::shared_ptr<const TableSchema> schema;
+    if (sit != schemas_.end() && sit->second->cols.size() == ms.map.types.size()) {
+      schema = sit->second;
+    } else {
+      auto s = load_schema(ms.map.database, ms.map.table);
+      if (!s.ok()) return std::move(s).error();
+      schema = s.value();
+    }
+    if (!ms.map.column_names.empty()) {
+      // binlog_row_metadata=FULL names the columns as they were when the event was written:
+      // exact even when replaying events from before a DDL.
+      bool same = schema->cols.size() == ms.map.column_names.size();
+      for (size_t i = 0; same && i < schema->cols.size(); ++i) same = schema->cols[i].name == ms.map.column_names[i];
+      if (!same || !ms.map.is_unsigned.empty()) {
+        auto copy = std::make_shared<TableSchema>();
+        copy->db = schema->db;
+        copy->table = schema->table;
+        for (size_t i = 0; i < ms.map.column_names.size(); ++i) {
+          const std::string& name = ms.map.column_names[i];
+          bl::ColumnInfo ci;
+          std::string data_type;
+          for (size_t j = 0; j < schema->cols.size(); ++j)
+            if (schema->cols[j].name == name) {
+              ci = schema->cols[j];
+              data_type = schema->data_types[j];
+            }
+          ci.name = name;
+          if (!ms.map.is_unsigned.empty()) ci.is_unsigned = ms.map.is_unsigned[i];
+          copy->cols.push_back(std::move(ci));
+          copy->data_types.push_back(std::move(data_type));
+        }
+        for (uint32_t k : schema->key)
+          for (uint32_t i = 0; i < copy->cols.size(); ++i)
+            if (copy->cols[i].name == schema->cols[k].name) copy->key.push_back(i);
+        schema = copy;
+      }
+    } else if (schema->cols.size() != ms.map.types.size()) {
+      // The table changed since this event was written (replay across DDL): the binlog alone
+      // does not name the columns; name the extra ones by position.
+      spdlog::warn("pipeline {}: {}.{} has {} columns now but {} in the binlog at {}:{}; columns beyond the current "
+                   "ones are named col_N", ctx_.pipeline_id, ms.map.database, ms.map.table, schema->cols.size(),
+                   ms.map.types.size(), cur_file_, event_pos);
+      auto copy = std::make_shared<TableSchema>(*schema);
+      copy->cols.resize(ms.map.types.size());
+      copy->data_types.resize(ms.map.types.size());
+      for (size_t i = schema->cols.size(); i < copy->cols.size(); ++i) copy->cols[i].name = fmt::format("col_{}", i + 1);
+      std::erase_if(copy->key, [&](uint32_t k) { return k >= copy->cols.size(); });
+      schema = copy;
+    }
+    ms.schema = schema;
+    ms.key = schema->key;
+    for (const auto& c : schema->cols) ms.names.push_back(c.name);
+  }
+  maps_[ms.map.table_id] = std::move(ms);
+  return ok_status();
+}
+
+}  // namespace sluice::mysql

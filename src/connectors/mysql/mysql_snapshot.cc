@@ -1,0 +1,179 @@
+// The mysql snapshot: START TRANSACTION WITH CONSISTENT SNAPSHOT with the binlog position that
+// matches it (MariaDB's binlog_snapshot_file/position, else a brief FLUSH TABLES WITH READ LOCK),
+// then each table in keyset chunks ordered by its primary key (offsets for tables without one), so
+// that a restart re-reads at most one chunk. The position's cursor is the last key read.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "connectors/mysql/mysql_source_driver.h"
+
+namespace sluice::mysql {
+
+Status MysqlDriver::begin_snapshot(bool fresh) {
+  MYSQL* c = conn_.get();
+  if (Status st = exec(c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); !st.ok()) return st;
+  std::string file;
+  uint64_t pos = 0;
+  bool locked = false;
+  const bool snapshot_only = mode_ == "initial_only";
+  if (!mariadb_ && !snapshot_only) {
+    // MySQL: the binlog position is only consistent with the snapshot under a global read lock.
+    if (mysql_query(c, "FLUSH TABLES WITH READ LOCK") == 0) {
+      locked = true;
+    } else {
+      std::string sql = "LOCK TABLES ";
+      for (size_t i = 0; i < tables_.size(); ++i)
+        sql += (i ? ", " : "") + quote_ident(tables_[i].db) + "." + quote_ident(tables_[i].table) + " READ";
+      if (Status st = exec(c, sql); !st.ok())
+        return st.error().with_context("cannot lock the tables for the snapshot (grant RELOAD or LOCK TABLES): ");
+      locked = true;
+    }
+  }
+  if (Status st = exec(c, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); !st.ok()) return st;
+  if (!snapshot_only) {
+    if (mariadb_) {
+      // MariaDB reports the binlog position matching the consistent snapshot, without a lock.
+      auto r = query(c, "SHOW STATUS LIKE 'binlog_snapshot_%'");
+      if (!r.ok()) return std::move(r).error();
+      for (const Row& row : r.value()) {
+        if (row[0] == "Binlog_snapshot_file") file = row[1].value_or("");
+        if (row[0] == "Binlog_snapshot_position") pos = std::stoull(row[1].value_or("0"));
+      }
+    } else {
+      auto m = binlog_status(c);
+      if (!m.ok()) return std::move(m).error();
+      if (!m.value().empty()) {
+        file = m.value()[0][0].value_or("");
+        pos = std::stoull(m.value()[0][1].value_or("0"));
+      }
+    }
+    if (locked) (void)exec(c, "UNLOCK TABLES");
+    if (file.empty()) return Error(Errc::unsupported, "the server reports no binlog position: is log_bin on?");
+  }
+  SourcePosition& p = st_->position;
+  if (fresh) {
+    p = SourcePosition{};
+    p.phase = LogPhase::snapshot;
+    p.point.coord.file = snapshot_only ? "-" : file;
+    p.point.coord.pos = pos;
+    if (mariadb_ && !snapshot_only) {
+      SLUICE_TRY_ASSIGN(p.point.gtid, gtid_at(c, p.point.coord));
+    }
+  }
+  // A resumed snapshot reads under a newer snapshot but keeps the stream's original start: the
+  // changes in between come again through the stream, so the end state converges.
+  int64_t total = 0;
+  for (size_t i = p.table_index; i < tables_.size(); ++i) total += tables_[i].estimate;
+  st_->snapshot_started(total);
+  spdlog::info("pipeline {}: snapshot of {} table(s), about {} rows; stream starts at {}:{}{}", ctx_.pipeline_id,
+               tables_.size() - std::min(tables_.size(), p.table_index), total, p.point.coord.file, p.point.coord.pos,
+               p.point.gtid.empty() ? "" : " (gtid " + p.point.gtid.to_string() + ")");
+  return ok_status();
+}
+
+Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop, State&) {
+  MYSQL* c = conn_.get();
+  SourcePosition& pos_ = st_->position;
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+    if (pos_.table_index >= tables_.size()) return SnapshotRead::finished;
+    const TableRef& tr = tables_[pos_.table_index];
+    if (snap_table_index_ != pos_.table_index) {
+      auto s = load_schema(tr.db, tr.table);
+      if (!s.ok()) return std::move(s).error();
+      snap_table_ = s.value();
+      snap_table_index_ = pos_.table_index;
+    }
+    const TableSchema& t = *snap_table_;
+    const size_t limit = size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
+    std::string cols;
+    for (const auto& col : t.cols) cols += (cols.empty() ? "" : ", ") + quote_ident(col.name);
+    std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols, quote_ident(t.db), quote_ident(t.table));
+    if (!t.key.empty()) {
+      if (pos_.cursor.kind == KeysetCursor::Kind::after_key) {
+        // keyset: (k1, k2) > (v1, v2) spelled out so that the primary key index serves it.
+        const std::vector<std::string>& vals = pos_.cursor.key;
+        if (vals.size() != t.key.size())
+          return Error(Errc::data, fmt::format("snapshot checkpoint of {}.{} does not match its primary key; run `sluice "
+                                               "cleanup` and start over", t.db, t.table));
+        auto lit = [&](size_t k) {
+          const uint32_t ci = t.key[k];
+          return is_numeric_type(t.data_types[ci]) ? vals[k] : literal(c, vals[k]);
+        };
+        std::string where;
+        for (size_t k = 0; k < t.key.size(); ++k) {
+          std::string term;
+          for (size_t j = 0; j < k; ++j) term += quote_ident(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
+          term += quote_ident(t.cols[t.key[k]].name) + " > " + lit(k);
+          where += (where.empty() ? "" : " OR ") + ("(" + term + ")");
+        }
+        sql += " WHERE " + where;
+      }
+      std::string order;
+      for (uint32_t k : t.key) order += (order.empty() ? "" : ", ") + quote_ident(t.cols[k].name);
+      sql += fmt::format(" ORDER BY {} LIMIT {}", order, limit);
+    } else {
+      const uint64_t offset = pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
+      sql += fmt::format(" LIMIT {} OFFSET {}", limit, offset);
+    }
+    if (mysql_real_query(c, sql.data(), sql.size()) != 0)
+      return server_error(c, fmt::format("cannot read {}.{}", quote_ident(t.db), quote_ident(t.table)));
+    ResPtr res{mysql_use_result(c)};
+    if (!res) return server_error(c, fmt::format("cannot read {}.{}", quote_ident(t.db), quote_ident(t.table)));
+    st_->caches.retain(batch, snap_table_);
+    size_t n = 0;
+    MYSQL_ROW row;
+    unsigned long* lens = nullptr;
+    std::vector<std::string> last_key(t.key.size());
+    const uint32_t ncols = uint32_t(t.cols.size());
+    while ((row = mysql_fetch_row(res.get()))) {
+      lens = mysql_fetch_lengths(res.get());
+      Record& r = batch.add();
+      r.op = Operation::snapshot;
+      r.metadata = metadata(batch, t, 0, false);
+      ObjectBuilder after = batch.object(ncols);
+      for (uint32_t i = 0; i < ncols; ++i) {
+        if (!row[i]) {
+          after.add(t.cols[i].name, Value::null());
+          continue;
+        }
+        auto v = text_to_value(t, i, std::string_view(row[i], lens[i]), batch.arena());
+        if (!v.ok()) return std::move(v).error();
+        after.add(t.cols[i].name, v.value());
+      }
+      r.after = after.build();
+      if (!t.key.empty()) {
+        ObjectBuilder k = batch.object(uint32_t(t.key.size()));
+        for (size_t j = 0; j < t.key.size(); ++j) {
+          const uint32_t i = t.key[j];
+          k.add(t.cols[i].name, r.after.fields()[i].value);
+          last_key[j].assign(row[i] ? row[i] : "", row[i] ? lens[i] : 0);
+        }
+        r.key = k.build();
+      }
+      ++n;
+    }
+    if (mysql_errno(c)) return server_error(c, fmt::format("snapshot of {}.{} failed", t.db, t.table));
+    st_->snapshot_rows += int64_t(n);
+    if (n < limit) {
+      ++pos_.table_index;
+      pos_.cursor = KeysetCursor{};
+    } else if (!t.key.empty()) {
+      pos_.cursor.kind = KeysetCursor::Kind::after_key;
+      pos_.cursor.key = std::move(last_key);
+    } else {
+      const uint64_t offset = pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
+      pos_.cursor.kind = KeysetCursor::Kind::offset;
+      pos_.cursor.offset = offset + n;
+    }
+  }
+  return SnapshotRead::more;
+}
+
+Status MysqlDriver::finish_snapshot(State&) {
+  (void)exec(conn_.get(), "COMMIT");  // read-only: nothing to lose if it fails
+  return ok_status();
+}
+
+}  // namespace sluice::mysql

@@ -1,0 +1,181 @@
+// The mysql log-source driver (private to the connector). The skeleton (connectors/common/
+// log_source.h) runs the phases, the position, resume inside a transaction and reconnects; this
+// driver does what is MySQL's / MariaDB's own, one concern per file:
+//
+//   mysql_source.cc             settings, factory, connect and server checks, start planning
+//   mysql_source_connection.cc  connections, statements, error classification
+//   mysql_catalog.cc            captured tables, their schemas, TABLE_MAP → schema
+//   mysql_source_types.cc       snapshot text values → the Values the binlog decoder produces
+//   mysql_snapshot.cc           the snapshot: consistent-snapshot transaction, keyset chunks
+//   mysql_stream.cc             the binlog stream: COM_BINLOG_DUMP, events → records
+//   mysql_ddl.cc                DDL in the binlog: schema cache invalidation, TRUNCATE
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <mysql.h>
+// mysql.h first: mariadb_rpl.h relies on its types.
+#include <mariadb_rpl.h>
+
+#include "connectors/builtin.h"
+#include "connectors/common/log_source.h"
+#include "connectors/mysql/binlog.h"
+#include "connectors/mysql/mysql_source_connection.h"
+
+namespace sluice::mysql {
+
+namespace bl = binlog;
+using source_connection::binlog_status;
+using source_connection::connect_server;
+using source_connection::connection_errno;
+using source_connection::ConnOptions;
+using source_connection::exec;
+using source_connection::literal;
+using source_connection::MysqlPtr;
+using source_connection::query;
+using source_connection::quote_ident;
+using source_connection::ResPtr;
+using source_connection::Row;
+using source_connection::server_error;
+
+// "snapshot <file> <pos> <gtid> <table-index> <resume>", "cdc <file> <pos> <gtid> [<tx-file>
+// <tx-pos> <n>]", "done <file> <pos> <gtid>": a transaction is named by where it starts.
+struct PositionTraits {
+  using Point = BinlogPoint;
+  using TxPoint = BinlogCoord;
+  using Cursor = KeysetCursor;
+};
+using SourcePosition = LogPosition<PositionTraits>;
+
+struct TableSchema {
+  std::string db, table;
+  std::vector<bl::ColumnInfo> cols;
+  std::vector<std::string> data_types;  // information_schema DATA_TYPE (snapshot text conversion)
+  std::vector<uint32_t> key;            // primary key columns (indexes into cols)
+};
+
+struct TableRef {
+  std::string db, table;
+  int64_t estimate = 0;
+};
+
+struct TableMapState {
+  bl::TableMap map;
+  std::shared_ptr<const TableSchema> schema;  // null: not captured
+  std::vector<uint32_t> key;                  // key column indexes valid for this map
+  std::vector<std::string_view> names;        // per map column
+};
+
+// mysql_source_types.cc
+std::vector<std::string> parse_labels(std::string_view column_type);
+bool is_numeric_type(std::string_view t);
+Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena);
+// BINLOG_GTID_POS: MariaDB's GTID state at a binlog coordinate (empty when it has none).
+Result<GtidSet> gtid_at(MYSQL* c, const BinlogCoord& at);
+// mysql_ddl.cc
+std::optional<std::pair<std::string, std::string>> parse_qualified_name(std::string_view s, std::string_view default_db);
+
+// Reads events off the dump connection on its own thread, so that the network and decoding
+// overlap; bounded by bytes.
+class EventQueue {
+ public:
+  void push(std::string ev);
+  void fail(Error e);
+  // Pops into `out`; false on timeout. An error is returned once the queue is drained.
+  Result<bool> pop(std::string* out, std::chrono::steady_clock::time_point deadline);
+  void stop();
+
+ private:
+  static constexpr size_t kMaxBytes = 8u << 20;
+  std::mutex mu_;
+  std::condition_variable not_full_, not_empty_;
+  std::deque<std::string> q_;
+  size_t bytes_ = 0;
+  bool stopped_ = false;
+  std::optional<Error> error_;
+};
+
+class MysqlDriver final : public LogSourceDriver<PositionTraits> {
+ public:
+  MysqlDriver(const Settings& s, MysqlUrl url);
+  ~MysqlDriver() override { close(); }
+
+  std::string_view name() const override { return "mysql"; }
+  bool snapshot_only() const override { return mode_ == "initial_only"; }
+  Status connect(State& s) override;
+  Status plan_start(State& s) override;
+  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  Status finish_snapshot(State& s) override;
+  bool start_stream_on_open() const override { return true; }
+  Status start_stream(State& s) override;
+  Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  void stop_stream(State& s) noexcept override;
+  void close() noexcept override;  // a binlog reader holds nothing on the server: no ack()
+
+ private:
+  Status check_server();
+  // mysql_catalog.cc
+  Status resolve_tables();
+  bool captured(std::string_view db, std::string_view table) const;
+  Result<std::shared_ptr<const TableSchema>> load_schema(const std::string& db, const std::string& table);
+  Status on_table_map(bl::TableMap map, uint32_t event_pos);
+  Status ensure_catalog();
+  // mysql_snapshot.cc
+  Status begin_snapshot(bool fresh);
+  // mysql_stream.cc
+  void close_stream() noexcept;
+  Status handle_event(Batch& batch, std::string_view raw);
+  Status handle_rows(Batch& batch, const bl::Event& e);
+  void begin_tx(uint32_t start, const bl::Header& h);
+  void commit_tx(uint32_t next_pos);
+  Value metadata(Batch& batch, const TableSchema& t, uint32_t event_pos, bool cdc);
+  // mysql_ddl.cc
+  void on_ddl(Batch& batch, std::string_view db, std::string_view sql, uint32_t event_pos);
+
+  // settings
+  ConnOptions opts_;
+  std::vector<std::string> tables_setting_;
+  std::string mode_;
+  int64_t chunk_size_;
+  int64_t server_id_setting_;
+  std::chrono::milliseconds heartbeat_;
+
+  State* st_ = nullptr;  // the skeleton's state, from connect() on
+  ConnectorContext ctx_;
+  uint32_t server_id_ = 0;
+  bool mariadb_ = false;
+  MysqlPtr conn_;  // catalog queries and the snapshot transaction
+  std::vector<TableRef> tables_;
+  std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;  // "db.table"
+  std::unordered_map<uint64_t, TableMapState> maps_;                           // by table id
+
+  // snapshot
+  std::shared_ptr<const TableSchema> snap_table_;
+  size_t snap_table_index_ = SIZE_MAX;
+  // stream
+  MysqlPtr rpl_conn_;
+  MARIADB_RPL* rpl_ = nullptr;
+  EventQueue* queue_ = nullptr;
+  std::unique_ptr<EventQueue> queue_owner_;
+  std::jthread reader_;
+  std::optional<bl::FormatDescription> fd_;
+  bool checksum_ = false;  // events carry a CRC32
+  std::string cur_file_;
+  bool tx_saw_begin_ = false;
+  std::optional<GtidSet> pending_gtid_;  // gtid state once the current transaction commits
+  std::string tx_gtid_text_;             // the current transaction's GTID (metadata)
+  uint32_t tx_time_ = 0;
+  uint32_t tx_server_id_ = 0;  // the server that wrote the transaction (event header)
+  std::string event_buf_;
+  std::vector<Value> row_before_, row_after_;
+};
+
+}  // namespace sluice::mysql

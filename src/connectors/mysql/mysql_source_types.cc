@@ -1,0 +1,119 @@
+// Snapshot values (text protocol, session time_zone +00:00) → the same Values the binlog decoder
+// produces for each column, so that snapshot and stream records of one row are alike.
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "connectors/mysql/mysql_source_driver.h"
+
+namespace sluice::mysql {
+
+// Parses "a,b" labels of enum('a','b') / set('a','b') column types.
+std::vector<std::string> parse_labels(std::string_view column_type) {
+  std::vector<std::string> out;
+  size_t open = column_type.find('(');
+  if (open == std::string_view::npos) return out;
+  size_t i = open + 1;
+  while (i < column_type.size() && column_type[i] == '\'') {
+    std::string label;
+    ++i;
+    while (i < column_type.size()) {
+      char c = column_type[i];
+      if (c == '\'' && i + 1 < column_type.size() && column_type[i + 1] == '\'') { label += '\''; i += 2; continue; }
+      if (c == '\\' && i + 1 < column_type.size()) { label += column_type[i + 1]; i += 2; continue; }
+      if (c == '\'') { ++i; break; }
+      label += c;
+      ++i;
+    }
+    out.push_back(std::move(label));
+    if (i < column_type.size() && column_type[i] == ',') ++i;
+  }
+  return out;
+}
+
+namespace {
+
+bool parse_int(std::string_view s, int64_t* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+bool parse_uint(std::string_view s, uint64_t* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+bool is_numeric_type(std::string_view t) {
+  return t == "tinyint" || t == "smallint" || t == "mediumint" || t == "int" || t == "bigint" || t == "decimal" ||
+         t == "float" || t == "double" || t == "year";
+}
+
+// Converts a snapshot value (text protocol, session time_zone +00:00) to the same Value the binlog
+// decoder produces for the column.
+Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena) {
+  const std::string& type = t.data_types[i];
+  const bl::ColumnInfo& ci = t.cols[i];
+  auto bad = [&]() {
+    return Error(Errc::data, fmt::format("{}.{}.{}: cannot read {} value '{}'", t.db, t.table, ci.name, type, s));
+  };
+  if (type == "tinyint" || type == "smallint" || type == "mediumint" || type == "int" || type == "bigint") {
+    if (ci.is_unsigned) {
+      uint64_t v;
+      if (!parse_uint(s, &v)) return bad();
+      return Value::uint64(v);
+    }
+    int64_t v;
+    if (!parse_int(s, &v)) return bad();
+    return Value::int64(v);
+  }
+  if (type == "year") {
+    int64_t v;
+    if (!parse_int(s, &v)) return bad();
+    return Value::int64(v);
+  }
+  if (type == "decimal") return Value::decimal(arena.copy(s));
+  if (type == "float") return Value::float64(double(std::strtof(std::string(s).c_str(), nullptr)));
+  if (type == "double") return Value::float64(std::strtod(std::string(s).c_str(), nullptr));
+  if (type == "bit") {
+    uint64_t v = 0;
+    for (char c : s) v = (v << 8) | uint8_t(c);
+    return Value::uint64(v);
+  }
+  if (type == "date") {
+    if (s.starts_with("0000") || s.find("-00") != std::string_view::npos) return Value::null();
+    int32_t d;
+    if (!parse_date(s, &d)) return bad();
+    return Value::date(d);
+  }
+  if (type == "datetime" || type == "timestamp") {
+    if (s.starts_with("0000-00-00") || s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00") return Value::null();
+    int64_t us;
+    if (!parse_timestamp(s, &us)) return bad();
+    return type == "timestamp" ? Value::timestamptz(us) : Value::timestamp(us);
+  }
+  if (type == "time") {
+    // [-]HHH:MM:SS[.ffffff], possibly beyond 24 hours
+    std::string_view x = s;
+    int64_t sign = 1;
+    if (!x.empty() && x[0] == '-') { sign = -1; x.remove_prefix(1); }
+    int64_t h = 0, m = 0, sec = 0, frac = 0;
+    size_t c1 = x.find(':'), c2 = x.find(':', c1 + 1);
+    if (c1 == std::string_view::npos || c2 == std::string_view::npos) return bad();
+    std::string_view fs = x.substr(c2 + 1);
+    std::string_view fr;
+    if (size_t dot = fs.find('.'); dot != std::string_view::npos) { fr = fs.substr(dot + 1); fs = fs.substr(0, dot); }
+    if (!parse_int(x.substr(0, c1), &h) || !parse_int(x.substr(c1 + 1, c2 - c1 - 1), &m) || !parse_int(fs, &sec)) return bad();
+    if (!fr.empty()) {
+      std::string f(fr);
+      f.resize(6, '0');
+      if (!parse_int(f, &frac)) return bad();
+    }
+    return Value::time(sign * ((h * 3600 + m * 60 + sec) * 1000000 + frac));
+  }
+  if (ci.json) return Value::json(arena.copy(s));
+  if (ci.text == bl::ColumnInfo::Text::binary) return Value::bytes(arena.copy(s));
+  return Value::string(arena.copy(s));
+}
+
+}  // namespace sluice::mysql

@@ -1,0 +1,375 @@
+// The mysql change stream: COM_BINLOG_DUMP (libmariadb's mariadb_rpl_open) from the position — by
+// GTID on MariaDB (@slave_connect_state) — raw events read on a reader thread into a bounded
+// queue, decoded by our own decoder (binlog.h) into records on the source's thread.
+#include <fmt/format.h>
+#include <mysqld_error.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "connectors/mysql/mysql_source_driver.h"
+
+namespace sluice::mysql {
+
+using Clock = std::chrono::steady_clock;
+
+void EventQueue::push(std::string ev) {
+  std::unique_lock lock(mu_);
+  not_full_.wait(lock, [&] { return bytes_ < kMaxBytes || stopped_; });
+  if (stopped_) return;
+  bytes_ += ev.size();
+  q_.push_back(std::move(ev));
+  not_empty_.notify_one();
+}
+
+void EventQueue::fail(Error e) {
+  std::lock_guard lock(mu_);
+  if (!error_) error_ = std::move(e);
+  not_empty_.notify_one();
+}
+
+Result<bool> EventQueue::pop(std::string* out, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  not_empty_.wait_until(lock, deadline, [&] { return !q_.empty() || error_; });
+  if (!q_.empty()) {
+    out->swap(q_.front());
+    bytes_ -= out->size();
+    q_.pop_front();
+    not_full_.notify_one();
+    return true;
+  }
+  if (error_) return *error_;
+  return false;
+}
+
+void EventQueue::stop() {
+  std::lock_guard lock(mu_);
+  stopped_ = true;
+  not_full_.notify_all();
+  not_empty_.notify_all();
+}
+
+Status MysqlDriver::start_stream(State&) {
+  close_stream();
+  pending_gtid_.reset();
+  const SourcePosition& pos_ = st_->position;
+  const unsigned hb_s = unsigned(std::max<int64_t>(1, heartbeat_.count() / 1000));
+  auto c = connect_server(opts_, std::max(30u, hb_s * 3));
+  if (!c.ok()) return std::move(c).error();
+  rpl_conn_ = std::move(c.value());
+  MYSQL* m = rpl_conn_.get();
+  const uint64_t hb_ns = uint64_t(heartbeat_.count()) * 1000000ull;
+  std::vector<std::string> setup = {
+      "SET @master_binlog_checksum = @@global.binlog_checksum",
+      "SET @source_binlog_checksum = @@global.binlog_checksum",
+      fmt::format("SET @master_heartbeat_period = {}", hb_ns),
+  };
+  const bool use_gtid = mariadb_ && !pos_.point.gtid.empty();
+  if (mariadb_) {
+    setup.push_back("SET @mariadb_slave_capability = 4");
+    if (use_gtid) {
+      setup.push_back(fmt::format("SET @slave_connect_state = {}", literal(m, pos_.point.gtid.to_string())));
+      setup.push_back("SET @slave_gtid_strict_mode = 0");
+      setup.push_back("SET @slave_gtid_ignore_duplicates = 0");
+    }
+  }
+  for (const std::string& sql : setup) {
+    if (mysql_real_query(m, sql.data(), sql.size()) != 0 && mysql_errno(m) != ER_UNKNOWN_SYSTEM_VARIABLE) {
+      Error e = server_error(m, "cannot set up the binlog connection");
+      if (e.code() == Errc::connection) return e;
+    }
+    if (ResPtr r{mysql_store_result(m)}) {
+    }
+  }
+  auto q = query(m, "SELECT @@global.binlog_checksum");
+  checksum_ = q.ok() && !q.value().empty() && q.value()[0][0].value_or("") == "CRC32";
+  rpl_ = mariadb_rpl_init(m);
+  if (!rpl_) return Error(Errc::internal, "cannot initialise libmariadb's replication API");
+  const std::string file = use_gtid ? "" : pos_.point.coord.file;
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_SERVER_ID, server_id_);
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FILENAME, file.c_str(), file.size());
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START, (unsigned long)(use_gtid ? 4 : std::max<uint64_t>(4, pos_.point.coord.pos)));
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FLAGS, 0u);
+  const std::string where = use_gtid ? "GTID " + pos_.point.gtid.to_string()
+                                     : fmt::format("{}:{}", pos_.point.coord.file, pos_.point.coord.pos);
+  auto dump_error = [&](unsigned no, const std::string& msg) -> Error {
+    if (no == ER_SPECIFIC_ACCESS_DENIED_ERROR || no == ER_ACCESS_DENIED_ERROR || no == 1227)
+      return Error(Errc::permission, fmt::format("user '{}' cannot read the binlog ({}): GRANT REPLICATION SLAVE ON *.* "
+                                                 "TO '{}'", opts_.url.user, msg, opts_.url.user));
+    if (no == 1236)  // ER_MASTER_FATAL_ERROR_READING_BINLOG: purged or unknown position
+      return Error(Errc::not_found, fmt::format("binlog position {} is no longer on {} ({}): the changes since then are "
+                                                "lost; run `sluice cleanup` and start over with a new snapshot",
+                                                where, opts_.url.redacted(), msg));
+    if (connection_errno(no)) return Error(Errc::connection, fmt::format("binlog stream: {} ({})", msg, no), true);
+    return Error(Errc::data, fmt::format("binlog stream from {}: {} ({})", where, msg, no));
+  };
+  if (mariadb_rpl_open(rpl_) != 0) return dump_error(mysql_errno(m), mysql_error(m));
+  // The first packet tells whether the server accepted the position.
+  const unsigned long len = mysql_net_read_packet(m);
+  if (len == packet_error || len == 0) return dump_error(mysql_errno(m), mysql_error(m));
+  std::string first(reinterpret_cast<const char*>(m->net.read_pos) + 1, len - 1);
+  queue_owner_ = std::make_unique<EventQueue>();
+  queue_ = queue_owner_.get();
+  queue_->push(std::move(first));
+  EventQueue* q2 = queue_;
+  reader_ = std::jthread([m, q2, dump_error](std::stop_token st) {
+    while (!st.stop_requested()) {
+      const unsigned long n = mysql_net_read_packet(m);
+      if (n == packet_error || n == 0) {
+        q2->fail(dump_error(mysql_errno(m), mysql_error(m)));
+        return;
+      }
+      const uint8_t* p = m->net.read_pos;
+      if (p[0] == 0xfe && n < 8) {
+        q2->fail(Error(Errc::connection, "the server ended the binlog stream", true));
+        return;
+      }
+      q2->push(std::string(reinterpret_cast<const char*>(p) + 1, n - 1));
+    }
+  });
+  fd_.reset();
+  cur_file_ = pos_.point.coord.file;
+  spdlog::info("pipeline {}: streaming the binlog of {} from {} (server_id {})", ctx_.pipeline_id,
+               opts_.url.redacted(), where, server_id_);
+  return ok_status();
+}
+
+void MysqlDriver::close_stream() noexcept {
+  if (reader_.joinable()) {
+    reader_.request_stop();
+    if (queue_) queue_->stop();
+    if (rpl_conn_) {
+      const int fd = int(mysql_get_socket(rpl_conn_.get()));
+      if (fd >= 0) ::shutdown(fd, SHUT_RDWR);  // unblocks the reader's read
+    }
+    reader_.join();
+  }
+  if (rpl_) {
+    // mariadb_rpl_close would close the connection too: free only the handle's memory here.
+    rpl_->mysql = nullptr;
+    mariadb_rpl_close(rpl_);
+    rpl_ = nullptr;
+  }
+  rpl_conn_.reset();
+  queue_ = nullptr;
+  queue_owner_.reset();
+}
+
+void MysqlDriver::stop_stream(State&) noexcept {
+  close_stream();
+  pending_gtid_.reset();
+}
+
+// A transaction starts at binlog position `start` (its GTID or BEGIN event). When it is the one a
+// restart interrupted, its first changes were written already: the skeleton skips them.
+void MysqlDriver::begin_tx(uint32_t start, const bl::Header& h) {
+  st_->begin_transaction(BinlogCoord{cur_file_, start});
+  tx_saw_begin_ = false;
+  tx_time_ = h.timestamp;
+  tx_server_id_ = h.server_id;
+  tx_gtid_text_.clear();
+}
+
+void MysqlDriver::commit_tx(uint32_t next_pos) {
+  BinlogPoint& point = st_->position.point;
+  if (next_pos) {
+    point.coord.file = cur_file_;
+    point.coord.pos = next_pos;
+  }
+  if (pending_gtid_) point.gtid = std::move(*pending_gtid_);
+  pending_gtid_.reset();
+  st_->tx.end();
+  tx_saw_begin_ = false;
+  if (tx_time_) st_->report_commit_time(int64_t(tx_time_) * 1000000);
+}
+
+Value MysqlDriver::metadata(Batch& batch, const TableSchema& t, uint32_t event_pos, bool cdc) {
+  ObjectBuilder m = batch.object(cdc ? 9 : 2);
+  m.add(meta::kSchema, Value::string(t.db));
+  m.add(meta::kTable, Value::string(t.table));
+  if (cdc) {
+    const auto* tx = st_->caches.tx_metadata();  // file, gtid, commit time, server id
+    if (!tx)
+      tx = &st_->caches.set_tx_metadata({batch.copy(cur_file_), batch.copy(tx_gtid_text_),
+                                         batch.copy(format_timestamptz(int64_t(tx_time_) * 1000000)),
+                                         batch.copy(std::to_string(tx_server_id_))});
+    m.add("binlog_file", Value::string((*tx)[0]));
+    m.add("binlog_pos", Value::string(batch.copy(std::to_string(event_pos))));
+    if (!(*tx)[1].empty()) m.add("gtid", Value::string((*tx)[1]));
+    m.add("commit_time", Value::string((*tx)[2]));
+    m.add("server_id", Value::string((*tx)[3]));
+  }
+  return m.build();
+}
+
+Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
+  auto rows = bl::parse_rows(e, *fd_);
+  if (!rows.ok()) return std::move(rows).error();
+  auto it = maps_.find(rows->table_id);
+  if (it == maps_.end()) return Error(Errc::data, fmt::format("binlog rows event for table id {} without its TABLE_MAP", rows->table_id));
+  TableMapState& ms = it->second;
+  if (!ms.schema) return ok_status();  // not captured
+  const TableSchema& t = *ms.schema;
+  st_->caches.retain(batch, ms.schema);
+  const size_t n = ms.map.types.size();
+  row_before_.resize(n);
+  row_after_.resize(n);
+  std::string_view data = rows->rows;
+  const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
+  auto to_object = [&](const std::vector<Value>& vals) {
+    uint32_t cnt = 0;
+    for (size_t i = 0; i < n; ++i) cnt += !vals[i].is_absent();
+    ObjectBuilder b = batch.object(cnt);
+    for (size_t i = 0; i < n; ++i)
+      if (!vals[i].is_absent()) b.add(ms.names[i], vals[i]);
+    return b.build();
+  };
+  while (!data.empty()) {
+    const bool upd = rows->kind == bl::RowsEvent::Kind::update;
+    auto used = bl::decode_row(ms.map, t.cols, rows->present, data, batch.arena(), row_before_.data());
+    if (!used.ok()) return used.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+    data.remove_prefix(used.value());
+    if (upd) {
+      auto used2 = bl::decode_row(ms.map, t.cols, rows->present_after, data, batch.arena(), row_after_.data());
+      if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+      data.remove_prefix(used2.value());
+    }
+    if (!st_->tx.next_change()) continue;  // written before the restart
+    Record& r = batch.add();
+    r.position = {};
+    r.metadata = metadata(batch, t, event_pos, true);
+    switch (rows->kind) {
+      case bl::RowsEvent::Kind::write:
+        r.op = Operation::create;
+        r.after = to_object(row_before_);
+        break;
+      case bl::RowsEvent::Kind::update:
+        r.op = Operation::update;
+        r.before = to_object(row_before_);
+        r.after = to_object(row_after_);
+        break;
+      case bl::RowsEvent::Kind::remove:
+        r.op = Operation::remove;
+        r.before = to_object(row_before_);
+        break;
+    }
+    if (!ms.key.empty()) {
+      ObjectBuilder k = batch.object(uint32_t(ms.key.size()));
+      for (uint32_t i : ms.key) {
+        const Value* v = rows->kind == bl::RowsEvent::Kind::update && !row_after_[i].is_absent() ? &row_after_[i]
+                                                                                                   : &row_before_[i];
+        if (v->is_absent() && rows->kind == bl::RowsEvent::Kind::update) v = &row_before_[i];
+        if (!v->is_absent()) k.add(ms.names[i], *v);
+      }
+      r.key = k.build();
+    }
+  }
+  return ok_status();
+}
+
+Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
+  if (raw.size() < bl::kHeaderSize) return Error(Errc::data, "binlog event shorter than its header");
+  const uint8_t type = uint8_t(raw[4]);
+  if (type == bl::kFormatDescription) {
+    auto fd = bl::parse_format_description(raw);
+    if (!fd.ok()) return std::move(fd).error();
+    fd_ = std::move(fd.value());
+    checksum_ = fd_->crc32;
+    return ok_status();
+  }
+  auto ev = bl::parse_event(raw, checksum_);
+  if (!ev.ok()) return std::move(ev).error();
+  const bl::Event& e = ev.value();
+  const uint32_t start = e.header.next_pos >= e.header.size ? e.header.next_pos - e.header.size : 0;
+  if (type != bl::kRotate && type != bl::kHeartbeat && !fd_)
+    return Error(Errc::data, fmt::format("binlog event type {} before the FORMAT_DESCRIPTION event", type));
+  switch (type) {
+    case bl::kRotate: {
+      auto r = bl::parse_rotate(e);
+      if (!r.ok()) return std::move(r).error();
+      cur_file_ = r->file;
+      const bool in_tx = st_->tx.in_transaction();
+      if (!(e.header.flags & bl::kFlagArtificial) && !in_tx) st_->position.point.coord = BinlogCoord{r->file, r->position};
+      if (!in_tx) maps_.clear();  // table ids are per server run; forget those of older files
+      return ok_status();
+    }
+    case bl::kMariaGtid: {
+      auto g = bl::parse_maria_gtid(e);
+      if (!g.ok()) return std::move(g).error();
+      begin_tx(start, e.header);
+      tx_gtid_text_ = g->to_string();
+      pending_gtid_ = st_->position.point.gtid;
+      pending_gtid_->apply(MariaGtidPoint{g->domain, g->server_id, g->seq});
+      return ok_status();
+    }
+    case bl::kMysqlGtid:
+    case bl::kMysqlAnonymousGtid: {
+      begin_tx(start, e.header);
+      if (type == bl::kMysqlGtid) {
+        auto g = bl::parse_mysql_gtid(e);
+        if (g.ok()) tx_gtid_text_ = g->to_string();
+      }
+      return ok_status();
+    }
+    case bl::kQuery: {
+      auto q = bl::parse_query(e);
+      if (!q.ok()) return std::move(q).error();
+      if (q->sql == "BEGIN") {
+        if (!st_->tx.in_transaction()) begin_tx(start, e.header);  // no GTID event before it (old servers)
+        tx_saw_begin_ = true;
+        return ok_status();
+      }
+      if (q->sql == "COMMIT" || q->sql == "ROLLBACK") {
+        commit_tx(e.header.next_pos);
+        return ok_status();
+      }
+      on_ddl(batch, q->database, q->sql, start);
+      if (!st_->tx.in_transaction() || !tx_saw_begin_) commit_tx(e.header.next_pos);  // a statement of its own
+      return ok_status();
+    }
+    case bl::kXid:
+      commit_tx(e.header.next_pos);
+      return ok_status();
+    case bl::kTableMap: {
+      auto m = bl::parse_table_map(e, *fd_);
+      if (!m.ok()) return std::move(m).error();
+      return on_table_map(std::move(m.value()), start);
+    }
+    case bl::kWriteRowsV1: case bl::kUpdateRowsV1: case bl::kDeleteRowsV1:
+    case bl::kWriteRowsV2: case bl::kUpdateRowsV2: case bl::kDeleteRowsV2:
+      return handle_rows(batch, e);
+    case bl::kMysqlPartialUpdateRows:
+      return Error(Errc::unsupported, "binlog has PARTIAL_UPDATE_ROWS events: set binlog_row_value_options='' on the server");
+    default:
+      if (type >= bl::kMariaWriteRowsCompressedV1 && type <= bl::kMariaDeleteRowsCompressed)
+        return Error(Errc::unsupported, "binlog has compressed row events: set log_bin_compress=OFF on the server");
+      return ok_status();  // heartbeats, GTID lists, annotate rows, checkpoints, intvar, ...
+  }
+}
+
+Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State&) {
+  const auto started = Clock::now();
+  Clock::time_point first{};
+  bool idle = false;
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+    const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+    auto got = queue_->pop(&event_buf_, deadline);
+    if (!got.ok()) {
+      Error e = std::move(got).error();
+      if (!e.retriable()) return e;
+      spdlog::warn("pipeline {}: binlog connection lost: {} (reconnecting)", ctx_.pipeline_id, e.message());
+      return StreamRead::lost;  // the skeleton restarts from what this and earlier batches cover
+    }
+    if (!got.value()) {
+      idle = true;
+      break;
+    }
+    const size_t before = batch.size();
+    if (Status st = handle_event(batch, event_buf_); !st.ok()) return st.error();
+    if (before == 0 && batch.size() > 0) first = Clock::now();
+  }
+  return idle ? StreamRead::idle : StreamRead::more;
+}
+
+}  // namespace sluice::mysql

@@ -1,0 +1,109 @@
+// pgoutput tuples (and COPY rows, decoded into the same Tuple) → records: values typed by the
+// column's type, the record key from the primary key (or replica identity), and metadata.
+#include <fmt/format.h>
+
+#include "connectors/postgres/postgres_source_driver.h"
+
+namespace sluice::pg {
+
+Value PostgresDriver::metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc) {
+  ObjectBuilder m = batch.object(cdc ? 6 : 2);
+  m.add(meta::kSchema, Value::string(t.rel->schema));
+  m.add(meta::kTable, Value::string(t.rel->name));
+  if (cdc) {
+    const auto* tx = st_->caches.tx_metadata();
+    if (!tx)
+      tx = &st_->caches.set_tx_metadata({batch.copy(tx_final_.to_string()),
+                                         batch.copy(format_timestamptz(tx_commit_time_)),
+                                         batch.copy(std::to_string(tx_xid_)), {}});
+    m.add("lsn", Value::string(lsn));
+    m.add("commit_lsn", Value::string((*tx)[0]));
+    m.add("commit_time", Value::string((*tx)[1]));
+    m.add("xid", Value::string((*tx)[2]));
+  }
+  return m.build();
+}
+
+Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only, Value* out) {
+  const auto& cols = t.rel->columns;
+  if (tuple.size() != cols.size())
+    return Error(Errc::data, fmt::format("{}.{}: tuple has {} columns, relation {}", t.rel->schema, t.rel->name,
+                                         tuple.size(), cols.size()));
+  const uint32_t n = key_only ? uint32_t(t.key_columns.size()) : uint32_t(cols.size());
+  ObjectBuilder b = batch.object(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint32_t i = key_only ? t.key_columns[k] : k;
+    const TupleValue& tv = tuple[i];
+    if (tv.kind == 'u') continue;  // unchanged TOAST: absent, so destinations keep the stored value
+    if (tv.kind == 'n') {
+      b.add(cols[i].name, Value::null());
+      continue;
+    }
+    if (tv.kind == 'b')
+      return Error(Errc::data, "pgoutput sent a binary value; sluice requests text format");
+    auto v = text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
+    if (!v.ok()) return v.error().with_context(fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, cols[i].name));
+    b.add(cols[i].name, v.value());
+  }
+  *out = b.build();
+  return ok_status();
+}
+
+Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op, const Tuple* old_tuple, char old_kind,
+                                   const Tuple* new_tuple, Lsn lsn) {
+  st_->caches.retain(batch, t.rel);  // column names and schema/table strings live in the relation
+  Record& r = batch.add();
+  r.op = op;
+  r.position = batch.copy(lsn.to_string());
+  r.metadata = metadata(batch, t, r.position, true);
+  if (new_tuple) {
+    if (Status st = tuple_to_object(batch, t, *new_tuple, false, &r.after); !st.ok()) return st;
+  }
+  if (old_tuple) {
+    if (Status st = tuple_to_object(batch, t, *old_tuple, old_kind == 'K', &r.before); !st.ok()) return st;
+    if (old_kind == 'K') {
+      // Key-only old tuples: keep the key columns only (the others come as nulls).
+      ObjectBuilder b = batch.object(uint32_t(t.key_columns.size()));
+      for (uint32_t i : t.key_columns)
+        if (const Value* v = r.before.find(t.rel->columns[i].name)) b.add(t.rel->columns[i].name, *v);
+      r.before = b.build();
+    }
+  }
+  if (!t.key_columns.empty()) {
+    // The key comes from the new row, or the old one for deletes (and for key columns whose new
+    // value was an unchanged TOAST datum).
+    ObjectBuilder k = batch.object(uint32_t(t.key_columns.size()));
+    for (uint32_t i : t.key_columns) {
+      const std::string& name = t.rel->columns[i].name;
+      const Value* v = r.after.is_object() ? r.after.find(name) : nullptr;
+      if (!v && r.before.is_object()) v = r.before.find(name);
+      if (v) k.add(name, *v);
+    }
+    r.key = k.build();
+  }
+  return ok_status();
+}
+
+// A truncate becomes one key-less delete per table, marked `truncate`; keyed destinations empty
+// the table.
+void PostgresDriver::emit_truncate(Batch& batch, TableState& t, Lsn lsn) {
+  st_->caches.retain(batch, t.rel);
+  Record& rec = batch.add();
+  rec.op = Operation::remove;
+  rec.position = batch.copy(lsn.to_string());
+  ObjectBuilder m = batch.object(7);
+  for (const Field& f : metadata(batch, t, rec.position, true).fields()) m.add(f.name, f.value);
+  m.add(meta::kTruncate, Value::string("true"));
+  rec.metadata = m.build();
+}
+
+void PostgresDriver::emit_logical_message(Batch& batch, const LogicalMsg& m, Lsn lsn) {
+  Record& rec = batch.add();
+  rec.op = Operation::create;
+  rec.position = batch.copy(lsn.to_string());
+  rec.metadata = batch.object(2).add("message.prefix", Value::string(batch.copy(m.prefix)))
+                     .add("lsn", Value::string(rec.position)).build();
+  rec.after = batch.object(1).add("content", Value::bytes(batch.copy(m.content))).build();
+}
+
+}  // namespace sluice::pg

@@ -1,0 +1,256 @@
+// The postgres change stream: START_REPLICATION on the slot (pgoutput, protocol 1), XLogData
+// decoded into records, and standby status updates that report as flushed only what the runtime
+// acknowledged (durable at the destination), never what was merely received. A status thread
+// keeps the walsender from timing out while the reader is blocked on a slow destination.
+#include <fmt/format.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <condition_variable>
+
+#include "connectors/postgres/postgres_source_driver.h"
+
+namespace sluice::pg {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long after losing the stream a slot still active for a PID is taken for our own old
+// walsender on its way out: PostgreSQL's default wal_sender_timeout (60 s) and a margin.
+constexpr auto kSlotReleaseGrace = std::chrono::seconds(90);
+
+uint64_t be64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(p[i]);
+  return v;
+}
+void put_be64(char* p, uint64_t v) {
+  for (int i = 7; i >= 0; --i) { p[i] = char(v & 0xff); v >>= 8; }
+}
+
+int64_t now_pg_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count() -
+         kPgEpochOffsetMicros;
+}
+
+}  // namespace
+
+Status PostgresDriver::start_stream(State&) {
+  std::lock_guard lock(repl_mu_);
+  if (!repl_.ok()) {
+    repl_.reset();
+    auto repl = PgConn::connect(url_, true);
+    if (!repl.ok()) return std::move(repl).error();
+    repl_ = std::move(repl.value());
+  }
+  if (!conn_.ok()) {
+    auto c = PgConn::connect(url_, false);
+    if (!c.ok()) return std::move(c).error();
+    conn_ = std::move(c.value());
+  }
+  const std::string sql = fmt::format(
+      "START_REPLICATION SLOT {} LOGICAL {} (proto_version '1', publication_names {}, messages '{}')",
+      quote_identifier(slot_), st_->position.point.to_string(), repl_.quote_literal(quote_identifier(publication_)),
+      logical_messages_ ? "true" : "false");
+  PgResult r(PQexec(repl_.get(), sql.c_str()));
+  if (!r || PQresultStatus(r.get()) != PGRES_COPY_BOTH) {
+    Error e = classify_error(r ? PQresultErrorMessage(r.get()) : repl_.last_error(),
+                             fmt::format("cannot stream from slot {}", slot_));
+    repl_.reset();
+    // Right after our own stream broke, our old walsender may still hold the slot (until it
+    // notices, at worst wal_sender_timeout later): retry with the skeleton's backoff for a while
+    // before calling the slot taken by someone else.
+    if (e.code() == Errc::conflict && lost_at_ && Clock::now() - *lost_at_ < kSlotReleaseGrace)
+      return Error(Errc::conflict, e.message(), /*retriable=*/true);
+    return e;
+  }
+  lost_at_.reset();
+  streaming_ = true;
+  spdlog::info("pipeline {}: streaming changes from slot {} at {}", ctx_.pipeline_id, slot_,
+               st_->position.point.to_string());
+  return ok_status();
+}
+
+void PostgresDriver::send_status_locked(bool force) {
+  if (!streaming_ || !repl_.ok()) return;
+  const uint64_t flush = acked_flush_.load();
+  const auto now = Clock::now();
+  // Well inside wal_sender_timeout (60 s by default), whatever the heartbeat interval.
+  const auto interval = std::min<std::chrono::milliseconds>(heartbeat_, std::chrono::seconds(10));
+  if (!force && flush == sent_flush_ && now - last_status_ < interval) return;
+  char msg[34];
+  msg[0] = 'r';
+  put_be64(msg + 1, std::max(received_.value, flush));  // received
+  put_be64(msg + 9, flush);                              // flushed = durable at the destination
+  put_be64(msg + 17, flush);                             // applied
+  put_be64(msg + 25, uint64_t(now_pg_micros()));
+  msg[33] = 0;
+  if (PQputCopyData(repl_.get(), msg, sizeof(msg)) == 1 && PQflush(repl_.get()) == 0) {
+    sent_flush_ = flush;
+    last_status_ = now;
+  }
+}
+
+// Keeps the walsender from timing out while the reader is blocked on a slow destination, and
+// reports acknowledgements promptly.
+void PostgresDriver::status_loop(std::stop_token stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock wait_lock(mu);
+      if (cv.wait_for(wait_lock, stop, std::chrono::milliseconds(200), [] { return false; })) break;
+    }
+    if (stop.stop_requested()) break;
+    std::unique_lock lock(repl_mu_, std::try_to_lock);
+    if (lock.owns_lock()) send_status_locked(false);
+  }
+}
+
+void PostgresDriver::ack(const Position& p) {
+  uint64_t cur = acked_flush_.load();
+  while (p.point.value > cur && !acked_flush_.compare_exchange_weak(cur, p.point.value)) {
+  }
+}
+
+Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
+  if (len < 1) return ok_status();
+  if (buf[0] == 'k') {
+    if (len < 18) return Error(Errc::data, "replication keepalive message is truncated");
+    const Lsn wal_end{be64(buf + 1)};
+    if (wal_end > received_) received_ = wal_end;
+    if (buf[17]) send_status_locked(true);
+    // Idle heartbeat: between transactions everything before wal_end has been received, so the
+    // position may advance there (once durable, the slot stops pinning WAL for us).
+    if (st_->tx.settled() && wal_end > st_->position.point && Clock::now() - last_heartbeat_ >= heartbeat_) {
+      st_->position.point = wal_end;
+      last_heartbeat_ = Clock::now();
+    }
+    return ok_status();
+  }
+  if (buf[0] != 'w') return ok_status();
+  if (len < 25) return Error(Errc::data, "replication XLogData message is truncated");
+  const Lsn lsn{be64(buf + 1)};
+  if (lsn > received_) received_ = lsn;
+  if (Status st = decode_pgoutput(std::string_view(buf + 25, size_t(len - 25)), &msg_); !st.ok()) return st;
+
+  if (auto* b = std::get_if<BeginMsg>(&msg_)) {
+    st_->begin_transaction(b->final_lsn);  // the commit LSN names the transaction in positions
+    tx_final_ = b->final_lsn;
+    tx_commit_time_ = b->commit_time;
+    tx_xid_ = b->xid;
+    return ok_status();
+  }
+  if (auto* c = std::get_if<CommitMsg>(&msg_)) {
+    st_->tx.end();
+    if (c->end_lsn > st_->position.point) st_->position.point = c->end_lsn;
+    st_->report_commit_time(c->commit_time);
+    last_heartbeat_ = Clock::now();
+    return ok_status();
+  }
+  if (auto* r = std::get_if<RelationMsg>(&msg_)) {
+    auto t = table_from_relation(r->relation);
+    return t.ok() ? ok_status() : Status(std::move(t).error());
+  }
+  const bool change = std::holds_alternative<InsertMsg>(msg_) || std::holds_alternative<UpdateMsg>(msg_) ||
+                      std::holds_alternative<DeleteMsg>(msg_) || std::holds_alternative<TruncateMsg>(msg_) ||
+                      (std::holds_alternative<LogicalMsg>(msg_) && std::get<LogicalMsg>(msg_).transactional);
+  if (!change) {
+    // A non-transactional message: outside any transaction.
+    if (auto* m = std::get_if<LogicalMsg>(&msg_); m && logical_messages_) emit_logical_message(batch, *m, lsn);
+    return ok_status();
+  }
+  if (!st_->tx.next_change()) return ok_status();  // written before the restart
+  auto lookup = [&](uint32_t oid) -> TableState* {
+    auto it = table_states_.find(oid);
+    return it == table_states_.end() || !it->second.rel ? nullptr : &it->second;
+  };
+  if (auto* ins = std::get_if<InsertMsg>(&msg_)) {
+    TableState* t = lookup(ins->relation_oid);
+    if (!t) return Error(Errc::data, fmt::format("change for relation {} before its Relation message", ins->relation_oid));
+    return emit_change(batch, *t, Operation::create, nullptr, 0, &ins->new_tuple, lsn);
+  }
+  if (auto* up = std::get_if<UpdateMsg>(&msg_)) {
+    TableState* t = lookup(up->relation_oid);
+    if (!t) return Error(Errc::data, fmt::format("change for relation {} before its Relation message", up->relation_oid));
+    return emit_change(batch, *t, Operation::update, up->old_kind ? &up->old_tuple : nullptr, up->old_kind,
+                       &up->new_tuple, lsn);
+  }
+  if (auto* del = std::get_if<DeleteMsg>(&msg_)) {
+    TableState* t = lookup(del->relation_oid);
+    if (!t) return Error(Errc::data, fmt::format("change for relation {} before its Relation message", del->relation_oid));
+    return emit_change(batch, *t, Operation::remove, &del->old_tuple, del->old_kind, nullptr, lsn);
+  }
+  if (auto* tr = std::get_if<TruncateMsg>(&msg_)) {
+    for (uint32_t oid : tr->relation_oids) {
+      TableState* t = lookup(oid);
+      if (t) emit_truncate(batch, *t, lsn);
+    }
+    return ok_status();
+  }
+  if (auto* m = std::get_if<LogicalMsg>(&msg_); m && logical_messages_) emit_logical_message(batch, *m, lsn);
+  return ok_status();
+}
+
+Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State&) {
+  std::unique_lock lock(repl_mu_);
+  const auto started = Clock::now();
+  Clock::time_point first{};
+  bool idle = false;
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+    send_status_locked(false);
+    char* buf = nullptr;
+    const int n = PQgetCopyData(repl_.get(), &buf, 1);
+    if (n > 0) {
+      const size_t before = batch.size();
+      Status st = handle_xlog(batch, buf, n);
+      PQfreemem(buf);
+      if (!st.ok()) return st.error();
+      if (before == 0 && batch.size() > 0) first = Clock::now();
+      continue;
+    }
+    if (n == 0) {
+      const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        idle = true;
+        break;
+      }
+      pollfd pfd{PQsocket(repl_.get()), POLLIN, 0};
+      const int wait_ms = int(std::min<int64_t>(
+          100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
+      ::poll(&pfd, 1, wait_ms);
+      if (PQconsumeInput(repl_.get()) == 0) {
+        streaming_ = false;
+        spdlog::warn("pipeline {}: replication connection lost: {} (reconnecting)", ctx_.pipeline_id, repl_.last_error());
+        repl_.reset();
+        return StreamRead::lost;
+      }
+      continue;
+    }
+    // -1: the server ended the stream; -2: error. Either way reconnect from what was read.
+    std::string why = repl_.last_error();
+    if (n == -1) {
+      PgResult r(PQgetResult(repl_.get()));
+      if (r && PQresultStatus(r.get()) == PGRES_FATAL_ERROR) why = PQresultErrorMessage(r.get());
+    }
+    Error e = classify_error(why, "replication stream");
+    streaming_ = false;
+    repl_.reset();
+    if (!e.retriable() && e.code() != Errc::internal) return e;
+    spdlog::warn("pipeline {}: {} (reconnecting)", ctx_.pipeline_id, e.message());
+    return StreamRead::lost;
+  }
+  return idle ? StreamRead::idle : StreamRead::more;
+}
+
+void PostgresDriver::stop_stream(State&) noexcept {
+  std::lock_guard lock(repl_mu_);
+  streaming_ = false;
+  repl_.reset();
+  lost_at_ = Clock::now();
+}
+
+}  // namespace sluice::pg

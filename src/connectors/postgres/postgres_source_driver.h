@@ -1,0 +1,146 @@
+// The postgres log-source driver (private to the connector). The skeleton (connectors/common/
+// log_source.h) runs the phases, the position, resume inside a transaction and reconnects; this
+// driver does what is PostgreSQL's own, one concern per file:
+//
+//   postgres_source.cc   settings, factory, connect and checks, slot/publication planning, cleanup
+//   pg_catalog.cc        tables, publication, types, relations and their record keys
+//   pg_snapshot.cc       the snapshot: COPY of 32 MiB heap-page chunks in the exported snapshot
+//   pg_stream.cc         the replication stream: START_REPLICATION, XLogData → pgoutput, status
+//   pg_records.cc        pgoutput tuples → records (values, key, metadata)
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "connectors/builtin.h"
+#include "connectors/common/log_source.h"
+#include "connectors/postgres/pg_connection.h"
+#include "connectors/postgres/pg_types.h"
+#include "connectors/postgres/pgoutput.h"
+
+namespace sluice::pg {
+
+// Snapshot cursor: the first heap page of the chunk being read.
+struct PageCursor {
+  uint64_t page = 0;
+  bool operator==(const PageCursor&) const = default;
+};
+inline void write_field(PositionWriter& w, const PageCursor& c) { w.number(c.page); }
+inline bool read_field(PositionReader& r, PageCursor* c) { return r.number(&c->page); }
+
+// "snapshot <start-lsn> <table-index> <page>", "cdc <flush-lsn> [<tx-commit-lsn> <n>]",
+// "done <lsn>": a transaction is named by its commit LSN (pgoutput's Begin carries it).
+struct PositionTraits {
+  using Point = Lsn;
+  using TxPoint = Lsn;
+  using Cursor = PageCursor;
+};
+using SourcePosition = LogPosition<PositionTraits>;
+
+struct TableRef {
+  std::string schema, name;
+  uint32_t oid = 0;
+  int64_t estimate = 0;
+};
+
+// A relation as sluice uses it: pgoutput's (or the catalog's) description plus the record key.
+struct TableState {
+  std::shared_ptr<const Relation> rel;
+  std::vector<uint32_t> key_columns;  // indexes into rel->columns
+  bool warned_no_key = false;
+};
+
+std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_view s);
+
+class PostgresDriver final : public LogSourceDriver<PositionTraits> {
+ public:
+  explicit PostgresDriver(const Settings& s);
+  ~PostgresDriver() override { close(); }
+
+  std::string_view name() const override { return "postgres"; }
+  bool snapshot_only() const override { return mode_ == "initial_only"; }
+  Status connect(State& s) override;
+  Status plan_start(State& s) override;
+  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  Status finish_snapshot(State& s) override;
+  Status start_stream(State& s) override;
+  Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  void stop_stream(State& s) noexcept override;
+  void opened(State& s) override;
+  void ack(const Position& p) override;
+  void close() noexcept override;
+  Status cleanup(const ConnectorContext& ctx) override;
+
+ private:
+  void name_slot_and_publication(const ConnectorContext& ctx);
+  Status connect_and_check();
+  // pg_catalog.cc
+  Status resolve_tables();
+  Status ensure_publication();
+  Status resolve_types(const std::vector<uint32_t>& oids);
+  Result<TableState*> table_from_catalog(const TableRef& t);
+  Result<TableState*> table_from_relation(std::shared_ptr<const Relation> rel);
+  // pg_snapshot.cc
+  Status begin_snapshot(const std::string& exported);
+  Status start_copy();
+  // pg_stream.cc
+  Status handle_xlog(Batch& batch, const char* buf, int len);
+  void send_status_locked(bool force);
+  void status_loop(std::stop_token stop);
+  // pg_records.cc
+  Status emit_change(Batch& batch, TableState& t, Operation op, const Tuple* old_tuple, char old_kind,
+                     const Tuple* new_tuple, Lsn lsn);
+  void emit_truncate(Batch& batch, TableState& t, Lsn lsn);
+  void emit_logical_message(Batch& batch, const LogicalMsg& m, Lsn lsn);
+  Status tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only, Value* out);
+  Value metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc);
+
+  // settings
+  std::string url_;
+  std::vector<std::string> tables_setting_;
+  std::string slot_setting_, publication_setting_, mode_;
+  std::chrono::milliseconds heartbeat_;
+  bool logical_messages_;
+
+  State* st_ = nullptr;  // the skeleton's state, from connect() on
+  ConnectorContext ctx_;
+  std::string slot_, publication_;
+  std::vector<TableRef> tables_;
+  bool all_tables_ = false;
+
+  PgConn conn_;  // catalog queries and the snapshot transaction
+  PgConn repl_;  // replication protocol
+  std::mutex repl_mu_;
+  TypeRegistry types_;
+  std::unordered_map<uint32_t, TableState> table_states_;
+
+  // snapshot
+  bool copy_active_ = false;
+  bool copy_last_chunk_ = false;
+  size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
+  uint64_t copy_table_pages_ = 0;
+  TableState* copy_table_ = nullptr;
+  std::vector<std::string> field_scratch_;
+  // stream
+  bool streaming_ = false;
+  Lsn tx_final_;
+  int64_t tx_commit_time_ = 0;
+  uint32_t tx_xid_ = 0;
+  Lsn received_;
+  std::atomic<uint64_t> acked_flush_{0};
+  uint64_t sent_flush_ = 0;
+  std::chrono::steady_clock::time_point last_status_{};
+  std::chrono::steady_clock::time_point last_heartbeat_ = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> lost_at_;  // when the stream last broke
+  Message msg_;
+  std::jthread status_thread_;
+};
+
+}  // namespace sluice::pg
