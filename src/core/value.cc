@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "sluice/record.h"
@@ -156,6 +157,7 @@ bool digits(std::string_view& s, int n, int64_t* out) {
   for (int i = 0; i < n; ++i) {
     char c = s[i];
     if (c < '0' || c > '9') return false;
+    if (v > (INT64_MAX - 9) / 10) return false;  // more digits than int64 holds: not a date/time
     v = v * 10 + (c - '0');
   }
   s.remove_prefix(n);

@@ -383,7 +383,7 @@ Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision
   if (precision <= 0 || scale < 0 || scale > precision) return Error(Errc::data, "binlog DECIMAL has a bad precision/scale");
   const int intg = precision - scale;
   const int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
-  const size_t n = size_t(intg0 * 4 + kDigBytes[intg0x] + frac0 * 4 + kDigBytes[frac0x]);
+  const size_t n = size_t(intg0) * 4 + size_t(kDigBytes[intg0x]) + size_t(frac0) * 4 + size_t(kDigBytes[frac0x]);
   if (avail < n || n == 0) return Error(Errc::data, "binlog DECIMAL value is truncated");
   *size = n;
   uint8_t buf[64];
@@ -796,8 +796,10 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         if (sz != 1 && sz != 2) return Error(Errc::data, "binlog ENUM has a bad size");
         if (!need(sz)) return truncated("ROWS");
         const uint32_t idx = sz == 1 ? p[0] : le16(p);
+        // The label is copied: it belongs to the caller's ColumnInfo, which need not outlive the
+        // batch (the decoded row must not point into it).
         if (idx == 0) out[i] = Value::string("");
-        else if (idx <= ci.labels.size()) out[i] = Value::string(ci.labels[idx - 1]);
+        else if (idx <= ci.labels.size()) out[i] = Value::string(arena.copy(ci.labels[idx - 1]));
         else out[i] = Value::string(arena.copy(std::to_string(idx)));
         len = sz;
         break;

@@ -40,7 +40,6 @@ std::string quote_identifier(std::string_view name) {
 }
 
 using TableTemplate = RecordTemplate;
-constexpr std::string_view kDefaultTable = kDefaultTableName;
 
 // True when the exact decimal text fits DECIMAL(65,30): ≤ 35 integer and ≤ 30 fraction digits.
 bool decimal_fits(std::string_view s) noexcept {

@@ -22,7 +22,6 @@ using sqlite::Stmt;
 
 
 using TableTemplate = RecordTemplate;
-constexpr std::string_view kDefaultTable = kDefaultTableName;
 
 // One cached statement: an upsert for one set of present fields, or the delete of a table.
 struct Shape {
