@@ -180,6 +180,9 @@ bool parse_date_prefix(std::string_view& s, int32_t* days) {
   if (n < 4) return false;
   if (!digits(s, int(n), &y)) return false;
   if (neg) y = -y;
+  // Years whose days since 1970 do not fit the int32 of a date value (they used to wrap around
+  // to an unrelated date).
+  if (y < -5877640 || y > 5879609) return false;
   int64_t m, d;
   if (!eat(s, '-') || !digits(s, 2, &m) || !eat(s, '-') || !digits(s, 2, &d)) return false;
   if (m < 1 || m > 12 || d < 1 || d > 31) return false;
@@ -346,10 +349,13 @@ bool parse_time(std::string_view s, int64_t* micros) { return parse_time_prefix(
 bool parse_timetz(std::string_view s, int64_t* micros, int32_t* off) {
   return parse_time_prefix(s, micros) && parse_offset(s, off) && s.empty();
 }
+// Days whose microseconds since 1970 (plus a time of day and an offset) still fit an int64.
+constexpr int64_t kMaxTimestampDays = INT64_MAX / kMicrosPerDay - 2;
+
 bool parse_timestamp(std::string_view s, int64_t* micros) {
   int32_t d;
   int64_t t;
-  if (!parse_date_prefix(s, &d)) return false;
+  if (!parse_date_prefix(s, &d) || d > kMaxTimestampDays || d < -kMaxTimestampDays) return false;
   if (!eat(s, 'T') && !eat(s, ' ')) return false;
   if (!parse_time_prefix(s, &t) || !s.empty()) return false;
   *micros = int64_t(d) * kMicrosPerDay + t;
@@ -358,7 +364,7 @@ bool parse_timestamp(std::string_view s, int64_t* micros) {
 bool parse_timestamptz(std::string_view s, int64_t* micros) {
   int32_t d, off;
   int64_t t;
-  if (!parse_date_prefix(s, &d)) return false;
+  if (!parse_date_prefix(s, &d) || d > kMaxTimestampDays || d < -kMaxTimestampDays) return false;
   if (!eat(s, 'T') && !eat(s, ' ')) return false;
   if (!parse_time_prefix(s, &t) || !parse_offset(s, &off) || !s.empty()) return false;
   *micros = int64_t(d) * kMicrosPerDay + t - int64_t(off) * 1000000;

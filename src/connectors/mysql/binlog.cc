@@ -728,6 +728,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         uint64_t v = le64(p);
         const uint64_t dpart = v / 1000000, tpart = v % 1000000;
         const unsigned d = unsigned(dpart % 100), m = unsigned(dpart / 100 % 100);
+        // A server writes years 0-9999; a larger one is a corrupt event (and overflows the value).
+        if (dpart / 10000 > 9999) return Error(Errc::data, "binlog DATETIME is out of range");
         if (d == 0 || m == 0) out[i] = Value::null();
         else
           out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * 86400000000LL +
@@ -740,6 +742,9 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 5 + size_t((fsp + 1) / 2);
         if (!need(len)) return truncated("ROWS");
         const int64_t intpart = int64_t(be(p, 5)) - 0x8000000000LL;
+        // DATETIME is never negative; a negative one is a corrupt event (its month would be
+        // negative and the value overflow).
+        if (intpart < 0) return Error(Errc::data, "binlog DATETIME2 is out of range");
         const int64_t ymd = intpart >> 17, ym = ymd >> 5, hms = intpart & 0x1ffff;
         const unsigned d = unsigned(ymd & 31), m = unsigned(ym % 13);
         const int64_t y = ym / 13;
