@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   std::string b64 = sluice::base64_encode(std::string_view(line).substr(0, 64)), back;
-  if (!sluice::base64_decode(b64, &back) || back != std::string_view(line).substr(0, 64)) std::abort();
+  if (!sluice::base64_decode(b64, &back) || back != std::string_view(line).substr(0, 64))
+    std::abort();
   return 0;
 }

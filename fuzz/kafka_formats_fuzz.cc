@@ -20,7 +20,7 @@ namespace kf = sluice::kafka;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
   const uint8_t mode = data[0];
-  const kf::Format format = mode % 3 == 0 ? kf::Format::opencdc
+  const kf::Format format = mode % 3 == 0   ? kf::Format::opencdc
                             : mode % 3 == 1 ? kf::Format::debezium
                                             : kf::Format::raw;
   const bool has_key = mode & 0x10;

@@ -22,7 +22,7 @@ namespace {
 
 // yaml-cpp 0.7's LoadAll never returns on some malformed streams (a stray ',' as in ",p:"): its
 // parser reports an empty document at the same place forever and LoadAll collects them until
-// memory runs out (yaml-cpp issue 1040, fixed upstream in 0.8.1). A first pass over the parser's
+// memory runs out (yaml-cpp issue 1040, fixed upstream after 0.8.0). A first pass over the parser's
 // events stops at the first document that starts where the previous one did.
 class DocumentProgress : public YAML::EventHandler {
  public:
@@ -34,7 +34,8 @@ class DocumentProgress : public YAML::EventHandler {
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
   void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
                        YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}

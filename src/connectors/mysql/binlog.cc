@@ -383,7 +383,8 @@ Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision
   if (precision <= 0 || scale < 0 || scale > precision) return Error(Errc::data, "binlog DECIMAL has a bad precision/scale");
   const int intg = precision - scale;
   const int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
-  const size_t n = size_t(intg0) * 4 + size_t(kDigBytes[intg0x]) + size_t(frac0) * 4 + size_t(kDigBytes[frac0x]);
+  const size_t n = size_t(intg0) * 4 + size_t(kDigBytes[intg0x]) + size_t(frac0) * 4 +
+                   size_t(kDigBytes[frac0x]);
   if (avail < n || n == 0) return Error(Errc::data, "binlog DECIMAL value is truncated");
   *size = n;
   uint8_t buf[64];
