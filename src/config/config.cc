@@ -3,6 +3,8 @@
 #include "config/config.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
@@ -12,10 +14,42 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <sstream>
 
 namespace sluice {
 
 namespace {
+
+// yaml-cpp 0.7's LoadAll never returns on some malformed streams (a stray ',' as in ",p:"): its
+// parser reports an empty document at the same place forever and LoadAll collects them until
+// memory runs out (yaml-cpp issue 1040, fixed upstream after 0.8.0). A first pass over the parser's
+// events stops at the first document that starts where the previous one did.
+class DocumentProgress : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    stuck_ = started_ && mark.pos == last_.pos;
+    started_ = true;
+    last_ = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+  bool stuck() const noexcept { return stuck_; }
+  const YAML::Mark& mark() const noexcept { return last_; }
+
+ private:
+  bool started_ = false;
+  bool stuck_ = false;
+  YAML::Mark last_;
+};
 
 // Nested settings maps deeper than this are a mistake (or an alias cycle, which yaml-cpp allows).
 constexpr int kMaxSettingsDepth = 32;
@@ -167,6 +201,11 @@ class Loader {
   Config load(std::string_view yaml) {
     std::vector<YAML::Node> docs;
     try {
+      std::istringstream in{std::string(yaml)};
+      YAML::Parser parser(in);
+      DocumentProgress progress;
+      while (parser.HandleNextDocument(progress))
+        if (progress.stuck()) fail(progress.mark(), "", "invalid YAML: unexpected token");
       docs = YAML::LoadAll(std::string(yaml));
     } catch (const YAML::DeepRecursion& e) {
       fail(e.mark, "", "invalid YAML: nested too deeply");  // yaml-cpp's own text says "bad file"

@@ -421,9 +421,21 @@ bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '
 // can recover the exact text; otherwise (multi-line, surrounding whitespace, empty, or itself a
 // JSON string) it is written as a JSON string holding the text. Both are annotated "json"; the
 // decoder takes a string's content and any other value's raw text.
+// True when `t` is one complete JSON value. A json-kind value from a server is, but one decoded
+// from a "json"-annotated string (or a Kafka Json field) is not checked: embedded raw, text such
+// as 19700-01-01 made the whole line invalid JSON, so it is written as a string instead.
+bool is_json_document(std::string_view t) {
+  thread_local simdjson::dom::parser parser;
+  thread_local std::string padded;
+  padded.assign(t.data(), t.size());
+  padded.resize(t.size() + simdjson::SIMDJSON_PADDING, '\0');
+  return !parser.parse(padded.data(), t.size(), false).error();
+}
+
 bool json_embeds_raw(std::string_view t) {
   if (t.empty() || is_json_space(t.front()) || t.front() == '"' || is_json_space(t.back())) return false;
-  return std::memchr(t.data(), '\n', t.size()) == nullptr && std::memchr(t.data(), '\r', t.size()) == nullptr;
+  return std::memchr(t.data(), '\n', t.size()) == nullptr && std::memchr(t.data(), '\r', t.size()) == nullptr &&
+         is_json_document(t);
 }
 
 // Writes the annotation for a scalar kind; returns true (for brevity at call sites).

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <iterator>
 
 namespace sluice {
@@ -33,8 +34,10 @@ void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept {
 namespace temporal {
 namespace {
 
-// The largest |year| whose days since 1970 fit an int32 (2^31 days ≈ 5.88 M years).
-constexpr int64_t kMaxYear = 5879000;
+// The years whose days since 1970 fit the int32 of a date value.
+constexpr int64_t kMinYear = -5877640, kMaxYear = 5879609;
+// Days whose microseconds since 1970 (plus a time of day and an offset) still fit an int64.
+constexpr int64_t kMaxTimestampDays = INT64_MAX / kMicrosPerDay - 2;
 
 // Decimal digits of `v`, at least `min_width` (zero-padded).
 char* write_unsigned(char* p, uint64_t v, int min_width) noexcept {
@@ -71,6 +74,7 @@ bool digits(std::string_view& s, int n, int64_t* out) {
   for (int i = 0; i < n; ++i) {
     char c = s[i];
     if (c < '0' || c > '9') return false;
+    if (v > (INT64_MAX - 9) / 10) return false;  // more digits than int64 holds: not a date/time
     v = v * 10 + (c - '0');
   }
   s.remove_prefix(n);
@@ -180,7 +184,7 @@ bool parse_date_prefix(std::string_view& s, int32_t* days) {
   if (!digits(s, int(n), &y)) return false;
   if (neg) y = -y;
   // Years whose day count does not fit the int32 of a date would wrap into another date.
-  if (y < -kMaxYear || y > kMaxYear) return false;
+  if (y < kMinYear || y > kMaxYear) return false;
   int64_t m, d;
   if (!eat(s, '-') || !digits(s, 2, &m) || !eat(s, '-') || !digits(s, 2, &d)) return false;
   if (m < 1 || m > 12 || d < 1 || d > 31) return false;
@@ -268,7 +272,7 @@ bool parse_timetz(std::string_view s, int64_t* micros, int32_t* off) {
 bool parse_timestamp(std::string_view s, int64_t* micros) {
   int32_t d;
   int64_t t;
-  if (!parse_date_prefix(s, &d)) return false;
+  if (!parse_date_prefix(s, &d) || d > kMaxTimestampDays || d < -kMaxTimestampDays) return false;
   if (!eat(s, 'T') && !eat(s, ' ')) return false;
   if (!parse_time_prefix(s, &t) || !s.empty()) return false;
   *micros = int64_t(d) * kMicrosPerDay + t;
@@ -277,7 +281,7 @@ bool parse_timestamp(std::string_view s, int64_t* micros) {
 bool parse_timestamptz(std::string_view s, int64_t* micros) {
   int32_t d, off;
   int64_t t;
-  if (!parse_date_prefix(s, &d)) return false;
+  if (!parse_date_prefix(s, &d) || d > kMaxTimestampDays || d < -kMaxTimestampDays) return false;
   if (!eat(s, 'T') && !eat(s, ' ')) return false;
   if (!parse_time_prefix(s, &t) || !parse_offset_prefix(s, &off) || !s.empty()) return false;
   *micros = int64_t(d) * kMicrosPerDay + t - int64_t(off) * 1000000;

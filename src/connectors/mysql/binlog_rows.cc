@@ -21,7 +21,8 @@ Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision
   if (precision <= 0 || scale < 0 || scale > precision) return Error(Errc::data, "binlog DECIMAL has a bad precision/scale");
   const int intg = precision - scale;
   const int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
-  const size_t n = size_t(intg0 * 4 + kDigBytes[intg0x] + frac0 * 4 + kDigBytes[frac0x]);
+  const size_t n = size_t(intg0) * 4 + size_t(kDigBytes[intg0x]) + size_t(frac0) * 4 +
+                   size_t(kDigBytes[frac0x]);
   if (avail < n || n == 0) return Error(Errc::data, "binlog DECIMAL value is truncated");
   *size = n;
   uint8_t buf[64];
@@ -238,6 +239,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         uint64_t v = le64(p);
         const uint64_t dpart = v / 1000000, tpart = v % 1000000;
         const unsigned d = unsigned(dpart % 100), m = unsigned(dpart / 100 % 100);
+        // A server writes years 0-9999; a larger one is a corrupt event (and overflows the value).
+        if (dpart / 10000 > 9999) return Error(Errc::data, "binlog DATETIME is out of range");
         if (d == 0 || m == 0) out[i] = Value::null();
         else
           out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * 86400000000LL +
@@ -250,6 +253,9 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 5 + size_t((fsp + 1) / 2);
         if (!need(len)) return truncated("ROWS");
         const int64_t intpart = int64_t(be(p, 5)) - 0x8000000000LL;
+        // DATETIME is never negative; a negative one is a corrupt event (its month would be
+        // negative and the value overflow).
+        if (intpart < 0) return Error(Errc::data, "binlog DATETIME2 is out of range");
         const int64_t ymd = intpart >> 17, ym = ymd >> 5, hms = intpart & 0x1ffff;
         const unsigned d = unsigned(ymd & 31), m = unsigned(ym % 13);
         const int64_t y = ym / 13;
@@ -306,8 +312,10 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         if (sz != 1 && sz != 2) return Error(Errc::data, "binlog ENUM has a bad size");
         if (!need(sz)) return truncated("ROWS");
         const uint32_t idx = sz == 1 ? p[0] : le16(p);
+        // The label is copied: it belongs to the caller's ColumnInfo, which need not outlive the
+        // batch (the decoded row must not point into it).
         if (idx == 0) out[i] = Value::string("");
-        else if (idx <= ci.labels.size()) out[i] = Value::string(ci.labels[idx - 1]);
+        else if (idx <= ci.labels.size()) out[i] = Value::string(arena.copy(ci.labels[idx - 1]));
         else out[i] = Value::string(arena.copy(std::to_string(idx)));
         len = sz;
         break;

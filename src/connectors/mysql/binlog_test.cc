@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 
 namespace sluice::mysql::binlog {
 namespace {
@@ -71,7 +73,14 @@ constexpr std::string_view kRawDdlQuery =
     "6974283132292c206a206a736f6e2c206c312076617263686172283130292063686172616374657220736574206c6174"
     "696e31290c1b0017";
 
-std::string raw(std::string_view hex) { return from_hex(hex); }
+// The decoded bytes of a capture, kept for the whole test program: parse_event's Event (and what
+// is parsed from it) are views into its input, so a temporary string would leave them dangling.
+const std::string& raw(std::string_view hex) {
+  static std::map<std::string, std::string, std::less<>> decoded;
+  auto it = decoded.find(hex);
+  if (it == decoded.end()) it = decoded.emplace(std::string(hex), from_hex(hex)).first;
+  return it->second;
+}
 
 std::vector<ColumnInfo> make_columns() {
   const char* names[] = {"id", "ti", "tiu", "si", "siu", "mi", "miu", "i", "iu", "bi", "biu", "dec1", "dec2", "fl", "db",

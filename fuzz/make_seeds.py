@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under fuzz/corpus/<target>/ from bytes already in the repository: the
+captured pgoutput payloads and binlog events of the decoders' unit tests, the OpenCDC lines and
+Debezium events of the JSON and Kafka tests, and the pipeline files of examples/ and docs/.
+Re-run after those tests change: fuzz/make_seeds.py (the corpora are committed)."""
+import hashlib
+import os
+import re
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def cxx_strings(text):
+    """The C++ string literals of `text` in order, adjacent literals joined (raw and plain)."""
+    out, cur, i, last_end = [], None, 0, -1
+    pat = re.compile(r'R"\((.*?)\)"|"((?:[^"\\\n]|\\.)*)"', re.S)
+    for m in pat.finditer(text):
+        s = m.group(1) if m.group(1) is not None else bytes(m.group(2), "utf-8").decode("unicode_escape")
+        between = text[last_end:m.start()] if last_end >= 0 else "x"
+        if cur is not None and between.strip() == "":
+            cur += s
+        else:
+            if cur is not None:
+                out.append(cur)
+            cur = s
+        last_end = m.end()
+    if cur is not None:
+        out.append(cur)
+    return out
+
+
+def write(target, name, data):
+    d = os.path.join(ROOT, "fuzz", "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")[:60] or hashlib.sha1(data).hexdigest()[:12]
+    with open(os.path.join(d, safe), "wb") as f:
+        f.write(data)
+
+
+def pgoutput():
+    t = read("src/connectors/postgres/pgoutput_test.cc")
+    for name, hexs in re.findall(r'\{"([^"]+)",\s*((?:"[0-9a-f]+"\s*)+)\}', t):
+        write("pgoutput", name, bytes.fromhex("".join(re.findall(r'"([0-9a-f]+)"', hexs))))
+
+
+def binlog():
+    t = read("src/connectors/mysql/binlog_test.cc")
+    events = {}
+    for name, body in re.findall(r"constexpr std::string_view (kRaw\w+) =\s*((?:\"[0-9a-fA-F ]*\"\s*)+);", t):
+        events[name] = bytes.fromhex("".join(re.findall(r'"([0-9a-fA-F ]*)"', body)).replace(" ", ""))
+    for name, data in events.items():
+        write("binlog", name, data)
+    fde = events.get("kRawFde", b"")
+    # Streams as a replica reads them: format description, table map, then rows / transaction events.
+    for tm, rows in [("kRawTableMap", "kRawWriteAll"), ("kRawTableMap", "kRawWriteNulls"),
+                     ("kRawTableMap", "kRawUpdateFull"), ("kRawTableMap", "kRawDeleteNulls"),
+                     ("kRawTableMap", "kRawUpdateMinimal"), ("kRawTableMapFull", "kRawWriteFull")]:
+        if tm in events and rows in events:
+            stream = fde + events.get("kRawGtid", b"") + events[tm] + events[rows] + events.get("kRawXid", b"")
+            write("binlog", "stream_" + rows, stream)
+
+
+def json_record():
+    t = read("src/core/json_test.cc")
+    n = 0
+    for s in cxx_strings(t):
+        if s.startswith('{"position"'):
+            write("json_record", "line%02d" % n, s)
+            n += 1
+
+
+def kafka_formats():
+    t = read("src/connectors/kafka/kafka_source_formats_test.cc")
+    docs = [s for s in cxx_strings(t) if s.lstrip().startswith("{") and len(s) > 20]
+    key = b'{"id": 1004}'
+    for i, s in enumerate(docs):
+        v = s.encode("utf-8")
+        # byte 0: format (0 opencdc, 1 debezium, 2 raw) | 0x10 key present | 0x08 header; byte 1: key length
+        write("kafka_formats", "debezium%02d" % i, bytes([0x11 | 0x08, len(key)]) + key + v)
+        write("kafka_formats", "raw%02d" % i, bytes([0x12, len(key)]) + key + v)
+    for s in cxx_strings(read("src/core/json_test.cc")):
+        if s.startswith('{"position"'):
+            write("kafka_formats", "opencdc_" + hashlib.sha1(s.encode()).hexdigest()[:8], bytes([0x00, 0]) + s.encode())
+
+
+def config():
+    write("config", "quickstart.yaml", read("examples/quickstart.yaml"))
+    for doc in ["README.md"] + sorted("docs/" + f for f in os.listdir(os.path.join(ROOT, "docs")) if f.endswith(".md")):
+        for i, block in enumerate(re.findall(r"```yaml\n(.*?)```", read(doc), re.S)):
+            if "pipelines" in block:
+                write("config", "%s_%d.yaml" % (os.path.basename(doc)[:-3], i), block)
+    t = read("src/config/config_test.cc")
+    for i, s in enumerate(cxx_strings(t)):
+        if "pipelines:" in s:
+            write("config", "config_test_%02d.yaml" % i, s)
+
+
+if __name__ == "__main__":
+    for f in (pgoutput, binlog, json_record, kafka_formats, config):
+        f()
+    for target in sorted(os.listdir(os.path.join(ROOT, "fuzz", "corpus"))):
+        print(target, len(os.listdir(os.path.join(ROOT, "fuzz", "corpus", target))), file=sys.stderr)
