@@ -20,7 +20,8 @@ Result<size_t> decode_one(uint8_t type, const std::string& bytes, Value* out) {
   const std::string image = std::string(1, '\0') + bytes;  // null bitmap: not null
   const std::string present(1, '\x01');
   Arena arena;
-  return decode_row(map, {}, present, image, arena, out);
+  const std::vector<ColumnInfo> columns;  // an lvalue: decoded values may view the columns
+  return decode_row(map, columns, present, image, arena, out);
 }
 
 // The old DATETIME: YYYYMMDDhhmmss in 8 little-endian bytes.
