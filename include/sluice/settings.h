@@ -262,8 +262,11 @@ void assign(void* options, const SettingSpec& spec, const SettingValue& v) {
 // given explicitly when the field could hold several (an integer field declared as a size). A field
 // wrapped in std::optional stays empty when the setting is neither given nor defaulted. A "prefix.*"
 // setting binds a map<string, string> field and receives the pass-through keys, prefix stripped.
+namespace settings_detail {
+// The body of setting<M>(); constexpr so that both consteval overloads can call it (clang 14 refuses
+// a consteval call from a consteval function that passes its own parameters on).
 template <auto M>
-consteval SettingSpec setting(std::string_view name, std::string_view doc) {
+constexpr SettingSpec make_setting(std::string_view name, std::string_view doc) {
   using F = typename settings_detail::Unwrap<typename settings_detail::Member<decltype(M)>::field>::type;
   using C = typename settings_detail::Member<decltype(M)>::owner;
   SettingType type = SettingType::string;  // a pass-through prefix: each key's value is a string
@@ -276,11 +279,17 @@ consteval SettingSpec setting(std::string_view name, std::string_view doc) {
   return SettingSpec{name, type, {}, false, doc, {}, false, {}, {}, nullptr,
                      &settings_detail::assign<C, Field, M>, &settings_detail::kOwnerTag<C>};
 }
+}  // namespace settings_detail
+
+template <auto M>
+consteval SettingSpec setting(std::string_view name, std::string_view doc) {
+  return settings_detail::make_setting<M>(name, doc);
+}
 template <auto M>
 consteval SettingSpec setting(std::string_view name, std::string_view doc, SettingType type) {
   using F = typename settings_detail::Unwrap<typename settings_detail::Member<decltype(M)>::field>::type;
   if (!settings_detail::holds<F>(type)) throw "the field's type cannot hold this setting type";
-  SettingSpec s = setting<M>(name, doc);
+  SettingSpec s = settings_detail::make_setting<M>(name, doc);
   s.type = type;
   return s;
 }
