@@ -110,9 +110,9 @@ struct SettingSpec {
 
 // Validated settings of one connector instance. Values exist for every spec'd setting that was given
 // or has a default. Accessors assume validation happened (type mismatch -> default-constructed).
-// Deprecated for connector code: the get_* look-ups below silently return a default-constructed value
-// on a typo. They remain only for the connectors not yet migrated to bind_settings (postgres, mysql,
-// sqlite); new code binds an options struct instead.
+// Not for connector code: the get_* look-ups below silently return a default-constructed value on a
+// typo. Every connector binds an options struct (bind_settings); the look-ups remain for tests that
+// assert what the loader parsed. has() and with_prefix() serve bind_settings and the loader.
 class Settings {
  public:
   Settings() = default;

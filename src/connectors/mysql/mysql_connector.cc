@@ -8,32 +8,46 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kDestinationSettings[] = {
-    {"url", SettingType::string, "", true,
-     "Server and database: mysql://user:password@host:port/database (MySQL 8 or MariaDB 10.11). "
-     "User, password and database are percent-decoded; the port defaults to 3306.",
-     {}, /*secret=*/true},
-    {"table", SettingType::string, "{{table}}", false,
-     "Table each record is written to: a template where {{table}} and {{schema}} (or any "
-     "{{metadata-key}}) are replaced from the record's metadata. A record without table metadata "
-     "goes to \"records\". Tables are created on first use (InnoDB, utf8mb4) with the record key as "
-     "PRIMARY KEY; missing columns are added."},
-    {"tls.mode", SettingType::enumeration, "preferred", false,
-     "TLS to the server. disabled: never; preferred: when the server offers it; required: always, "
-     "without checking the certificate; verify_ca / verify_identity: always, checking the "
-     "certificate against tls.ca (libmariadb checks the host name in both).",
-     "disabled,preferred,required,verify_ca,verify_identity"},
-    {"tls.ca", SettingType::string, "", false,
-     "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."},
-    {"max_statement_size", SettingType::size, "4MiB", false,
-     "Largest multi-row INSERT/DELETE statement sent; keep it below the server's "
-     "max_allowed_packet."},
-    {"connect_timeout", SettingType::duration, "10s", false, "How long connecting may take."},
-    {"checkpoint_in_destination", SettingType::boolean, "false", false,
-     "Store the source position in the destination, in the same transaction as each batch (table "
-     "sluice_checkpoints, in the URL's database); on restart the pipeline resumes exactly after the "
-     "last batch applied, so no change is applied twice."},
-};
+// Bound to the public options struct (mysql_destination.h), whose initializers serve code that
+// builds options directly; `MysqlSettings.DestinationDefaultsMatchTheOptionsStruct` keeps both equal.
+// The floor of max_statement_size is applied by make_mysql_destination (a smaller value is raised,
+// not refused), so the declaration has no range.
+constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
+    setting<&MysqlDestinationOptions::url>(
+        "url",
+        "Server and database: mysql://user:password@host:port/database (MySQL 8 or MariaDB 10.11). "
+        "User, password and database are percent-decoded; the port defaults to 3306.")
+        .mandatory()
+        .secret_value(),
+    setting<&MysqlDestinationOptions::table>(
+        "table",
+        "Table each record is written to: a template where {{table}} and {{schema}} (or any "
+        "{{metadata-key}}) are replaced from the record's metadata. A record without table metadata "
+        "goes to \"records\". Tables are created on first use (InnoDB, utf8mb4) with the record key as "
+        "PRIMARY KEY; missing columns are added.")
+        .with_default("{{table}}"),
+    setting<&MysqlDestinationOptions::tls_mode>(
+        "tls.mode",
+        "TLS to the server. disabled: never; preferred: when the server offers it; required: always, "
+        "without checking the certificate; verify_ca / verify_identity: always, checking the "
+        "certificate against tls.ca (libmariadb checks the host name in both).")
+        .one_of("disabled,preferred,required,verify_ca,verify_identity")
+        .with_default("preferred"),
+    setting<&MysqlDestinationOptions::tls_ca>(
+        "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
+    setting<&MysqlDestinationOptions::max_statement_size>(
+        "max_statement_size",
+        "Largest multi-row INSERT/DELETE statement sent; keep it below the server's "
+        "max_allowed_packet.")
+        .with_default("4MiB"),
+    setting<&MysqlDestinationOptions::connect_timeout>("connect_timeout", "How long connecting may take.")
+        .with_default("10s"),
+    setting<&MysqlDestinationOptions::checkpoint_in_destination>(
+        "checkpoint_in_destination",
+        "Store the source position in the destination, in the same transaction as each batch (table "
+        "sluice_checkpoints, in the URL's database); on restart the pipeline resumes exactly after the "
+        "last batch applied, so no change is applied twice.")
+        .with_default("false"));
 
 Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) {
   auto options = mysql_destination_options(settings);
@@ -45,17 +59,10 @@ Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) 
 
 std::span<const SettingSpec> mysql_destination_settings() noexcept { return kDestinationSettings; }
 
+// The destination's cross-setting checks (tls.mode verify_* needs tls.ca) are made by
+// make_mysql_destination, where options built directly are checked too.
 Result<MysqlDestinationOptions> mysql_destination_options(const Settings& settings) {
-  MysqlDestinationOptions o;
-  o.url = settings.get_string("url");
-  if (settings.has("table")) o.table = settings.get_string("table");
-  if (settings.has("tls.mode")) o.tls_mode = settings.get_string("tls.mode");
-  if (settings.has("tls.ca")) o.tls_ca = settings.get_string("tls.ca");
-  if (settings.has("max_statement_size")) o.max_statement_size = settings.get_size("max_statement_size");
-  if (settings.has("connect_timeout")) o.connect_timeout = settings.get_duration("connect_timeout");
-  if (settings.has("checkpoint_in_destination"))
-    o.checkpoint_in_destination = settings.get_bool("checkpoint_in_destination");
-  return o;
+  return bind_settings(kDestinationSettings, settings);
 }
 
 ConnectorSpec mysql_connector() {

@@ -11,50 +11,86 @@ namespace mysql {
 
 namespace {
 
-constexpr SettingSpec kSourceSettings[] = {
-    {"url", SettingType::string, "", true,
-     "Server and default database: mysql://user:password@host:port/database (MySQL 8 or MariaDB 10.11, "
-     "log_bin with binlog_format=ROW). The user needs SELECT on the tables, REPLICATION SLAVE and "
-     "REPLICATION CLIENT (MariaDB: BINLOG MONITOR), and RELOAD on MySQL for the snapshot lock.",
-     {}, /*secret=*/true},
-    {"tables", SettingType::string_list, "*", false,
-     "Tables to capture: database.table, database.* (every table of a database), a bare table name (in "
-     "the URL's database), or \"*\" for every table of the URL's database."},
-    {"snapshot.mode", SettingType::enumeration, "initial", false,
-     "initial: snapshot the tables, then stream changes; never: only stream changes from the current "
-     "binlog position; initial_only: snapshot and stop.",
-     "initial,never,initial_only"},
-    {"snapshot.chunk_size", SettingType::integer, "10000", false,
-     "Rows per snapshot query (keyset pagination on the primary key); a restart re-reads at most one "
-     "chunk."},
-    {"server_id", SettingType::integer, "0", false,
-     "Replica server id of the binlog connection; unique among the server's replicas (two connections "
-     "with one id disconnect each other). 0: derived from the pipeline id."},
-    {"heartbeat.interval", SettingType::duration, "10s", false,
-     "Binlog heartbeat period asked of the server while no event arrives; a connection silent for "
-     "three periods is considered dead and reopened."},
-    {"tls.mode", SettingType::enumeration, "preferred", false,
-     "TLS to the server. disabled: never; preferred: when the server offers it; required: always, "
-     "without checking the certificate; verify_ca / verify_identity: always, checking the "
-     "certificate against tls.ca.",
-     "disabled,preferred,required,verify_ca,verify_identity"},
-    {"tls.ca", SettingType::string, "", false,
-     "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."},
-    {"connect_timeout", SettingType::duration, "10s", false, "How long connecting may take."},
-};
+constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
+    setting<&MysqlSourceOptions::url>(
+        "url",
+        "Server and default database: mysql://user:password@host:port/database (MySQL 8 or MariaDB 10.11, "
+        "log_bin with binlog_format=ROW). The user needs SELECT on the tables, REPLICATION SLAVE and "
+        "REPLICATION CLIENT (MariaDB: BINLOG MONITOR), and RELOAD on MySQL for the snapshot lock.")
+        .mandatory()
+        .secret_value(),
+    setting<&MysqlSourceOptions::tables>(
+        "tables",
+        "Tables to capture: database.table, database.* (every table of a database), a bare table name (in "
+        "the URL's database), or \"*\" for every table of the URL's database.")
+        .with_default("*"),
+    setting<&MysqlSourceOptions::snapshot_mode>(
+        "snapshot.mode",
+        "initial: snapshot the tables, then stream changes; never: only stream changes from the current "
+        "binlog position; initial_only: snapshot and stop.")
+        .one_of("initial,never,initial_only")
+        .with_default("initial"),
+    // A value below 1 is raised to 1 by finalize() (accepted since the first release), so no range.
+    setting<&MysqlSourceOptions::snapshot_chunk_size>(
+        "snapshot.chunk_size",
+        "Rows per snapshot query (keyset pagination on the primary key); a restart re-reads at most one "
+        "chunk.")
+        .with_default("10000"),
+    setting<&MysqlSourceOptions::server_id>(
+        "server_id",
+        "Replica server id of the binlog connection; unique among the server's replicas (two connections "
+        "with one id disconnect each other). 0: derived from the pipeline id.")
+        .with_default("0")
+        .at_least(0)
+        .at_most(4294967295.0),
+    setting<&MysqlSourceOptions::heartbeat_interval>(
+        "heartbeat.interval",
+        "Binlog heartbeat period asked of the server while no event arrives; a connection silent for "
+        "three periods is considered dead and reopened.")
+        .with_default("10s")
+        .at_least(1000),
+    setting<&MysqlSourceOptions::tls_mode>(
+        "tls.mode",
+        "TLS to the server. disabled: never; preferred: when the server offers it; required: always, "
+        "without checking the certificate; verify_ca / verify_identity: always, checking the "
+        "certificate against tls.ca.")
+        .one_of("disabled,preferred,required,verify_ca,verify_identity")
+        .with_default("preferred"),
+    setting<&MysqlSourceOptions::tls_ca>(
+        "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
+    setting<&MysqlSourceOptions::connect_timeout>("connect_timeout", "How long connecting may take.")
+        .with_default("10s"));
+
+// The checks no single declaration expresses; parses the URL once.
+Status finalize(MysqlSourceOptions& o) {
+  auto url = mysql::parse_mysql_url(o.url);
+  if (!url.ok()) return std::move(url).error();
+  for (const std::string& t : o.tables) {
+    const size_t dot = t.find('.');
+    if (t.empty() || (dot != std::string::npos && (dot == 0 || dot + 1 == t.size() || t.find('.', dot + 1) != std::string::npos)) ||
+        (t.find('*') != std::string::npos && t != "*" && !t.ends_with(".*")))
+      return Error(Errc::config, fmt::format("setting 'tables': {} is not database.table, database.*, a table name or "
+                                             "\"*\"", quote_user_text(t)));
+  }
+  if ((o.tls_mode == "verify_ca" || o.tls_mode == "verify_identity") && o.tls_ca.empty())
+    return Error(Errc::config, fmt::format("setting 'tls.mode' {} needs tls.ca (the CA certificate file)", o.tls_mode));
+  o.snapshot_chunk_size = std::max<int64_t>(1, o.snapshot_chunk_size);
+  o.parsed_url = std::move(url.value());
+  return ok_status();
+}
 
 }  // namespace
 
-MysqlDriver::MysqlDriver(const Settings& s, MysqlUrl url)
-    : tables_setting_(s.get_list("tables")),
-      mode_(s.get_string("snapshot.mode")),
-      chunk_size_(std::max<int64_t>(1, s.get_int("snapshot.chunk_size"))),
-      server_id_setting_(s.get_int("server_id")),
-      heartbeat_(s.get_duration("heartbeat.interval")) {
-  opts_.url = std::move(url);
-  opts_.tls_mode = s.get_string("tls.mode");
-  opts_.tls_ca = s.get_string("tls.ca");
-  opts_.connect_timeout = s.get_duration("connect_timeout");
+MysqlDriver::MysqlDriver(MysqlSourceOptions o)
+    : tables_setting_(std::move(o.tables)),
+      mode_(std::move(o.snapshot_mode)),
+      chunk_size_(o.snapshot_chunk_size),
+      server_id_setting_(o.server_id),
+      heartbeat_(o.heartbeat_interval) {
+  opts_.url = std::move(o.parsed_url);
+  opts_.tls_mode = std::move(o.tls_mode);
+  opts_.tls_ca = std::move(o.tls_ca);
+  opts_.connect_timeout = o.connect_timeout;
 }
 
 Result<GtidSet> gtid_at(MYSQL* c, const BinlogCoord& at) {
@@ -175,24 +211,10 @@ std::optional<std::string> mysql_binlog_config_problem(std::string_view log_bin,
 }
 
 Result<std::unique_ptr<Source>> make_mysql_source(const Settings& s) {
-  auto url = mysql::parse_mysql_url(s.get_string("url"));
-  if (!url.ok()) return std::move(url).error();
-  for (const std::string& t : s.get_list("tables")) {
-    const size_t dot = t.find('.');
-    if (t.empty() || (dot != std::string::npos && (dot == 0 || dot + 1 == t.size() || t.find('.', dot + 1) != std::string::npos)) ||
-        (t.find('*') != std::string::npos && t != "*" && !t.ends_with(".*")))
-      return Error(Errc::config, fmt::format("setting 'tables': {} is not database.table, database.*, a table name or "
-                                             "\"*\"", quote_user_text(t)));
-  }
-  if (s.get_duration("heartbeat.interval").count() < 1000)
-    return Error(Errc::config, "setting 'heartbeat.interval' must be at least 1s");
-  const int64_t sid = s.get_int("server_id");
-  if (sid < 0 || sid > 4294967295LL) return Error(Errc::config, "setting 'server_id' must be from 1 to 4294967295 (0: derived)");
-  const std::string mode = s.get_string("tls.mode");
-  if ((mode == "verify_ca" || mode == "verify_identity") && s.get_string("tls.ca").empty())
-    return Error(Errc::config, fmt::format("setting 'tls.mode' {} needs tls.ca (the CA certificate file)", mode));
+  SLUICE_TRY_ASSIGN(mysql::MysqlSourceOptions o, bind_settings(mysql::kSourceSettings, s));
+  SLUICE_TRY(mysql::finalize(o));
   return std::unique_ptr<Source>(std::make_unique<LogSource<mysql::PositionTraits>>(
-      std::make_unique<mysql::MysqlDriver>(s, std::move(url.value()))));
+      std::make_unique<mysql::MysqlDriver>(std::move(o))));
 }
 
 }  // namespace sluice

@@ -103,9 +103,23 @@ class EventQueue {
   std::optional<Error> error_;
 };
 
+// The settings the source runs on, bound by the table in mysql_source.cc (which writes the
+// defaults) and checked by its finalize().
+struct MysqlSourceOptions {
+  std::string url;
+  std::vector<std::string> tables;
+  std::string snapshot_mode;
+  int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1
+  int64_t server_id = 0;            // 0: derived from the pipeline id
+  std::chrono::milliseconds heartbeat_interval{};
+  std::string tls_mode, tls_ca;
+  std::chrono::milliseconds connect_timeout{};
+  MysqlUrl parsed_url;  // derived by finalize()
+};
+
 class MysqlDriver final : public LogSourceDriver<PositionTraits> {
  public:
-  MysqlDriver(const Settings& s, MysqlUrl url);
+  explicit MysqlDriver(MysqlSourceOptions o);
   ~MysqlDriver() override { close(); }
 
   std::string_view name() const override { return "mysql"; }

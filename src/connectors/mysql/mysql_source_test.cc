@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "connectors/mysql/mysql_destination.h"
 #include "sluice/settings.h"
 
 namespace sluice {
@@ -46,6 +47,22 @@ TEST(MysqlSourceConfig, SettingsAreValidated) {
   EXPECT_FALSE(make({{"url", "mysql://u:p@h/d"}, {"server_id", "-5"}}).ok());
   EXPECT_FALSE(make({{"url", "mysql://u:p@h/d"}, {"tls.mode", "verify_ca"}}).ok());
   EXPECT_FALSE(make({{"url", "mysql://u:p@h/d"}, {"snapshot.mode", "sometimes"}}).ok());
+}
+
+// The destination's options struct keeps initializers for code that builds it directly; they must
+// be the settings table's defaults.
+TEST(MysqlSettings, DestinationDefaultsMatchTheOptionsStruct) {
+  Settings s;
+  s.set("url", std::string("mysql://u:p@h/d"));
+  auto bound = mysql_destination_options(s);
+  ASSERT_TRUE(bound.ok()) << bound.error().message();
+  MysqlDestinationOptions direct;
+  EXPECT_EQ(bound->table, direct.table);
+  EXPECT_EQ(bound->tls_mode, direct.tls_mode);
+  EXPECT_EQ(bound->tls_ca, direct.tls_ca);
+  EXPECT_EQ(bound->max_statement_size, direct.max_statement_size);
+  EXPECT_EQ(bound->connect_timeout, direct.connect_timeout);
+  EXPECT_EQ(bound->checkpoint_in_destination, direct.checkpoint_in_destination);
 }
 
 }  // namespace

@@ -23,27 +23,62 @@ using pg::PgConn;
 using pg::PgResult;
 using pg::PostgresDialect;
 
-constexpr SettingSpec kDestinationSettings[] = {
-    {"url", SettingType::string, "", true,
-     "libpq URL or key=value DSN of the database (postgresql://user:password@host:5432/db?sslmode=require); "
-     "every libpq option, TLS included, is passed through. The user needs CREATE on the schema for tables "
-     "it has to create, and TEMPORARY on the database (staging tables).",
-     {}, true},
-    {"table", SettingType::string, "{{table}}", false,
-     "Table each record is written to: a template where {{table}} and {{schema}} (or any {{metadata-key}}) "
-     "are replaced from the record's metadata. A record without table metadata goes to \"records\". Tables are "
-     "created on first use with the record key as PRIMARY KEY and column types from the values (int64 bigint, "
-     "uint64 numeric(20,0), float64 double precision, decimal numeric, string text, bytes bytea, json, objects and "
-     "mixed arrays jsonb, homogeneous arrays the element type's array, ...); missing columns are added. Existing "
-     "tables keep their column types: values are sent as text and cast by PostgreSQL."},
-    {"schema", SettingType::string, "public", false,
-     "Schema of the tables: a template like `table` (e.g. {{schema}} keeps the source's schema); created if "
-     "missing."},
-    {"checkpoint_in_destination", SettingType::boolean, "false", false,
-     "Store the source position in the destination, in the same transaction as each batch (table "
-     "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so no change is "
-     "applied twice. The table is created in `schema` (in public when `schema` is a template)."},
+// The options the destination runs on; the table below writes their defaults.
+struct PostgresDestinationOptions {
+  std::string url;
+  std::string table;
+  std::string schema;
+  bool checkpoint_in_destination = false;
+  // Derived by finalize().
+  std::optional<RecordTemplate> table_template, schema_template;
+  std::string checkpoint_schema;  // empty: positions are not stored in the destination
 };
+
+constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>(
+    setting<&PostgresDestinationOptions::url>(
+        "url",
+        "libpq URL or key=value DSN of the database (postgresql://user:password@host:5432/db?sslmode=require); "
+        "every libpq option, TLS included, is passed through. The user needs CREATE on the schema for tables "
+        "it has to create, and TEMPORARY on the database (staging tables).")
+        .mandatory()
+        .secret_value(),
+    setting<&PostgresDestinationOptions::table>(
+        "table",
+        "Table each record is written to: a template where {{table}} and {{schema}} (or any {{metadata-key}}) "
+        "are replaced from the record's metadata. A record without table metadata goes to \"records\". Tables are "
+        "created on first use with the record key as PRIMARY KEY and column types from the values (int64 bigint, "
+        "uint64 numeric(20,0), float64 double precision, decimal numeric, string text, bytes bytea, json, objects and "
+        "mixed arrays jsonb, homogeneous arrays the element type's array, ...); missing columns are added. Existing "
+        "tables keep their column types: values are sent as text and cast by PostgreSQL.")
+        .with_default("{{table}}"),
+    setting<&PostgresDestinationOptions::schema>(
+        "schema",
+        "Schema of the tables: a template like `table` (e.g. {{schema}} keeps the source's schema); created if "
+        "missing.")
+        .with_default("public"),
+    setting<&PostgresDestinationOptions::checkpoint_in_destination>(
+        "checkpoint_in_destination",
+        "Store the source position in the destination, in the same transaction as each batch (table "
+        "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so no change is "
+        "applied twice. The table is created in `schema` (in public when `schema` is a template).")
+        .with_default("false"));
+
+// The checks no single declaration expresses; parses the templates once.
+Status finalize(PostgresDestinationOptions& o) {
+  if (o.url.empty()) return Error(Errc::invalid_argument, "postgres destination: `url` is empty; set the database URL");
+  auto table = RecordTemplate::parse(o.table, "table");
+  if (!table) return table.error().with_context("postgres destination: ");
+  auto schema = RecordTemplate::parse(o.schema, "schema");
+  if (!schema) return schema.error().with_context("postgres destination: ");
+  o.table_template = std::move(table.value());
+  o.schema_template = std::move(schema.value());
+  if (o.checkpoint_in_destination) {
+    o.checkpoint_schema = o.schema;
+    if (o.checkpoint_schema.empty() || o.checkpoint_schema.find("{{") != std::string::npos)
+      o.checkpoint_schema = "public";
+  }
+  return ok_status();
+}
 
 
 const PostgresDialect kDialect;
@@ -467,19 +502,11 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
 constinit const std::span<const SettingSpec> kPostgresDestinationSettings = kDestinationSettings;
 
 Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& settings) {
-  std::string url = settings.get_string("url");
-  if (url.empty()) return Error(Errc::invalid_argument, "postgres destination: `url` is empty; set the database URL");
-  auto table = RecordTemplate::parse(settings.has("table") ? settings.get_string("table") : "{{table}}", "table");
-  if (!table) return table.error().with_context("postgres destination: ");
-  auto schema = RecordTemplate::parse(settings.has("schema") ? settings.get_string("schema") : "public", "schema");
-  if (!schema) return schema.error().with_context("postgres destination: ");
-  std::string checkpoint_schema;
-  if (settings.has("checkpoint_in_destination") && settings.get_bool("checkpoint_in_destination")) {
-    checkpoint_schema = settings.has("schema") ? settings.get_string("schema") : "public";
-    if (checkpoint_schema.empty() || checkpoint_schema.find("{{") != std::string::npos) checkpoint_schema = "public";
-  }
+  SLUICE_TRY_ASSIGN(PostgresDestinationOptions o, bind_settings(kDestinationSettings, settings));
+  SLUICE_TRY(finalize(o));
   return std::unique_ptr<Destination>(std::make_unique<PostgresDestination>(
-      std::move(url), std::move(table.value()), std::move(schema.value()), std::move(checkpoint_schema)));
+      std::move(o.url), std::move(*o.table_template), std::move(*o.schema_template),
+      std::move(o.checkpoint_schema)));
 }
 
 }  // namespace sluice

@@ -12,28 +12,46 @@ namespace pg {
 
 namespace {
 
-constexpr SettingSpec kPostgresSourceSettings[] = {
-    {"url", SettingType::string, "", true,
-     "libpq URL or key=value DSN of the database (postgresql://user:password@host:5432/db?sslmode=require); "
-     "every libpq option, TLS included, is passed through. The user needs the REPLICATION attribute.",
-     {}, true},
-    {"tables", SettingType::string_list, "*", false,
-     "Tables to capture: schema-qualified names (public.employees, sales.\"Order Items\"; no schema = public), "
-     "or \"*\" for every table (publication FOR ALL TABLES, needs superuser)."},
-    {"slot", SettingType::string, "", false,
-     "Logical replication slot; created if missing (pgoutput). Default: sluice_<pipeline id>."},
-    {"publication", SettingType::string, "", false,
-     "Publication; created if missing. Default: sluice_<pipeline id>."},
-    {"snapshot.mode", SettingType::enumeration, "initial", false,
-     "initial: snapshot the tables, then stream changes; never: only stream changes; initial_only: snapshot "
-     "and stop.",
-     "initial,never,initial_only"},
-    {"heartbeat.interval", SettingType::duration, "10s", false,
-     "How often, while no change arrives, the slot is advanced to the server's WAL position and a status "
-     "update is sent, so an idle publication does not pin WAL."},
-    {"logical_messages", SettingType::boolean, "false", false,
-     "Emit pg_logical_emit_message() messages as records (metadata message.prefix; after.content)."},
-};
+constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
+    setting<&PostgresSourceOptions::url>(
+        "url",
+        "libpq URL or key=value DSN of the database (postgresql://user:password@host:5432/db?sslmode=require); "
+        "every libpq option, TLS included, is passed through. The user needs the REPLICATION attribute.")
+        .mandatory()
+        .secret_value(),
+    setting<&PostgresSourceOptions::tables>(
+        "tables",
+        "Tables to capture: schema-qualified names (public.employees, sales.\"Order Items\"; no schema = public), "
+        "or \"*\" for every table (publication FOR ALL TABLES, needs superuser).")
+        .with_default("*"),
+    setting<&PostgresSourceOptions::slot>(
+        "slot", "Logical replication slot; created if missing (pgoutput). Default: sluice_<pipeline id>."),
+    setting<&PostgresSourceOptions::publication>(
+        "publication", "Publication; created if missing. Default: sluice_<pipeline id>."),
+    setting<&PostgresSourceOptions::snapshot_mode>(
+        "snapshot.mode",
+        "initial: snapshot the tables, then stream changes; never: only stream changes; initial_only: snapshot "
+        "and stop.")
+        .one_of("initial,never,initial_only")
+        .with_default("initial"),
+    setting<&PostgresSourceOptions::heartbeat_interval>(
+        "heartbeat.interval",
+        "How often, while no change arrives, the slot is advanced to the server's WAL position and a status "
+        "update is sent, so an idle publication does not pin WAL.")
+        .with_default("10s")
+        .at_least(1),
+    setting<&PostgresSourceOptions::logical_messages>(
+        "logical_messages",
+        "Emit pg_logical_emit_message() messages as records (metadata message.prefix; after.content).")
+        .with_default("false"));
+
+// The checks no single declaration expresses.
+Status finalize(PostgresSourceOptions& o) {
+  for (const std::string& t : o.tables)
+    if (t != "*" && !parse_table_name(t))
+      return Error(Errc::config, fmt::format("setting 'tables': '{}' is not a table name (schema.table)", t));
+  return ok_status();
+}
 
 std::string default_name(std::string_view pipeline_id) {
   std::string out = "sluice_";
@@ -75,14 +93,14 @@ std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_
   return std::make_pair(parts[0], parts[1]);
 }
 
-PostgresDriver::PostgresDriver(const Settings& s)
-    : url_(s.get_string("url")),
-      tables_setting_(s.get_list("tables")),
-      slot_setting_(s.get_string("slot")),
-      publication_setting_(s.get_string("publication")),
-      mode_(s.get_string("snapshot.mode")),
-      heartbeat_(s.get_duration("heartbeat.interval")),
-      logical_messages_(s.get_bool("logical_messages")) {}
+PostgresDriver::PostgresDriver(PostgresSourceOptions o)
+    : url_(std::move(o.url)),
+      tables_setting_(std::move(o.tables)),
+      slot_setting_(std::move(o.slot)),
+      publication_setting_(std::move(o.publication)),
+      mode_(std::move(o.snapshot_mode)),
+      heartbeat_(o.heartbeat_interval),
+      logical_messages_(o.logical_messages) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;
@@ -253,12 +271,10 @@ Status PostgresDriver::cleanup(const ConnectorContext& ctx) {
 namespace {
 
 Result<std::unique_ptr<Source>> make_postgres_source(const Settings& s) {
-  for (const std::string& t : s.get_list("tables"))
-    if (t != "*" && !parse_table_name(t))
-      return Error(Errc::config, fmt::format("setting 'tables': '{}' is not a table name (schema.table)", t));
-  if (s.get_duration("heartbeat.interval").count() <= 0)
-    return Error(Errc::config, "setting 'heartbeat.interval' must be positive");
-  return std::unique_ptr<Source>(std::make_unique<LogSource<PositionTraits>>(std::make_unique<PostgresDriver>(s)));
+  SLUICE_TRY_ASSIGN(PostgresSourceOptions o, bind_settings(kPostgresSourceSettings, s));
+  SLUICE_TRY(finalize(o));
+  return std::unique_ptr<Source>(
+      std::make_unique<LogSource<PositionTraits>>(std::make_unique<PostgresDriver>(std::move(o))));
 }
 
 }  // namespace

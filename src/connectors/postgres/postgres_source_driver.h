@@ -59,9 +59,21 @@ struct TableState {
 
 std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_view s);
 
+// The settings the source runs on, bound by the table in postgres_source.cc (which writes the
+// defaults) and checked by its finalize().
+struct PostgresSourceOptions {
+  std::string url;
+  std::vector<std::string> tables;
+  std::string slot;         // empty: sluice_<pipeline id>
+  std::string publication;  // empty: sluice_<pipeline id>
+  std::string snapshot_mode;
+  std::chrono::milliseconds heartbeat_interval{};
+  bool logical_messages = false;
+};
+
 class PostgresDriver final : public LogSourceDriver<PositionTraits> {
  public:
-  explicit PostgresDriver(const Settings& s);
+  explicit PostgresDriver(PostgresSourceOptions o);
   ~PostgresDriver() override { close(); }
 
   std::string_view name() const override { return "postgres"; }

@@ -7,29 +7,47 @@ namespace sluice {
 
 namespace {
 
-constexpr SettingSpec kDestinationSettings[] = {
-    {"path", SettingType::string, "", true,
-     "SQLite database file; created, with its parent directories, if missing."},
-    {"table", SettingType::string, "{{table}}", false,
-     "Table each record is written to: a template where {{table}} and {{schema}} (or any "
-     "{{metadata-key}}) are replaced from the record's metadata. A record without table metadata "
-     "goes to \"records\". Tables are created on first use with the record key as PRIMARY KEY; "
-     "missing columns are added."},
-    {"synchronous", SettingType::enumeration, "normal", false,
-     "SQLite synchronous mode. normal: a written batch survives a crash of sluice (WAL, no fsync "
-     "per batch); full: it also survives a power loss (fsync per batch); off: neither.",
-     "off,normal,full"},
-    {"journal_mode", SettingType::enumeration, "wal", false,
-     "SQLite journal mode. wal lets readers query the file while sluice writes.",
-     "wal,delete,truncate,persist"},
-    {"busy_timeout", SettingType::duration, "5s", false,
-     "How long a write waits for another connection's lock before failing (the batch is then "
-     "retried)."},
-    {"checkpoint_in_destination", SettingType::boolean, "false", false,
-     "Store the source position in the destination, in the same transaction as each batch (table "
-     "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so "
-     "no change is applied twice."},
-};
+// Bound to the public options struct (sqlite_destination.h), whose initializers serve code that
+// builds options directly; the check `SqliteSettings.DefaultsMatchTheOptionsStruct` keeps both equal.
+constexpr auto kDestinationSettings = settings_table<SqliteDestinationOptions>(
+    setting<&SqliteDestinationOptions::path>(
+        "path", "SQLite database file; created, with its parent directories, if missing.")
+        .mandatory(),
+    setting<&SqliteDestinationOptions::table>(
+        "table",
+        "Table each record is written to: a template where {{table}} and {{schema}} (or any "
+        "{{metadata-key}}) are replaced from the record's metadata. A record without table metadata "
+        "goes to \"records\". Tables are created on first use with the record key as PRIMARY KEY; "
+        "missing columns are added.")
+        .with_default("{{table}}"),
+    setting<&SqliteDestinationOptions::synchronous>(
+        "synchronous",
+        "SQLite synchronous mode. normal: a written batch survives a crash of sluice (WAL, no fsync "
+        "per batch); full: it also survives a power loss (fsync per batch); off: neither.")
+        .one_of("off,normal,full")
+        .with_default("normal"),
+    setting<&SqliteDestinationOptions::journal_mode>(
+        "journal_mode", "SQLite journal mode. wal lets readers query the file while sluice writes.")
+        .one_of("wal,delete,truncate,persist")
+        .with_default("wal"),
+    setting<&SqliteDestinationOptions::busy_timeout>(
+        "busy_timeout",
+        "How long a write waits for another connection's lock before failing (the batch is then "
+        "retried).")
+        .with_default("5s"),
+    setting<&SqliteDestinationOptions::checkpoint_in_destination>(
+        "checkpoint_in_destination",
+        "Store the source position in the destination, in the same transaction as each batch (table "
+        "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so "
+        "no change is applied twice.")
+        .with_default("false"));
+
+// The checks no single declaration expresses.
+Status finalize(SqliteDestinationOptions& o) {
+  if (o.path.empty())
+    return Error(Errc::invalid_argument, "sqlite destination: `path` is empty; set the database file path");
+  return ok_status();
+}
 
 Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) {
   auto options = sqlite_destination_options(settings);
@@ -42,16 +60,8 @@ Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) 
 std::span<const SettingSpec> sqlite_destination_settings() noexcept { return kDestinationSettings; }
 
 Result<SqliteDestinationOptions> sqlite_destination_options(const Settings& settings) {
-  SqliteDestinationOptions o;
-  o.path = settings.get_string("path");
-  if (settings.has("table")) o.table = settings.get_string("table");
-  if (settings.has("synchronous")) o.synchronous = settings.get_string("synchronous");
-  if (settings.has("journal_mode")) o.journal_mode = settings.get_string("journal_mode");
-  if (settings.has("busy_timeout")) o.busy_timeout = settings.get_duration("busy_timeout");
-  if (settings.has("checkpoint_in_destination"))
-    o.checkpoint_in_destination = settings.get_bool("checkpoint_in_destination");
-  if (o.path.empty())
-    return Error(Errc::invalid_argument, "sqlite destination: `path` is empty; set the database file path");
+  SLUICE_TRY_ASSIGN(SqliteDestinationOptions o, bind_settings(kDestinationSettings, settings));
+  SLUICE_TRY(finalize(o));
   return o;
 }
 

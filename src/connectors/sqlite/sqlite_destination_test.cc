@@ -725,6 +725,21 @@ TEST_F(SqliteDestinationTest, SynchronousSettingIsApplied) {
   EXPECT_EQ(db.one("PRAGMA journal_mode"), "delete");
 }
 
+// The options struct keeps initializers for code that builds it directly; they must be the
+// settings table's defaults.
+TEST(SqliteSettings, DefaultsMatchTheOptionsStruct) {
+  Settings s;
+  s.set("path", std::string("x.db"));
+  auto bound = sqlite_destination_options(s);
+  ASSERT_TRUE(bound.ok()) << bound.error().message();
+  SqliteDestinationOptions direct;
+  EXPECT_EQ(bound->table, direct.table);
+  EXPECT_EQ(bound->synchronous, direct.synchronous);
+  EXPECT_EQ(bound->journal_mode, direct.journal_mode);
+  EXPECT_EQ(bound->busy_timeout, direct.busy_timeout);
+  EXPECT_EQ(bound->checkpoint_in_destination, direct.checkpoint_in_destination);
+}
+
 TEST(SqliteConnectorTest, RegisteredWithItsSettingsTable) {
   const ConnectorSpec* spec = Registry::builtin().connector("sqlite");
   ASSERT_NE(spec, nullptr);
