@@ -19,6 +19,10 @@
 //                                                      │ position "cdc <point> [<tx> <n>]"   │
 //                                                      └─────────────────────────────────────┘
 //
+// Reported (connection_probe.h, registered in open(), unregistered in close()): connected or
+// down, reconnects, the current outage's length and the phase — stored at connection events
+// only, read at scrape time.
+//
 // Who owns what: the skeleton owns the position (LogState::position), the transaction-resume
 // counters (LogState::tx), the per-batch caches (LogState::caches), the reconnect backoff and
 // the stats; the driver owns its connections, catalogue and decoder, and moves the position's
@@ -39,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "connectors/common/connection_probe.h"
 #include "connectors/common/log_position.h"
 #include "sluice/connector.h"
 #include "support/backoff.h"
@@ -221,6 +226,7 @@ class LogSource final : public Source {
 
   Status open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) override {
     s_.ctx = ctx;
+    probe_.register_into(ctx, "source", /*with_phase=*/true);
     if (checkpoint) {
       auto p = Position::decode(*checkpoint);
       if (!p)
@@ -229,7 +235,9 @@ class LogSource final : public Source {
       s_.position = *p;
     }
     SLUICE_TRY(driver_->connect(s_));
+    probe_.connected();
     if (s_.position.phase == LogPhase::done) {
+      report_phase();
       spdlog::info("pipeline {}: initial_only snapshot already complete", s_.ctx.pipeline_id);
       return ok_status();
     }
@@ -245,6 +253,7 @@ class LogSource final : public Source {
         streaming_ = true;
       }
     }
+    report_phase();
     driver_->opened(s_);
     return ok_status();
   }
@@ -265,7 +274,10 @@ class LogSource final : public Source {
     if (p && p->phase == LogPhase::stream) driver_->ack(*p);
   }
 
-  void close() noexcept override { driver_->close(); }
+  void close() noexcept override {
+    probe_.unregister();
+    driver_->close();
+  }
 
   Status cleanup(const ConnectorContext& ctx) override { return driver_->cleanup(ctx); }
 
@@ -291,6 +303,7 @@ class LogSource final : public Source {
       next.phase = driver_->snapshot_only() ? LogPhase::done : LogPhase::stream;
       next.point = s_.position.point;
       s_.position = std::move(next);
+      report_phase();
     }
     if (s_.ctx.stats) s_.ctx.stats->snapshot_rows_done = s_.snapshot_rows;
     batch.set_position(s_.position.encode());
@@ -308,6 +321,7 @@ class LogSource final : public Source {
       }
       if (Status st = driver_->start_stream(s_); !st.ok()) {
         if (!st.error().retriable()) return st.error();
+        probe_.lost();
         const auto delay = reconnect_.next();
         spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id, st.error().message(), delay.count());
         next_attempt_ = std::chrono::steady_clock::now() + delay;
@@ -315,6 +329,7 @@ class LogSource final : public Source {
       }
       reconnect_.reset();
       streaming_ = true;
+      probe_.connected();
     }
     SLUICE_TRY_ASSIGN(const StreamRead r, driver_->read_stream(batch, req, stop, s_));
     if (r == StreamRead::lost) {
@@ -322,6 +337,7 @@ class LogSource final : public Source {
       driver_->stop_stream(s_);
       s_.tx.connection_lost();
       streaming_ = false;
+      probe_.lost();
     }
     std::string position = stream_position();
     if (!batch.empty() || position != last_returned_position_) {
@@ -331,12 +347,22 @@ class LogSource final : public Source {
     return r == StreamRead::idle ? ReadStatus::idle : ReadStatus::more;
   }
 
+  void report_phase() noexcept {
+    switch (s_.position.phase) {
+      case LogPhase::snapshot: probe_.set_phase(ConnectionPhase::snapshot); break;
+      case LogPhase::stream: probe_.set_phase(ConnectionPhase::stream); break;
+      case LogPhase::done: probe_.set_phase(ConnectionPhase::done); break;
+      case LogPhase::none: probe_.set_phase(ConnectionPhase::none); break;
+    }
+  }
+
   std::unique_ptr<Driver> driver_;
   LogState<Traits> s_;
   bool streaming_ = false;
   Backoff reconnect_{std::chrono::milliseconds(200), std::chrono::seconds(30)};
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_returned_position_;
+  ConnectionProbe probe_;
 };
 
 }  // namespace sluice

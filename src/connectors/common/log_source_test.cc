@@ -318,6 +318,95 @@ TEST(LogSourceReconnect, StartingTheStreamOnOpenFailsOpen) {
   EXPECT_FALSE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
 }
 
+// The connection probe through a real registry: what /metrics renders.
+struct ProbeFixture : Fixture {
+  MetricsRegistry registry;
+  ProbeFixture() { ctx.metrics = &registry; }
+  ~ProbeFixture() { source.reset(); }  // the registry outlives the source, as in the engine
+  double get(std::string_view name, MetricLabels extra = {}) {
+    MetricLabels match{{"pipeline", "p"}, {"connector", "fake"}};
+    for (auto& l : extra) match.push_back(l);
+    auto v = registry.values(name, match);
+    EXPECT_EQ(v.size(), 1u) << name;
+    return v.empty() ? -100.0 : metric_as_double(v.front().second);
+  }
+};
+
+TEST(LogSourceProbe, ReportsConnectedThenDownThenTheReconnectAndIsIdleWhileDown) {
+  ProbeFixture f;
+  f.driver->snapshot_rows = 1;
+  ASSERT_TRUE(f.source->open(f.ctx, std::nullopt).ok());
+  EXPECT_EQ(f.get("sluice_source_connected"), 1);
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 0);
+  EXPECT_EQ(f.get("sluice_source_down_seconds"), 0);
+  EXPECT_EQ(f.get("sluice_source_phase", {{"phase", "snapshot"}}), 1);
+  EXPECT_EQ(f.get("sluice_source_phase", {{"phase", "stream"}}), 0);
+  Batch b;
+  ASSERT_EQ(f.read(b).value(), ReadStatus::more);  // the row
+  b.clear();
+  ASSERT_EQ(f.read(b).value(), ReadStatus::more);  // the hand-over
+  EXPECT_EQ(f.get("sluice_source_phase", {{"phase", "snapshot"}}), 0);
+  EXPECT_EQ(f.get("sluice_source_phase", {{"phase", "stream"}}), 1);
+
+  // The stream starts (not a reconnect), then breaks; the server stays down for a while.
+  b.clear();
+  f.driver->events = {{Event::begin, 0x20}, {Event::change, 0, "a"}, {Event::commit, 0x30},
+                      {Event::lose_connection}};
+  ASSERT_EQ(f.read(b).value(), ReadStatus::more);
+  EXPECT_EQ(f.get("sluice_source_connected"), 0);
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 0);
+  f.driver->down = true;
+  const auto down_at = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - down_at < std::chrono::milliseconds(300)) {
+    Batch c;
+    auto r = f.read(c);
+    ASSERT_TRUE(r.ok()) << r.error().message();
+    EXPECT_EQ(r.value(), ReadStatus::idle);
+    EXPECT_EQ(f.get("sluice_source_connected"), 0);
+  }
+  EXPECT_GE(f.driver->stream_starts, 2);  // it did try while down
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 0);
+  EXPECT_GE(f.get("sluice_source_down_seconds"), 0.25);
+
+  // The server is back: the next due attempt reconnects, counted once.
+  f.driver->down = false;
+  for (int i = 0; i < 200 && f.get("sluice_source_connected") == 0; ++i) {
+    Batch c;
+    ASSERT_TRUE(f.read(c).ok());
+  }
+  EXPECT_EQ(f.get("sluice_source_connected"), 1);
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 1);
+  EXPECT_EQ(f.get("sluice_source_down_seconds"), 0);
+  Batch c;
+  ASSERT_TRUE(f.read(c).ok());  // streaming on: no further reconnect
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 1);
+
+  // close() unregisters every series.
+  f.source->close();
+  EXPECT_TRUE(f.registry.values("sluice_source_connected").empty());
+  EXPECT_TRUE(f.registry.values("sluice_source_phase").empty());
+}
+
+TEST(LogSourceProbe, AServerDownAtTheFirstStreamStartIsDownUntilItComes) {
+  ProbeFixture f;
+  f.driver->down = true;
+  ASSERT_TRUE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
+  Batch b;
+  ASSERT_EQ(f.read(b).value(), ReadStatus::idle);
+  EXPECT_EQ(f.get("sluice_source_connected"), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_GE(f.get("sluice_source_down_seconds"), 0.015);
+  EXPECT_EQ(f.get("sluice_source_phase", {{"phase", "stream"}}), 1);
+}
+
+TEST(LogSourceProbe, NothingIsRegisteredWithoutARegistry) {
+  Fixture f;  // ctx.metrics is null (tests, `sluice cleanup`)
+  f.driver->down = true;
+  ASSERT_TRUE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
+  Batch b;
+  EXPECT_EQ(f.read(b).value(), ReadStatus::idle);
+}
+
 TEST(LogSourceAck, StreamPositionsReachTheDriverOthersDoNot) {
   Fixture f;
   ASSERT_TRUE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
