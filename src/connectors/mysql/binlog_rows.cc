@@ -9,6 +9,7 @@
 
 #include "connectors/mysql/binlog.h"
 #include "connectors/mysql/binlog_wire.h"
+#include "sluice/temporal.h"
 
 namespace sluice::mysql::binlog {
 
@@ -240,7 +241,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         const unsigned d = unsigned(dpart % 100), m = unsigned(dpart / 100 % 100);
         if (d == 0 || m == 0) out[i] = Value::null();
         else
-          out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * 86400000000LL +
+          out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * temporal::kMicrosPerDay +
                                     int64_t((tpart / 10000) * 3600 + (tpart / 100 % 100) * 60 + tpart % 100) * 1000000);
         len = 8;
         break;
@@ -257,7 +258,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
           out[i] = Value::null();
         } else {
           const int64_t secs = (hms >> 12) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63);
-          out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * 86400000000LL + secs * 1000000 +
+          out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * temporal::kMicrosPerDay + secs * 1000000 +
                                     frac_micros(p + 5, fsp));
         }
         break;
