@@ -78,6 +78,19 @@ constexpr DayAndTime split_timestamp(int64_t micros) noexcept {
   return {days, micros - days * kMicrosPerDay};
 }
 
+// days + µs into the day − offset seconds, as µs since the epoch; false when that overflows an
+// int64 (a value outside the range a timestamp can hold).
+constexpr bool combine_checked(int32_t days, int64_t time_micros, int64_t offset_seconds, int64_t* out) noexcept {
+  int64_t v;
+  if (__builtin_mul_overflow(int64_t(days), kMicrosPerDay, &v)) return false;
+  if (__builtin_add_overflow(v, time_micros, &v)) return false;
+  int64_t offset_micros;
+  if (__builtin_mul_overflow(offset_seconds, kMicrosPerSecond, &offset_micros)) return false;
+  if (__builtin_sub_overflow(v, offset_micros, &v)) return false;
+  *out = v;
+  return true;
+}
+
 // Allocation-free writers of the canonical forms; each returns the end of what it wrote.
 char* write_date(char* out, int32_t days) noexcept;                   // kMaxDateChars
 char* write_time(char* out, int64_t micros) noexcept;                 // kMaxTimeChars

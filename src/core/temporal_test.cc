@@ -134,5 +134,26 @@ TEST(Temporal, CalendarHelpers) {
   EXPECT_EQ(c.day, 29u);
 }
 
+TEST(Temporal, CombineCheckedDetectsOverflow) {
+  int64_t us = 0;
+  // 2024-02-29 13:45:00 at +02:00 is 11:45:00 UTC.
+  const int32_t day = days_from_civil(2024, 2, 29);
+  const int64_t time = (13 * 3600 + 45 * 60) * temporal::kMicrosPerSecond;
+  ASSERT_TRUE(temporal::combine_checked(day, time, 7200, &us));
+  EXPECT_EQ(format_timestamptz(us), "2024-02-29T11:45:00Z");
+  ASSERT_TRUE(temporal::combine_checked(-1, 0, 0, &us));
+  EXPECT_EQ(us, -temporal::kMicrosPerDay);
+  // The largest and smallest days overflow an int64 of µs; the output is left alone.
+  us = 42;
+  EXPECT_FALSE(temporal::combine_checked(std::numeric_limits<int32_t>::max(), 0, 0, &us));
+  EXPECT_FALSE(temporal::combine_checked(std::numeric_limits<int32_t>::min(), 0, 0, &us));
+  // In range as days, out of range once the time or the offset is added.
+  const int32_t last_day = int32_t(std::numeric_limits<int64_t>::max() / temporal::kMicrosPerDay);
+  EXPECT_TRUE(temporal::combine_checked(last_day, 0, 0, &us));
+  EXPECT_FALSE(temporal::combine_checked(last_day, temporal::kMicrosPerDay, 0, &us));
+  EXPECT_FALSE(temporal::combine_checked(last_day, temporal::kMicrosPerDay - 1, -86400, &us));
+  EXPECT_FALSE(temporal::combine_checked(0, 0, std::numeric_limits<int64_t>::max(), &us));
+}
+
 }  // namespace
 }  // namespace sluice

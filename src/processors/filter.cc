@@ -20,6 +20,7 @@
 #include "processors/builtin.h"
 #include "processors/field_path.h"
 #include "processors/scalar_text.h"
+#include "sluice/temporal.h"
 
 namespace sluice {
 
@@ -69,8 +70,6 @@ constexpr auto kSettings = settings_table<Options>(
         "holds.")
         .one_of("keep,drop")
         .with_default("keep"));
-
-constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
 
 Error bad_setting(std::string_view setting, std::string_view problem) {
   return Error(Errc::config, "filter: " + std::string(setting) + ": " + std::string(problem));
@@ -134,7 +133,7 @@ struct Operand {
     if (parse_timetz(text, &micros, &offset)) timetz = {micros, offset};
     // A date alone means its midnight; a timestamptz without a zone means UTC.
     if (parse_timestamp(text, &micros)) timestamp = timestamptz = micros;
-    else if (is_date) timestamp = timestamptz = int64_t(days) * kMicrosPerDay;
+    else if (is_date) timestamp = timestamptz = int64_t(days) * temporal::kMicrosPerDay;
     if (parse_timestamptz(text, &micros)) timestamptz = micros;
     Interval iv;
     if (parse_interval(text, &iv)) interval = iv;
@@ -176,7 +175,7 @@ uint8_t operation_bit(Operation op) noexcept { return uint8_t(1u << static_cast<
 
 // PostgreSQL orders intervals by their span with months of 30 days.
 __int128 interval_span(const Interval& iv) noexcept {
-  return (__int128(iv.months) * 30 + iv.days) * kMicrosPerDay + iv.micros;
+  return (__int128(iv.months) * 30 + iv.days) * temporal::kMicrosPerDay + iv.micros;
 }
 
 // <0, 0, >0 for field versus operand; nullopt when they cannot be compared (the operand does not

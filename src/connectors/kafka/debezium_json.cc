@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sluice/json.h"
+#include "sluice/temporal.h"
 
 namespace sluice::kafka {
 
@@ -20,13 +21,13 @@ void append_string(std::string& out, std::string_view s) { encode_value_json(Val
 // Debezium's MicroDuration: months count as 365.25 / 12 days.
 int64_t interval_micros(const Interval& iv) {
   constexpr double kMonthMicros = 365.25 / 12.0 * 86400.0 * 1e6;
-  return static_cast<int64_t>(std::llround(iv.months * kMonthMicros)) + int64_t(iv.days) * 86400LL * 1000000LL +
+  return static_cast<int64_t>(std::llround(iv.months * kMonthMicros)) + int64_t(iv.days) * temporal::kMicrosPerDay +
          iv.micros;
 }
 
 // Debezium's ZonedTime: the time in UTC, ISO-8601 with a Z.
 std::string timetz_utc(int64_t micros, int32_t offset_seconds) {
-  constexpr int64_t kDay = 86400LL * 1000000LL;
+  constexpr int64_t kDay = temporal::kMicrosPerDay;
   int64_t utc = (micros - int64_t(offset_seconds) * 1000000LL) % kDay;
   if (utc < 0) utc += kDay;
   return format_time(utc) + "Z";

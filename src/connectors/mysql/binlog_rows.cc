@@ -9,6 +9,7 @@
 
 #include "connectors/mysql/binlog.h"
 #include "connectors/mysql/binlog_wire.h"
+#include "sluice/temporal.h"
 
 namespace sluice::mysql::binlog {
 
@@ -243,7 +244,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         if (dpart / 10000 > 9999) return Error(Errc::data, "binlog DATETIME is out of range");
         if (d == 0 || m == 0) out[i] = Value::null();
         else
-          out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * 86400000000LL +
+          out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * temporal::kMicrosPerDay +
                                     int64_t((tpart / 10000) * 3600 + (tpart / 100 % 100) * 60 + tpart % 100) * 1000000);
         len = 8;
         break;
@@ -263,7 +264,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
           out[i] = Value::null();
         } else {
           const int64_t secs = (hms >> 12) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63);
-          out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * 86400000000LL + secs * 1000000 +
+          out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * temporal::kMicrosPerDay + secs * 1000000 +
                                     frac_micros(p + 5, fsp));
         }
         break;

@@ -11,10 +11,10 @@ namespace sluice::mysql {
 
 Status MysqlDriver::ensure_catalog() {
   if (conn_ && mysql_ping(conn_.get()) == 0) return ok_status();
-  auto c = connect_server(opts_);
+  auto c = MysqlConn::connect(opts_);
   if (!c.ok()) return std::move(c).error();
   conn_ = std::move(c.value());
-  return exec(conn_.get(), "SET SESSION time_zone='+00:00'");
+  return conn_.exec("SET SESSION time_zone='+00:00'", "query failed");
 }
 
 bool MysqlDriver::captured(std::string_view db, std::string_view table) const {
@@ -36,12 +36,13 @@ bool MysqlDriver::captured(std::string_view db, std::string_view table) const {
 
 Status MysqlDriver::resolve_tables() {
   tables_.clear();
-  auto rows = query(conn_.get(),
-                    "SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE "
-                    "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', "
-                    "'performance_schema', 'sys') ORDER BY 1, 2");
+  auto rows = conn_.query(
+      "SELECT TABLE_SCHEMA, TABLE_NAME, COALESCE(TABLE_ROWS, 0) FROM information_schema.TABLES WHERE "
+      "TABLE_TYPE = 'BASE TABLE' AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', "
+      "'performance_schema', 'sys') ORDER BY 1, 2",
+      "query failed");
   if (!rows.ok()) return std::move(rows).error();
-  for (const Row& r : rows.value())
+  for (const MysqlRow& r : rows.value())
     if (captured(*r[0], *r[1])) tables_.push_back({*r[0], *r[1], std::stoll(r[2].value_or("0"))});
   // Named tables must exist.
   for (const std::string& spec : tables_setting_) {
@@ -54,20 +55,20 @@ Status MysqlDriver::resolve_tables() {
     if (!found)
       return Error(Errc::not_found, fmt::format("table {}.{} does not exist on {} (or the user cannot see it: GRANT "
                                                 "SELECT ON {}.{} TO '{}'); check `tables`",
-                                                quote_ident(db), quote_ident(t), opts_.url.redacted(), quote_ident(db),
-                                                quote_ident(t), opts_.url.user));
+                                                quote_identifier(db), quote_identifier(t), opts_.url.redacted(), quote_identifier(db),
+                                                quote_identifier(t), opts_.url.user));
   }
   for (const TableRef& r : tables_) {
-    const std::string sql = fmt::format("SELECT 1 FROM {}.{} LIMIT 0", quote_ident(r.db), quote_ident(r.table));
+    const std::string sql = fmt::format("SELECT 1 FROM {}.{} LIMIT 0", quote_identifier(r.db), quote_identifier(r.table));
     if (mysql_real_query(conn_.get(), sql.data(), sql.size()) != 0) {
       Error e = server_error(conn_.get(), "");
       if (e.code() == Errc::permission)
         return Error(Errc::permission, fmt::format("user '{}' cannot read {}.{}: GRANT SELECT ON {}.* TO '{}'",
-                                                   opts_.url.user, quote_ident(r.db), quote_ident(r.table),
-                                                   quote_ident(r.db), opts_.url.user));
-      return e.with_context(fmt::format("cannot read {}.{}", quote_ident(r.db), quote_ident(r.table)));
+                                                   opts_.url.user, quote_identifier(r.db), quote_identifier(r.table),
+                                                   quote_identifier(r.db), opts_.url.user));
+      return e.with_context(fmt::format("cannot read {}.{}", quote_identifier(r.db), quote_identifier(r.table)));
     }
-    if (ResPtr res{mysql_store_result(conn_.get())}) {
+    if (MysqlResult res{mysql_store_result(conn_.get())}) {
     }
   }
   return ok_status();
@@ -78,19 +79,22 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
   auto t = std::make_shared<TableSchema>();
   t->db = db;
   t->table = table;
-  auto cols = query(conn_.get(), fmt::format("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), "
+  auto cols = conn_.query(fmt::format("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), "
                                              "COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND "
                                              "TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
-                                             literal(conn_.get(), db), literal(conn_.get(), table)));
+                                             conn_.quoted(db), conn_.quoted(table)),
+                         "query failed");
   if (!cols.ok()) return cols.error().with_context(fmt::format("cannot read the columns of {}.{}: ", db, table));
-  auto checks = query(conn_.get(), fmt::format("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+  auto checks = conn_.query(fmt::format("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
                                                "CONSTRAINT_SCHEMA = {} AND TABLE_NAME = {}",
-                                               literal(conn_.get(), db), literal(conn_.get(), table)));
-  auto pk = query(conn_.get(), fmt::format("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} "
+                                               conn_.quoted(db), conn_.quoted(table)),
+                         "query failed");
+  auto pk = conn_.query(fmt::format("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} "
                                            "AND TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
-                                           literal(conn_.get(), db), literal(conn_.get(), table)));
+                                           conn_.quoted(db), conn_.quoted(table)),
+                         "query failed");
   if (!pk.ok()) return pk.error().with_context("cannot read the primary key: ");
-  for (const Row& r : cols.value()) {
+  for (const MysqlRow& r : cols.value()) {
     bl::ColumnInfo c;
     c.name = r[0].value_or("");
     std::string data_type = r[1].value_or("");
@@ -107,17 +111,17 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
     }
     c.json = data_type == "json";
     if (checks.ok())
-      for (const Row& ck : checks.value())
+      for (const MysqlRow& ck : checks.value())
         if (ck[0] && (*ck[0] == "json_valid(`" + c.name + "`)")) c.json = true;
     t->cols.push_back(std::move(c));
     t->data_types.push_back(std::move(data_type));
   }
-  for (const Row& r : pk.value())
+  for (const MysqlRow& r : pk.value())
     for (uint32_t i = 0; i < t->cols.size(); ++i)
       if (t->cols[i].name == r[0].value_or("")) t->key.push_back(i);
   if (t->key.empty() && !t->cols.empty())
     spdlog::warn("pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot upsert "
-                 "or delete them by key (add a primary key)", ctx_.pipeline_id, quote_ident(db), quote_ident(table));
+                 "or delete them by key (add a primary key)", ctx_.pipeline_id, quote_identifier(db), quote_identifier(table));
   schemas_[db + "." + table] = t;
   return std::shared_ptr<const TableSchema>(t);
 }

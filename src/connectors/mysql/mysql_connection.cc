@@ -52,6 +52,15 @@ ErrnoClass classify_errno(unsigned no) noexcept {
   return {Errc::data, false, false};
 }
 
+std::string quote_identifier(std::string_view name) {
+  std::string out = "`";
+  for (char c : name) {
+    if (c == '`') out += '`';
+    out += c;
+  }
+  return out + "`";
+}
+
 Error server_error(MYSQL* conn, std::string_view doing) {
   const unsigned no = conn ? mysql_errno(conn) : CR_UNKNOWN_ERROR;
   const ErrnoClass c = classify_errno(no);

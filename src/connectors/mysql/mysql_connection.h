@@ -52,6 +52,9 @@ ErrnoClass classify_errno(unsigned no) noexcept;
 // says which settings to check. Never contains the password.
 Error server_error(MYSQL* conn, std::string_view doing);
 
+// `name` as an identifier: in backticks, embedded backticks doubled.
+std::string quote_identifier(std::string_view name);
+
 struct MysqlResultDeleter {
   void operator()(MYSQL_RES* r) const noexcept { mysql_free_result(r); }
 };
@@ -95,6 +98,11 @@ class MysqlConn {
   unsigned last_errno() const noexcept { return conn_ ? mysql_errno(conn_) : 0; }
   // Appends 'text' as a string literal escaped for this connection's character set.
   void append_quoted(std::string& out, std::string_view text) const;
+  std::string quoted(std::string_view text) const {
+    std::string out;
+    append_quoted(out, text);
+    return out;
+  }
 
  private:
   MYSQL* conn_ = nullptr;

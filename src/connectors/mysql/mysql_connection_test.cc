@@ -43,6 +43,12 @@ TEST(MysqlConnectionTest, ErrnoClassification) {
   EXPECT_EQ(classify_errno(ER_DATA_TOO_LONG).code, Errc::data);
 }
 
+TEST(MysqlConnectionTest, QuoteIdentifierDoublesBackticks) {
+  EXPECT_EQ(quote_identifier("orders"), "`orders`");
+  EXPECT_EQ(quote_identifier("we`ird"), "`we``ird`");
+  EXPECT_EQ(quote_identifier(""), "``");
+}
+
 TEST(MysqlConnectionTest, ConnectFailureIsRetriableAndNeverShowsThePassword) {
   ConnectOptions o;
   auto url = parse_mysql_url("mysql://u:secret-pw@127.0.0.1:1/db");

@@ -56,7 +56,7 @@ void MysqlDriver::on_ddl(Batch& batch, std::string_view db, std::string_view sql
   if (secret)
     spdlog::debug("pipeline {}: account or server statement in the binlog (not shown)", ctx_.pipeline_id);
   else
-    spdlog::info("pipeline {}: DDL in {}: {}", ctx_.pipeline_id, quote_ident(db), quote_user_text(sql.substr(0, 200)));
+    spdlog::info("pipeline {}: DDL in {}: {}", ctx_.pipeline_id, quote_identifier(db), quote_user_text(sql.substr(0, 200)));
   if (!head.starts_with("TRUNCATE")) return;
   // TRUNCATE [TABLE] name: one key-less delete marked `truncate`; keyed destinations empty the table.
   std::string_view rest = sql.substr(8);

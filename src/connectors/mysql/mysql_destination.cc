@@ -11,6 +11,7 @@
 #include "connectors/mysql/mysql_url.h"
 #include "connectors/sql/keyed_sql_destination.h"
 #include "sluice/json.h"
+#include "sluice/temporal.h"
 
 namespace sluice {
 
@@ -176,11 +177,14 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     return i;
   }
 
+  // DATETIME literal: the canonical timestamp with a space for the 'T', written without a copy.
   void append_datetime(int64_t micros) {
-    std::string s = format_timestamp(micros);
-    for (char& c : s)
-      if (c == 'T') c = ' ';
-    conn_.append_quoted(sql_, s);
+    const temporal::DayAndTime t = temporal::split_timestamp(micros);
+    char buf[temporal::kMaxTimestampChars];
+    char* p = temporal::write_date(buf, int32_t(t.days));
+    *p++ = ' ';
+    p = temporal::write_time(p, t.micros);
+    conn_.append_quoted(sql_, std::string_view(buf, size_t(p - buf)));
   }
 
   Status append_literal(const Value& v, const sql::SqlTable& t, const Record& r, std::string_view field) {

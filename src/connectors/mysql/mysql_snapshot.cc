@@ -13,7 +13,7 @@ namespace sluice::mysql {
 
 Status MysqlDriver::begin_snapshot(bool fresh) {
   MYSQL* c = conn_.get();
-  if (Status st = exec(c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"); !st.ok()) return st;
+  if (Status st = conn_.exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "query failed"); !st.ok()) return st;
   std::string file;
   uint64_t pos = 0;
   bool locked = false;
@@ -25,31 +25,31 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
     } else {
       std::string sql = "LOCK TABLES ";
       for (size_t i = 0; i < tables_.size(); ++i)
-        sql += (i ? ", " : "") + quote_ident(tables_[i].db) + "." + quote_ident(tables_[i].table) + " READ";
-      if (Status st = exec(c, sql); !st.ok())
+        sql += (i ? ", " : "") + quote_identifier(tables_[i].db) + "." + quote_identifier(tables_[i].table) + " READ";
+      if (Status st = conn_.exec(sql, "query failed"); !st.ok())
         return st.error().with_context("cannot lock the tables for the snapshot (grant RELOAD or LOCK TABLES): ");
       locked = true;
     }
   }
-  if (Status st = exec(c, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"); !st.ok()) return st;
+  if (Status st = conn_.exec("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", "query failed"); !st.ok()) return st;
   if (!snapshot_only) {
     if (mariadb_) {
       // MariaDB reports the binlog position matching the consistent snapshot, without a lock.
-      auto r = query(c, "SHOW STATUS LIKE 'binlog_snapshot_%'");
+      auto r = conn_.query("SHOW STATUS LIKE 'binlog_snapshot_%'", "query failed");
       if (!r.ok()) return std::move(r).error();
-      for (const Row& row : r.value()) {
+      for (const MysqlRow& row : r.value()) {
         if (row[0] == "Binlog_snapshot_file") file = row[1].value_or("");
         if (row[0] == "Binlog_snapshot_position") pos = std::stoull(row[1].value_or("0"));
       }
     } else {
-      auto m = binlog_status(c);
+      auto m = binlog_status(conn_);
       if (!m.ok()) return std::move(m).error();
       if (!m.value().empty()) {
         file = m.value()[0][0].value_or("");
         pos = std::stoull(m.value()[0][1].value_or("0"));
       }
     }
-    if (locked) (void)exec(c, "UNLOCK TABLES");
+    if (locked) (void)conn_.exec("UNLOCK TABLES", "query failed");
     if (file.empty()) return Error(Errc::unsupported, "the server reports no binlog position: is log_bin on?");
   }
   SourcePosition& p = st_->position;
@@ -59,7 +59,7 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
     p.point.coord.file = snapshot_only ? "-" : file;
     p.point.coord.pos = pos;
     if (mariadb_ && !snapshot_only) {
-      SLUICE_TRY_ASSIGN(p.point.gtid, gtid_at(c, p.point.coord));
+      SLUICE_TRY_ASSIGN(p.point.gtid, gtid_at(conn_, p.point.coord));
     }
   }
   // A resumed snapshot reads under a newer snapshot but keeps the stream's original start: the
@@ -88,8 +88,8 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     const TableSchema& t = *snap_table_;
     const size_t limit = size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
     std::string cols;
-    for (const auto& col : t.cols) cols += (cols.empty() ? "" : ", ") + quote_ident(col.name);
-    std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols, quote_ident(t.db), quote_ident(t.table));
+    for (const auto& col : t.cols) cols += (cols.empty() ? "" : ", ") + quote_identifier(col.name);
+    std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols, quote_identifier(t.db), quote_identifier(t.table));
     if (!t.key.empty()) {
       if (pos_.cursor.kind == KeysetCursor::Kind::after_key) {
         // keyset: (k1, k2) > (v1, v2) spelled out so that the primary key index serves it.
@@ -99,28 +99,28 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
                                                "cleanup` and start over", t.db, t.table));
         auto lit = [&](size_t k) {
           const uint32_t ci = t.key[k];
-          return is_numeric_type(t.data_types[ci]) ? vals[k] : literal(c, vals[k]);
+          return is_numeric_type(t.data_types[ci]) ? vals[k] : conn_.quoted(vals[k]);
         };
         std::string where;
         for (size_t k = 0; k < t.key.size(); ++k) {
           std::string term;
-          for (size_t j = 0; j < k; ++j) term += quote_ident(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
-          term += quote_ident(t.cols[t.key[k]].name) + " > " + lit(k);
+          for (size_t j = 0; j < k; ++j) term += quote_identifier(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
+          term += quote_identifier(t.cols[t.key[k]].name) + " > " + lit(k);
           where += (where.empty() ? "" : " OR ") + ("(" + term + ")");
         }
         sql += " WHERE " + where;
       }
       std::string order;
-      for (uint32_t k : t.key) order += (order.empty() ? "" : ", ") + quote_ident(t.cols[k].name);
+      for (uint32_t k : t.key) order += (order.empty() ? "" : ", ") + quote_identifier(t.cols[k].name);
       sql += fmt::format(" ORDER BY {} LIMIT {}", order, limit);
     } else {
       const uint64_t offset = pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
       sql += fmt::format(" LIMIT {} OFFSET {}", limit, offset);
     }
     if (mysql_real_query(c, sql.data(), sql.size()) != 0)
-      return server_error(c, fmt::format("cannot read {}.{}", quote_ident(t.db), quote_ident(t.table)));
-    ResPtr res{mysql_use_result(c)};
-    if (!res) return server_error(c, fmt::format("cannot read {}.{}", quote_ident(t.db), quote_ident(t.table)));
+      return server_error(c, fmt::format("cannot read {}.{}", quote_identifier(t.db), quote_identifier(t.table)));
+    MysqlResult res{mysql_use_result(c)};
+    if (!res) return server_error(c, fmt::format("cannot read {}.{}", quote_identifier(t.db), quote_identifier(t.table)));
     st_->caches.retain(batch, snap_table_);
     size_t n = 0;
     MYSQL_ROW row;
@@ -172,7 +172,7 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
 }
 
 Status MysqlDriver::finish_snapshot(State&) {
-  (void)exec(conn_.get(), "COMMIT");  // read-only: nothing to lose if it fails
+  (void)conn_.exec("COMMIT", "query failed");  // read-only: nothing to lose if it fails
   return ok_status();
 }
 

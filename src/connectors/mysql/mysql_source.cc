@@ -93,8 +93,8 @@ MysqlDriver::MysqlDriver(MysqlSourceOptions o)
   opts_.connect_timeout = o.connect_timeout;
 }
 
-Result<GtidSet> gtid_at(MYSQL* c, const BinlogCoord& at) {
-  auto g = query(c, fmt::format("SELECT BINLOG_GTID_POS({}, {})", literal(c, at.file), at.pos));
+Result<GtidSet> gtid_at(MysqlConn& c, const BinlogCoord& at) {
+  auto g = c.query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", c.quoted(at.file), at.pos), "query failed");
   if (!g.ok() || g.value().empty()) return GtidSet{};  // no GTID there: the stream goes by file:pos
   const std::string text = g.value()[0][0].value_or("");
   auto set = GtidSet::parse(text);
@@ -103,9 +103,9 @@ Result<GtidSet> gtid_at(MYSQL* c, const BinlogCoord& at) {
 }
 
 Status MysqlDriver::check_server() {
-  auto v = query(conn_.get(), "SELECT @@version, @@log_bin, @@binlog_format, @@server_id");
+  auto v = conn_.query("SELECT @@version, @@log_bin, @@binlog_format, @@server_id", "query failed");
   if (!v.ok()) return std::move(v).error();
-  const Row& r = v.value().at(0);
+  const MysqlRow& r = v.value().at(0);
   const std::string version = r[0].value_or("");
   mariadb_ = version.find("MariaDB") != std::string::npos;
   if (mode_ == "initial_only") return ok_status();  // a snapshot alone needs no binlog
@@ -114,9 +114,9 @@ Status MysqlDriver::check_server() {
   if (r[3] && server_id_ == std::stoul(*r[3]))
     return Error(Errc::config, fmt::format("server_id {} is the server's own id; set a different `server_id`", server_id_));
   // REPLICATION CLIENT (BINLOG MONITOR on MariaDB): reading the binlog position.
-  if (auto st = binlog_status(conn_.get()); !st.ok()) {
+  if (auto st = binlog_status(conn_); !st.ok()) {
     Error e = st.error().with_context("cannot read the binlog position: ");
-    if (e.code() == Errc::permission || mysql_errno(conn_.get()) == ER_SPECIFIC_ACCESS_DENIED_ERROR)
+    if (e.code() == Errc::permission || conn_.last_errno() == ER_SPECIFIC_ACCESS_DENIED_ERROR)
       return Error(Errc::permission,
                    fmt::format("user '{}' lacks the REPLICATION CLIENT privilege{}: GRANT {} ON *.* TO '{}'",
                                opts_.url.user, mariadb_ ? " (BINLOG MONITOR)" : "",
@@ -125,10 +125,10 @@ Status MysqlDriver::check_server() {
     return e;
   }
   // REPLICATION SLAVE: reading the binlog itself (checked on the grants; the dump also reports it).
-  auto grants = query(conn_.get(), "SHOW GRANTS FOR CURRENT_USER()");
+  auto grants = conn_.query("SHOW GRANTS FOR CURRENT_USER()", "query failed");
   if (grants.ok()) {
     bool repl = false;
-    for (const Row& g : grants.value()) {
+    for (const MysqlRow& g : grants.value()) {
       const std::string line = g.empty() ? "" : g[0].value_or("");
       if (line.find(" ON *.*") == std::string::npos) continue;
       if (line.find("ALL PRIVILEGES") != std::string::npos || line.find("REPLICATION SLAVE") != std::string::npos ||
@@ -137,7 +137,7 @@ Status MysqlDriver::check_server() {
     }
     // Roles may grant it too: only refuse when no role is in play.
     bool roles = false;
-    for (const Row& g : grants.value())
+    for (const MysqlRow& g : grants.value())
       if (!g.empty() && g[0] && g[0]->starts_with("GRANT `")) roles = true;
     if (!repl && !roles)
       return Error(Errc::permission, fmt::format("user '{}' lacks the REPLICATION SLAVE privilege needed to read the "
@@ -158,10 +158,10 @@ Status MysqlDriver::connect(State& s) {
     for (char c : ctx.pipeline_id) h = (h ^ uint8_t(c)) * 16777619u;
     server_id_ = 0x40000000u | (h & 0x3fffffffu);
   }
-  auto c = connect_server(opts_);
+  auto c = MysqlConn::connect(opts_);
   if (!c.ok()) return std::move(c).error();
   conn_ = std::move(c.value());
-  if (Status st = exec(conn_.get(), "SET SESSION time_zone='+00:00'"); !st.ok()) return st;
+  if (Status st = conn_.exec("SET SESSION time_zone='+00:00'", "query failed"); !st.ok()) return st;
   if (Status st = check_server(); !st.ok()) return st;
   return resolve_tables();
 }
@@ -172,14 +172,14 @@ Status MysqlDriver::plan_start(State& s) {
   SourcePosition& pos = s.position;
   if (pos.phase == LogPhase::none) {
     if (mode_ == "never") {
-      auto m = binlog_status(conn_.get());
+      auto m = binlog_status(conn_);
       if (!m.ok()) return std::move(m).error();
       if (m.value().empty()) return Error(Errc::unsupported, "SHOW MASTER STATUS returned nothing: is log_bin on?");
       pos.phase = LogPhase::stream;
       pos.point.coord.file = *m.value()[0][0];
       pos.point.coord.pos = std::stoull(*m.value()[0][1]);
       if (mariadb_) {
-        SLUICE_TRY_ASSIGN(pos.point.gtid, gtid_at(conn_.get(), pos.point.coord));
+        SLUICE_TRY_ASSIGN(pos.point.gtid, gtid_at(conn_, pos.point.coord));
       }
     } else {
       if (Status st = begin_snapshot(true); !st.ok()) return st;

@@ -3,7 +3,7 @@
 // driver does what is MySQL's / MariaDB's own, one concern per file:
 //
 //   mysql_source.cc             settings, factory, connect and server checks, start planning
-//   mysql_source_connection.cc  connections, statements, error classification
+//   mysql_binlog_status.cc      the server's binlog position (SHOW MASTER / BINARY LOG STATUS)
 //   mysql_catalog.cc            captured tables, their schemas, TABLE_MAP → schema
 //   mysql_source_types.cc       snapshot text values → the Values the binlog decoder produces
 //   mysql_snapshot.cc           the snapshot: consistent-snapshot transaction, keyset chunks
@@ -28,23 +28,11 @@
 #include "connectors/builtin.h"
 #include "connectors/common/log_source.h"
 #include "connectors/mysql/binlog.h"
-#include "connectors/mysql/mysql_source_connection.h"
+#include "connectors/mysql/mysql_connection.h"
 
 namespace sluice::mysql {
 
 namespace bl = binlog;
-using source_connection::binlog_status;
-using source_connection::connect_server;
-using source_connection::connection_errno;
-using source_connection::ConnOptions;
-using source_connection::exec;
-using source_connection::literal;
-using source_connection::MysqlPtr;
-using source_connection::query;
-using source_connection::quote_ident;
-using source_connection::ResPtr;
-using source_connection::Row;
-using source_connection::server_error;
 
 // "snapshot <file> <pos> <gtid> <table-index> <resume>", "cdc <file> <pos> <gtid> [<tx-file>
 // <tx-pos> <n>]", "done <file> <pos> <gtid>": a transaction is named by where it starts.
@@ -79,7 +67,10 @@ std::vector<std::string> parse_labels(std::string_view column_type);
 bool is_numeric_type(std::string_view t);
 Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena);
 // BINLOG_GTID_POS: MariaDB's GTID state at a binlog coordinate (empty when it has none).
-Result<GtidSet> gtid_at(MYSQL* c, const BinlogCoord& at);
+Result<GtidSet> gtid_at(MysqlConn& c, const BinlogCoord& at);
+// mysql_binlog_status.cc
+// SHOW MASTER STATUS, or SHOW BINARY LOG STATUS where the former is gone (MySQL 8.4).
+Result<std::vector<MysqlRow>> binlog_status(MysqlConn& c);
 // mysql_ddl.cc
 std::optional<std::pair<std::string, std::string>> parse_qualified_name(std::string_view s, std::string_view default_db);
 
@@ -155,7 +146,13 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   void on_ddl(Batch& batch, std::string_view db, std::string_view sql, uint32_t event_pos);
 
   // settings
-  ConnOptions opts_;
+  // A refusal at connect time that classify_errno() cannot place is retried: a server that is
+  // still starting up answers oddly, and a source that is down is retried, not stopped.
+  ConnectOptions opts_ = [] {
+    ConnectOptions o;
+    o.retry_unclassified_connect_errors = true;
+    return o;
+  }();
   std::vector<std::string> tables_setting_;
   std::string mode_;
   int64_t chunk_size_;
@@ -166,7 +163,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   ConnectorContext ctx_;
   uint32_t server_id_ = 0;
   bool mariadb_ = false;
-  MysqlPtr conn_;  // catalog queries and the snapshot transaction
+  MysqlConn conn_;  // catalog queries and the snapshot transaction
   std::vector<TableRef> tables_;
   std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;  // "db.table"
   std::unordered_map<uint64_t, TableMapState> maps_;                           // by table id
@@ -175,7 +172,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   std::shared_ptr<const TableSchema> snap_table_;
   size_t snap_table_index_ = SIZE_MAX;
   // stream
-  MysqlPtr rpl_conn_;
+  MysqlConn rpl_conn_;
   MARIADB_RPL* rpl_ = nullptr;
   EventQueue* queue_ = nullptr;
   std::unique_ptr<EventQueue> queue_owner_;

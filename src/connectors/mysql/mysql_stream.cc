@@ -55,7 +55,9 @@ Status MysqlDriver::start_stream(State&) {
   pending_gtid_.reset();
   const SourcePosition& pos_ = st_->position;
   const unsigned hb_s = unsigned(std::max<int64_t>(1, heartbeat_.count() / 1000));
-  auto c = connect_server(opts_, std::max(30u, hb_s * 3));
+  ConnectOptions dump_options = opts_;
+  dump_options.read_timeout_s = std::max(30u, hb_s * 3);
+  auto c = MysqlConn::connect(dump_options);
   if (!c.ok()) return std::move(c).error();
   rpl_conn_ = std::move(c.value());
   MYSQL* m = rpl_conn_.get();
@@ -69,7 +71,7 @@ Status MysqlDriver::start_stream(State&) {
   if (mariadb_) {
     setup.push_back("SET @mariadb_slave_capability = 4");
     if (use_gtid) {
-      setup.push_back(fmt::format("SET @slave_connect_state = {}", literal(m, pos_.point.gtid.to_string())));
+      setup.push_back(fmt::format("SET @slave_connect_state = {}", rpl_conn_.quoted(pos_.point.gtid.to_string())));
       setup.push_back("SET @slave_gtid_strict_mode = 0");
       setup.push_back("SET @slave_gtid_ignore_duplicates = 0");
     }
@@ -79,10 +81,10 @@ Status MysqlDriver::start_stream(State&) {
       Error e = server_error(m, "cannot set up the binlog connection");
       if (e.code() == Errc::connection) return e;
     }
-    if (ResPtr r{mysql_store_result(m)}) {
+    if (MysqlResult r{mysql_store_result(m)}) {
     }
   }
-  auto q = query(m, "SELECT @@global.binlog_checksum");
+  auto q = rpl_conn_.query("SELECT @@global.binlog_checksum", "query failed");
   checksum_ = q.ok() && !q.value().empty() && q.value()[0][0].value_or("") == "CRC32";
   rpl_ = mariadb_rpl_init(m);
   if (!rpl_) return Error(Errc::internal, "cannot initialise libmariadb's replication API");
@@ -101,7 +103,7 @@ Status MysqlDriver::start_stream(State&) {
       return Error(Errc::not_found, fmt::format("binlog position {} is no longer on {} ({}): the changes since then are "
                                                 "lost; run `sluice cleanup` and start over with a new snapshot",
                                                 where, opts_.url.redacted(), msg));
-    if (connection_errno(no)) return Error(Errc::connection, fmt::format("binlog stream: {} ({})", msg, no), true);
+    if (classify_errno(no).code == Errc::connection) return Error(Errc::connection, fmt::format("binlog stream: {} ({})", msg, no), true);
     return Error(Errc::data, fmt::format("binlog stream from {}: {} ({})", where, msg, no));
   };
   if (mariadb_rpl_open(rpl_) != 0) return dump_error(mysql_errno(m), mysql_error(m));

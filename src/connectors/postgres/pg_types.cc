@@ -9,6 +9,8 @@
 #include <limits>
 #include <new>
 
+#include "sluice/temporal.h"
+
 namespace sluice::pg {
 
 // The text parsers, shared with pg_array_text.cc (pg_text.h).
@@ -82,7 +84,6 @@ constexpr BuiltinArray kBuiltinArrays[] = {
     {6157, 4536, ','},  // _int8multirange
 };
 
-constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
 constexpr int64_t kMaxYear = 5874898;  // PostgreSQL's date range ends in 5874897 AD
 
 std::string_view builtin_name(uint32_t type_oid) {
@@ -230,13 +231,6 @@ bool parse_bytea(std::string_view s, Arena& arena, std::string_view* out) {
   return true;
 }
 
-bool leap(int64_t y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
-
-unsigned days_in_month(int64_t y, unsigned m) {
-  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  return m == 2 && leap(y) ? 29 : kDays[m - 1];
-}
-
 // Removes a trailing " BC" (PostgreSQL's ISO output for years before 1 AD).
 bool strip_bc(std::string_view& s) {
   if (s.size() >= 3 && s.substr(s.size() - 3) == " BC") {
@@ -263,7 +257,7 @@ bool parse_ymd(std::string_view& s, bool bc, int32_t* days) {
   s.remove_prefix(6);
   if (y == 0 || y > kMaxYear) return false;
   if (bc) y = 1 - y;
-  if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, m)) return false;
+  if (m < 1 || m > 12 || d < 1 || d > temporal::days_in_month(y, m)) return false;
   *days = days_from_civil(y, m, d);
   return true;
 }
@@ -275,14 +269,6 @@ bool parse_pg_date(std::string_view s, int32_t* days) {
   return parse_ymd(s, bc, days) && s.empty();
 }
 
-bool combine(int32_t days, int64_t time_micros, int64_t offset_seconds, int64_t* out) {
-  int64_t v;
-  if (__builtin_mul_overflow(int64_t(days), kMicrosPerDay, &v)) return false;
-  if (__builtin_add_overflow(v, time_micros, &v)) return false;
-  if (__builtin_sub_overflow(v, offset_seconds * 1000000, &v)) return false;
-  *out = v;
-  return true;
-}
 
 enum class Parse { ok, malformed, out_of_range };
 
@@ -298,7 +284,7 @@ Parse parse_pg_timestamp(std::string_view s, bool with_zone, int64_t* micros) {
   int64_t t;
   int32_t off = 0;
   if (with_zone ? !parse_timetz(s, &t, &off) : !parse_time(s, &t)) return Parse::malformed;
-  return combine(days, t, off, micros) ? Parse::ok : Parse::out_of_range;
+  return temporal::combine_checked(days, t, off, micros) ? Parse::ok : Parse::out_of_range;
 }
 
 // IntervalStyle=iso_8601 output: "P1Y2M3DT4H5M6.5S", "P-1Y-2M3DT-4H-5M-6.5S", "PT0S". Each

@@ -13,6 +13,7 @@
 #include "connectors/postgres/postgres_dialect.h"
 #include "connectors/sql/keyed_sql_destination.h"
 #include "sluice/json.h"
+#include "sluice/temporal.h"
 #include "connectors/record_template.h"
 
 namespace sluice {
@@ -87,18 +88,11 @@ const PostgresDialect kDialect;
 
 enum class ColClass : uint8_t { scalar, json, array };
 
-constexpr int64_t kMicrosPerDay = 86400000000LL;
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-
 // YYYY-MM-DD; returns true for a year before 1 AD (the caller appends " BC").
 bool append_date(std::string& o, int32_t days) {
-  int64_t y;
-  unsigned m, d;
-  civil_from_days(days, &y, &m, &d);
-  bool bc = y <= 0;
-  if (bc) y = 1 - y;
-  fmt::format_to(std::back_inserter(o), "{:04}-{:02}-{:02}", y, m, d);
+  const temporal::CivilDate c = temporal::civil_date(days);
+  const bool bc = c.year <= 0;
+  fmt::format_to(std::back_inserter(o), "{:04}-{:02}-{:02}", bc ? 1 - c.year : c.year, c.month, c.day);
   return bc;
 }
 
@@ -111,10 +105,10 @@ void append_timestamp(std::string& o, int64_t micros, bool tz) {
     o += "-infinity";
     return;
   }
-  int64_t days = floor_div(micros, kMicrosPerDay);
-  bool bc = append_date(o, int32_t(days));
+  const temporal::DayAndTime t = temporal::split_timestamp(micros);
+  const bool bc = append_date(o, int32_t(t.days));
   o += ' ';
-  o += format_time(micros - days * kMicrosPerDay);
+  temporal::append_time(o, t.micros);
   if (tz) o += "+00";
   if (bc) o += " BC";
 }
