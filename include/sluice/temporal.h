@@ -92,10 +92,12 @@ constexpr bool combine_checked(int32_t days, int64_t time_micros, int64_t offset
 }
 
 // Allocation-free writers of the canonical forms; each returns the end of what it wrote.
-char* write_date(char* out, int32_t days) noexcept;                   // kMaxDateChars
-char* write_time(char* out, int64_t micros) noexcept;                 // kMaxTimeChars
-char* write_offset(char* out, int32_t offset_seconds) noexcept;       // kMaxOffsetChars
-char* write_timestamp(char* out, int64_t micros) noexcept;            // kMaxTimestampChars
+// The common cases (years 0..9999, times within 100 hours) are inline: destinations render a
+// timestamp per row. Each returns the end of what it wrote.
+inline char* write_date(char* out, int32_t days) noexcept;             // kMaxDateChars
+inline char* write_time(char* out, int64_t micros) noexcept;           // kMaxTimeChars
+char* write_offset(char* out, int32_t offset_seconds) noexcept;        // kMaxOffsetChars
+inline char* write_timestamp(char* out, int64_t micros) noexcept;      // kMaxTimestampChars
 // Two- and four-digit zero-padded fields, for connectors' dialect forms.
 inline char* write_2digits(char* p, unsigned v) noexcept {
   p[0] = char('0' + v / 10 % 10);
@@ -103,7 +105,49 @@ inline char* write_2digits(char* p, unsigned v) noexcept {
   return p + 2;
 }
 // ".ffffff" with trailing zeros removed, or nothing when `fraction_micros` is 0.
-char* write_fraction(char* out, uint32_t fraction_micros) noexcept;
+inline char* write_fraction(char* p, uint32_t frac) noexcept {
+  if (!frac) return p;
+  *p++ = '.';
+  char d[6];
+  for (int i = 5; i >= 0; --i, frac /= 10) d[i] = char('0' + frac % 10);
+  int n = 6;
+  while (d[n - 1] == '0') --n;
+  for (int i = 0; i < n; ++i) *p++ = d[i];
+  return p;
+}
+
+// The uncommon cases, out of line: a year outside 0..9999 (±YYYY…), a time outside 0..100 h.
+char* write_wide_date(char* out, const CivilDate& c) noexcept;
+char* write_wide_time(char* out, int64_t micros) noexcept;
+
+inline char* write_date(char* p, int32_t days) noexcept {
+  const CivilDate c = civil_date(days);
+  if (c.year < 0 || c.year > 9999) return write_wide_date(p, c);
+  p = write_2digits(p, unsigned(c.year / 100));
+  p = write_2digits(p, unsigned(c.year % 100));
+  *p++ = '-';
+  p = write_2digits(p, c.month);
+  *p++ = '-';
+  return write_2digits(p, c.day);
+}
+
+inline char* write_time(char* p, int64_t micros) noexcept {
+  if (micros < 0 || micros >= 100 * 3600 * kMicrosPerSecond) return write_wide_time(p, micros);
+  const unsigned s = unsigned(micros / kMicrosPerSecond);
+  p = write_2digits(p, s / 3600);
+  *p++ = ':';
+  p = write_2digits(p, s / 60 % 60);
+  *p++ = ':';
+  p = write_2digits(p, s % 60);
+  return write_fraction(p, uint32_t(micros % kMicrosPerSecond));
+}
+
+inline char* write_timestamp(char* p, int64_t micros) noexcept {
+  const DayAndTime t = split_timestamp(micros);
+  p = write_date(p, int32_t(t.days));
+  *p++ = 'T';
+  return write_time(p, t.micros);
+}
 
 void append_date(std::string& out, int32_t days);
 void append_time(std::string& out, int64_t micros);

@@ -14,12 +14,14 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <vector>
 
 namespace sluice {
 
@@ -705,6 +707,24 @@ struct RawWalker {
   }
 };
 
+// The first field whose name an earlier field of `fields` already has, or nullptr. Records have
+// few fields: pairwise up to 64 of them, sorted views beyond.
+const Field* first_duplicate_name(const Field* fields, uint32_t n) {
+  if (n <= 64) {
+    for (uint32_t i = 1; i < n; ++i)
+      for (uint32_t j = 0; j < i; ++j)
+        if (fields[i].name == fields[j].name) return &fields[i];
+    return nullptr;
+  }
+  thread_local std::vector<const Field*> sorted;
+  sorted.clear();
+  for (uint32_t i = 0; i < n; ++i) sorted.push_back(&fields[i]);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Field* a, const Field* b) { return a->name < b->name; });
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i]->name == sorted[i - 1]->name) return sorted[i];
+  return nullptr;
+}
+
 class Decoder {
  public:
   Decoder(std::string_view text, Batch& batch) : text_(text), arena_(batch.arena()) {}
@@ -962,6 +982,12 @@ bool Decoder::decode(simdjson::dom::element e, const simdjson::dom::element* t, 
           return false;
         }
         ++i;
+      }
+      // A name given twice is ambiguous (which value is the column's, which annotation is
+      // whose?): refuse it rather than keep both or pick one silently.
+      if (const Field* dup = first_duplicate_name(fields, i)) {
+        prefix_path(dup->name);
+        return fail("the field is given twice in one object");
       }
       *out = Value::object(fields, i);
       return true;

@@ -90,19 +90,7 @@ bool eat(std::string_view& s, char c) {
 
 }  // namespace
 
-char* write_fraction(char* p, uint32_t frac) noexcept {
-  if (!frac) return p;
-  *p++ = '.';
-  char d[6];
-  for (int i = 5; i >= 0; --i, frac /= 10) d[i] = char('0' + frac % 10);
-  int n = 6;
-  while (d[n - 1] == '0') --n;
-  for (int i = 0; i < n; ++i) *p++ = d[i];
-  return p;
-}
-
-char* write_date(char* p, int32_t days) noexcept {
-  const CivilDate c = civil_date(days);
+char* write_wide_date(char* p, const CivilDate& c) noexcept {
   if (c.year < 0 || c.year > 9999) {
     *p++ = c.year < 0 ? '-' : '+';
     p = write_unsigned(p, uint64_t(c.year < 0 ? -c.year : c.year), 4);
@@ -116,12 +104,10 @@ char* write_date(char* p, int32_t days) noexcept {
   return write_2digits(p, c.day);
 }
 
-char* write_time(char* p, int64_t micros) noexcept {
+char* write_wide_time(char* p, int64_t micros) noexcept {
   if (micros < 0) return write_negative_time(p, micros);
   const uint64_t s = uint64_t(micros / kMicrosPerSecond);
-  // Two-digit hours (every time within a day) without the general digit loop: the hot case of
-  // every timestamp a destination writes.
-  p = s < 100 * 3600 ? write_2digits(p, unsigned(s / 3600)) : write_unsigned(p, s / 3600, 2);
+  p = write_unsigned(p, s / 3600, 2);
   *p++ = ':';
   p = write_2digits(p, unsigned(s / 60 % 60));
   *p++ = ':';
@@ -141,13 +127,6 @@ char* write_offset(char* p, int32_t offset_seconds) noexcept {
     p = write_2digits(p, unsigned(a % 60));
   }
   return p;
-}
-
-char* write_timestamp(char* p, int64_t micros) noexcept {
-  const DayAndTime t = split_timestamp(micros);
-  p = write_date(p, int32_t(t.days));
-  *p++ = 'T';
-  return write_time(p, t.micros);
 }
 
 void append_date(std::string& out, int32_t days) {
