@@ -1,6 +1,8 @@
-// librdkafka's own producer rate, the ceiling of bench/kafka, and the tool that counts what arrived.
+// librdkafka's own producer rate, the ceiling of bench/kafka, and the tool that counts what
+// arrived.
 //
-//   sluice_kafka_produce_ceiling produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value ...]
+//   sluice_kafka_produce_ceiling produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value
+//   ...]
 //       Produces COUNT messages (distinct {"id":N} keys padded to KEY_BYTES, values of VALUE_BYTES)
 //       with the kafka destination's default producer configuration (idempotent, acks=all,
 //       linger.ms=5, batch.size=1MiB, batch.num.messages=10000, queue.buffering.max.kbytes=65536,
@@ -29,7 +31,8 @@ void dr(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
   ++delivered;
 }
 
-rd_kafka_conf_t* conf_for(const char* brokers, const std::vector<std::pair<std::string, std::string>>& props) {
+rd_kafka_conf_t* conf_for(const char* brokers,
+                          const std::vector<std::pair<std::string, std::string>>& props) {
   rd_kafka_conf_t* c = rd_kafka_conf_new();
   char err[512];
   auto set = [&](const std::string& k, const std::string& v) {
@@ -43,12 +46,16 @@ rd_kafka_conf_t* conf_for(const char* brokers, const std::vector<std::pair<std::
   return c;
 }
 
-int produce(const char* brokers, const char* topic, long count, size_t value_bytes, size_t key_bytes,
-            std::vector<std::pair<std::string, std::string>> props) {
-  std::vector<std::pair<std::string, std::string>> all = {
-      {"enable.idempotence", "true"}, {"acks", "all"},          {"linger.ms", "5"},
-      {"batch.size", "1048576"},      {"batch.num.messages", "10000"}, {"queue.buffering.max.kbytes", "65536"},
-      {"compression.codec", "none"},  {"message.timeout.ms", "300000"}};
+int produce(const char* brokers, const char* topic, long count, size_t value_bytes,
+            size_t key_bytes, std::vector<std::pair<std::string, std::string>> props) {
+  std::vector<std::pair<std::string, std::string>> all = {{"enable.idempotence", "true"},
+                                                          {"acks", "all"},
+                                                          {"linger.ms", "5"},
+                                                          {"batch.size", "1048576"},
+                                                          {"batch.num.messages", "10000"},
+                                                          {"queue.buffering.max.kbytes", "65536"},
+                                                          {"compression.codec", "none"},
+                                                          {"message.timeout.ms", "300000"}};
   for (auto& p : props) all.push_back(p);
   rd_kafka_conf_t* c = conf_for(brokers, all);
   rd_kafka_conf_set_dr_msg_cb(c, dr);
@@ -66,7 +73,8 @@ int produce(const char* brokers, const char* topic, long count, size_t value_byt
   // Warm up: metadata and the idempotent producer id, outside the timed part.
   {
     const rd_kafka_metadata_t* md = nullptr;
-    if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_metadata_destroy(md);
+    if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_metadata_destroy(md);
   }
   const auto start = std::chrono::steady_clock::now();
   std::string key;
@@ -115,7 +123,8 @@ int count_topic(const char* brokers, const char* topic) {
     return 1;
   }
   rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
-  for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  for (int p = 0; p < partitions; ++p)
+    rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
   rd_kafka_assign(rk, parts);
   rd_kafka_topic_partition_list_destroy(parts);
   int at_end = 0;
@@ -166,7 +175,8 @@ int create_topic(const char* brokers, const char* topic) {
   int rc = 0;
   if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000)) {
     size_t n = 0;
-    const rd_kafka_topic_result_t** tr = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
+    const rd_kafka_topic_result_t** tr =
+        rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
     for (size_t i = 0; i < n; ++i) {
       rd_kafka_resp_err_t e = rd_kafka_topic_result_error(tr[i]);
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
@@ -184,9 +194,9 @@ int create_topic(const char* brokers, const char* topic) {
   for (int i = 0; rc == 0 && i < 300; ++i) {  // until the partition has a leader (≤ 30 s)
     rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
     const rd_kafka_metadata_t* md = nullptr;
-    bool ready = rd_kafka_metadata(rk, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
-                 md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0 &&
-                 md->topics[0].partitions[0].leader >= 0;
+    bool ready = rd_kafka_metadata(rk, 0, t, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                 md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+                 md->topics[0].partition_cnt > 0 && md->topics[0].partitions[0].leader >= 0;
     if (md) rd_kafka_metadata_destroy(md);
     rd_kafka_topic_destroy(t);
     if (ready) break;
@@ -207,14 +217,17 @@ int main(int argc, char** argv) {
       if (eq) props.emplace_back(std::string(argv[i], size_t(eq - argv[i])), std::string(eq + 1));
       else key_bytes = std::strtoul(argv[i], nullptr, 10);
     }
-    return produce(argv[2], argv[3], std::atol(argv[4]), std::strtoul(argv[5], nullptr, 10), key_bytes, props);
+    return produce(argv[2], argv[3], std::atol(argv[4]), std::strtoul(argv[5], nullptr, 10),
+                   key_bytes, props);
   }
   if (argc == 4 && std::strcmp(argv[1], "count") == 0) return count_topic(argv[2], argv[3]);
-  if (argc >= 4 && std::strcmp(argv[1], "delete") == 0) return delete_topics(argv[2], argc - 3, argv + 3);
+  if (argc >= 4 && std::strcmp(argv[1], "delete") == 0)
+    return delete_topics(argv[2], argc - 3, argv + 3);
   if (argc == 4 && std::strcmp(argv[1], "create") == 0) return create_topic(argv[2], argv[3]);
-  std::fprintf(stderr,
-               "usage: %s produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value...] | count BROKERS TOPIC | "
-               "delete BROKERS TOPIC... | create BROKERS TOPIC\n",
-               argv[0]);
+  std::fprintf(
+      stderr,
+      "usage: %s produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value...] | count BROKERS TOPIC | "
+      "delete BROKERS TOPIC... | create BROKERS TOPIC\n",
+      argv[0]);
   return 2;
 }

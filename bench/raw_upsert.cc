@@ -17,8 +17,8 @@
 // --rows 0 only creates the table.
 // Output (stdout), one JSON object: {"target", "rows", "batch", "seconds", "rows_per_s"}; seconds
 // run from before connecting until the last commit returned.
-#include <mysql.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -34,8 +34,8 @@
 
 namespace {
 
-using sluice::generator::EmployeeRow;
 using sluice::generator::employee_row;
+using sluice::generator::EmployeeRow;
 
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "sluice_raw_upsert: %s\n", msg.c_str());
@@ -67,8 +67,8 @@ void append_timestamp(std::string& out, int64_t micros) {
   if (sod < 0) sod += 86400, --days;
   append_date(out, days);
   char buf[32];
-  int n = std::snprintf(buf, sizeof buf, " %02d:%02d:%02d.%06d", int(sod / 3600), int(sod / 60 % 60),
-                        int(sod % 60), int(us));
+  int n = std::snprintf(buf, sizeof buf, " %02d:%02d:%02d.%06d", int(sod / 3600),
+                        int(sod / 60 % 60), int(sod % 60), int(us));
   out.append(buf, size_t(n));
 }
 
@@ -114,7 +114,8 @@ void append_row(std::string& out, const EmployeeRow& r, bool pg) {
   out += ')';
 }
 
-constexpr const char* kColumns = "id, name, email, full_time, position, hire_date, salary, updated_at, created_at";
+constexpr const char* kColumns =
+    "id, name, email, full_time, position, hire_date, salary, updated_at, created_at";
 
 struct Options {
   std::string target, url, path;
@@ -142,25 +143,28 @@ void run_postgres(const Options& o) {
   if (PQstatus(c) != CONNECTION_OK) die(std::string("postgres: connect: ") + PQerrorMessage(c));
   pg_exec(c, "SET client_min_messages = warning");
   pg_exec(c, "DROP TABLE IF EXISTS employees");
-  pg_exec(c,
-          "CREATE TABLE employees (id INT NOT NULL, name VARCHAR(255), email VARCHAR(255), "
-          "full_time BOOLEAN NOT NULL DEFAULT TRUE, position VARCHAR(100), hire_date DATE NOT NULL, "
-          "salary REAL CHECK (salary >= 0), updated_at TIMESTAMPTZ DEFAULT NOW(), "
-          "created_at TIMESTAMPTZ DEFAULT NOW(), PRIMARY KEY (id))");
+  pg_exec(
+      c,
+      "CREATE TABLE employees (id INT NOT NULL, name VARCHAR(255), email VARCHAR(255), "
+      "full_time BOOLEAN NOT NULL DEFAULT TRUE, position VARCHAR(100), hire_date DATE NOT NULL, "
+      "salary REAL CHECK (salary >= 0), updated_at TIMESTAMPTZ DEFAULT NOW(), "
+      "created_at TIMESTAMPTZ DEFAULT NOW(), PRIMARY KEY (id))");
   std::string sql;
   const std::string set =
       " ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, email = EXCLUDED.email, "
       "full_time = EXCLUDED.full_time, position = EXCLUDED.position, hire_date = EXCLUDED.hire_date, "
       "salary = EXCLUDED.salary, updated_at = EXCLUDED.updated_at, created_at = EXCLUDED.created_at";
-  if (o.method == "copy") {  // COPY into a temporary staging table, then one INSERT ... SELECT upsert
+  if (o.method ==
+      "copy") {  // COPY into a temporary staging table, then one INSERT ... SELECT upsert
     pg_exec(c, "CREATE TEMP TABLE stage (LIKE employees INCLUDING DEFAULTS) ON COMMIT DELETE ROWS");
     const std::string copy = std::string("COPY stage (") + kColumns + ") FROM STDIN";
-    const std::string merge = std::string("INSERT INTO employees (") + kColumns + ") SELECT " + kColumns +
-                              " FROM stage" + set + "; COMMIT";
+    const std::string merge = std::string("INSERT INTO employees (") + kColumns + ") SELECT " +
+                              kColumns + " FROM stage" + set + "; COMMIT";
     for (int64_t a = 1; a <= o.rows; a += o.batch) {
       const int64_t b = std::min(o.rows, a + o.batch - 1);
       sql.clear();
-      for (int64_t id = a; id <= b; ++id) {  // COPY text format; the generator's strings need no escaping
+      for (int64_t id = a; id <= b;
+           ++id) {  // COPY text format; the generator's strings need no escaping
         const EmployeeRow r = employee_row(o.seed, id, uint64_t(id - 1));
         append_int(sql, r.id);
         sql += '\t';
@@ -181,12 +185,14 @@ void run_postgres(const Options& o) {
       }
       pg_exec(c, "BEGIN");
       PGresult* res = PQexec(c, copy.c_str());
-      if (PQresultStatus(res) != PGRES_COPY_IN) die(std::string("postgres: COPY: ") + PQerrorMessage(c));
+      if (PQresultStatus(res) != PGRES_COPY_IN)
+        die(std::string("postgres: COPY: ") + PQerrorMessage(c));
       PQclear(res);
       if (PQputCopyData(c, sql.data(), int(sql.size())) != 1 || PQputCopyEnd(c, nullptr) != 1)
         die(std::string("postgres: COPY data: ") + PQerrorMessage(c));
       while ((res = PQgetResult(c)) != nullptr) {
-        if (PQresultStatus(res) != PGRES_COMMAND_OK) die(std::string("postgres: COPY: ") + PQresultErrorMessage(res));
+        if (PQresultStatus(res) != PGRES_COMMAND_OK)
+          die(std::string("postgres: COPY: ") + PQresultErrorMessage(res));
         PQclear(res);
       }
       pg_exec(c, merge);
@@ -204,9 +210,10 @@ void run_postgres(const Options& o) {
       if (id != a) sql += ',';
       append_row(sql, employee_row(o.seed, id, uint64_t(id - 1)), true);
     }
-    sql += " ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, email = EXCLUDED.email, "
-           "full_time = EXCLUDED.full_time, position = EXCLUDED.position, hire_date = EXCLUDED.hire_date, "
-           "salary = EXCLUDED.salary, updated_at = EXCLUDED.updated_at, created_at = EXCLUDED.created_at";
+    sql +=
+        " ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, email = EXCLUDED.email, "
+        "full_time = EXCLUDED.full_time, position = EXCLUDED.position, hire_date = EXCLUDED.hire_date, "
+        "salary = EXCLUDED.salary, updated_at = EXCLUDED.updated_at, created_at = EXCLUDED.created_at";
     // One batch, one transaction: BEGIN; INSERT; COMMIT sent as one simple-query message.
     pg_exec(c, "BEGIN; " + sql + "; COMMIT");
   }
@@ -236,7 +243,8 @@ void my_exec(MYSQL* m, const std::string& sql) {
 void run_mysql(const Options& o) {
   // mysql://user:password@host:port/database
   std::string_view u = o.url;
-  if (u.substr(0, 8) != "mysql://") die("mysql: --url must be mysql://user:password@host:port/database");
+  if (u.substr(0, 8) != "mysql://")
+    die("mysql: --url must be mysql://user:password@host:port/database");
   u.remove_prefix(8);
   std::string user, pass, host, db;
   unsigned port = 3306;
@@ -249,24 +257,26 @@ void run_mysql(const Options& o) {
   }
   auto slash = u.find('/');
   std::string_view hp = u.substr(0, slash);
-  if (slash != std::string_view::npos) db = pct_decode(u.substr(slash + 1, u.find('?', slash) - slash - 1));
+  if (slash != std::string_view::npos)
+    db = pct_decode(u.substr(slash + 1, u.find('?', slash) - slash - 1));
   if (auto colon = hp.rfind(':'); colon != std::string_view::npos) {
     port = unsigned(std::stoul(std::string(hp.substr(colon + 1))));
     hp = hp.substr(0, colon);
   }
   host = hp;
   MYSQL* m = mysql_init(nullptr);
-  if (!mysql_real_connect(m, host.c_str(), user.c_str(), pass.c_str(), db.empty() ? nullptr : db.c_str(), port,
-                          nullptr, 0))
+  if (!mysql_real_connect(m, host.c_str(), user.c_str(), pass.c_str(),
+                          db.empty() ? nullptr : db.c_str(), port, nullptr, 0))
     die(std::string("mysql: connect: ") + mysql_error(m));
   my_exec(m, "SET NAMES utf8mb4");
   my_exec(m, "DROP TABLE IF EXISTS employees");
-  my_exec(m,
-          "CREATE TABLE employees (id INT NOT NULL, name VARCHAR(255), email VARCHAR(255), "
-          "full_time BOOLEAN NOT NULL DEFAULT TRUE, position VARCHAR(100), hire_date DATE NOT NULL, "
-          "salary FLOAT CHECK (salary >= 0), updated_at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6), "
-          "created_at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (id)) "
-          "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+  my_exec(
+      m,
+      "CREATE TABLE employees (id INT NOT NULL, name VARCHAR(255), email VARCHAR(255), "
+      "full_time BOOLEAN NOT NULL DEFAULT TRUE, position VARCHAR(100), hire_date DATE NOT NULL, "
+      "salary FLOAT CHECK (salary >= 0), updated_at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6), "
+      "created_at DATETIME(6) DEFAULT CURRENT_TIMESTAMP(6), PRIMARY KEY (id)) "
+      "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
   if (mysql_autocommit(m, 0) != 0) die(std::string("mysql: autocommit: ") + mysql_error(m));
   std::string sql;
   for (int64_t a = 1; a <= o.rows; a += o.batch) {
@@ -279,9 +289,10 @@ void run_mysql(const Options& o) {
       if (id != a) sql += ',';
       append_row(sql, employee_row(o.seed, id, uint64_t(id - 1)), false);
     }
-    sql += " ON DUPLICATE KEY UPDATE name = VALUES(name), email = VALUES(email), full_time = VALUES(full_time), "
-           "position = VALUES(position), hire_date = VALUES(hire_date), salary = VALUES(salary), "
-           "updated_at = VALUES(updated_at), created_at = VALUES(created_at)";
+    sql +=
+        " ON DUPLICATE KEY UPDATE name = VALUES(name), email = VALUES(email), full_time = VALUES(full_time), "
+        "position = VALUES(position), hire_date = VALUES(hire_date), salary = VALUES(salary), "
+        "updated_at = VALUES(updated_at), created_at = VALUES(created_at)";
     my_exec(m, sql);
     if (mysql_commit(m) != 0) die(std::string("mysql: commit: ") + mysql_error(m));
   }
@@ -305,16 +316,18 @@ void run_sqlite(const Options& o) {
   lite_exec(db, "PRAGMA journal_mode = WAL");
   lite_exec(db, "PRAGMA synchronous = NORMAL");
   lite_exec(db, "DROP TABLE IF EXISTS employees");
-  lite_exec(db,
-            "CREATE TABLE employees (id INT NOT NULL, name VARCHAR(255), email VARCHAR(255), "
-            "full_time BOOLEAN NOT NULL DEFAULT TRUE, position VARCHAR(100), hire_date DATE NOT NULL, "
-            "salary REAL CHECK (salary >= 0), updated_at TIMESTAMPTZ, created_at TIMESTAMPTZ, PRIMARY KEY (id))");
+  lite_exec(
+      db,
+      "CREATE TABLE employees (id INT NOT NULL, name VARCHAR(255), email VARCHAR(255), "
+      "full_time BOOLEAN NOT NULL DEFAULT TRUE, position VARCHAR(100), hire_date DATE NOT NULL, "
+      "salary REAL CHECK (salary >= 0), updated_at TIMESTAMPTZ, created_at TIMESTAMPTZ, PRIMARY KEY (id))");
   sqlite3_stmt* st = nullptr;
-  const std::string sql = std::string("INSERT INTO employees (") + kColumns +
-                          ") VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
-                          "email = excluded.email, full_time = excluded.full_time, position = excluded.position, "
-                          "hire_date = excluded.hire_date, salary = excluded.salary, "
-                          "updated_at = excluded.updated_at, created_at = excluded.created_at";
+  const std::string sql =
+      std::string("INSERT INTO employees (") + kColumns +
+      ") VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+      "email = excluded.email, full_time = excluded.full_time, position = excluded.position, "
+      "hire_date = excluded.hire_date, salary = excluded.salary, "
+      "updated_at = excluded.updated_at, created_at = excluded.created_at";
   if (sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) != SQLITE_OK)
     die(std::string("sqlite: prepare: ") + sqlite3_errmsg(db));
   std::string name, email, date, upd, cre;
@@ -369,8 +382,9 @@ int main(int argc, char** argv) {
     else if (a == "--seed") o.seed = std::stoull(next());
     else if (a == "--method") o.method = next();
     else if (a == "-h" || a == "--help") {
-      std::puts("usage: sluice_raw_upsert --target postgres|mysql|sqlite (--url URL | --path FILE) "
-                "[--rows N] [--batch 10000] [--seed 1] [--method insert|copy]");
+      std::puts(
+          "usage: sluice_raw_upsert --target postgres|mysql|sqlite (--url URL | --path FILE) "
+          "[--rows N] [--batch 10000] [--seed 1] [--method insert|copy]");
       return 0;
     } else {
       die("unknown argument " + std::string(a));
@@ -391,7 +405,9 @@ int main(int argc, char** argv) {
     die("--target must be postgres, mysql or sqlite");
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("{\"target\": \"%s\", \"method\": \"%s\", \"rows\": %lld, \"batch\": %lld, \"seconds\": %.3f, \"rows_per_s\": %.0f}\n",
-              o.target.c_str(), o.method.c_str(), (long long)o.rows, (long long)o.batch, s, s > 0 ? double(o.rows) / s : 0.0);
+  std::printf(
+      "{\"target\": \"%s\", \"method\": \"%s\", \"rows\": %lld, \"batch\": %lld, \"seconds\": %.3f, \"rows_per_s\": %.0f}\n",
+      o.target.c_str(), o.method.c_str(), (long long)o.rows, (long long)o.batch, s,
+      s > 0 ? double(o.rows) / s : 0.0);
   return 0;
 }

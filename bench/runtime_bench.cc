@@ -12,7 +12,9 @@ namespace {
 
 class NullCheckpoints final : public CheckpointStore {
  public:
-  Result<std::optional<std::string>> load(std::string_view) override { return std::optional<std::string>(); }
+  Result<std::optional<std::string>> load(std::string_view) override {
+    return std::optional<std::string>();
+  }
   Status save(std::string_view, std::string_view) override { return ok_status(); }
   Status erase(std::string_view) override { return ok_status(); }
 };

@@ -21,7 +21,8 @@ struct KafkaPipelineFile {
   std::string yaml() const {
     PipelineFile f;
     PipelineYaml& p = f.pipeline(id);
-    ConnectorYaml& src = p.source("postgres").set("url", pg_url).set("tables", Yaml::strings(tables));
+    ConnectorYaml& src =
+        p.source("postgres").set("url", pg_url).set("tables", Yaml::strings(tables));
     for (const auto& [k, v] : source_settings) src.set(k, Yaml::raw(v));
     ConnectorYaml& dst = p.destination("kafka").set("brokers", kafka_brokers());
     for (const auto& [k, v] : destination_settings) dst.set(k, Yaml::raw(v));
@@ -36,7 +37,7 @@ struct KafkaSourcePipelineFile {
   std::string id;
   std::vector<std::string> topics;
   std::string pg_url;
-  std::map<std::string, std::string> source_settings;       // besides brokers and topics; YAML scalars
+  std::map<std::string, std::string> source_settings;  // besides brokers and topics; YAML scalars
   std::map<std::string, std::string> destination_settings;  // besides url
   size_t max_records = 1000;
   std::string brokers = kafka_brokers();
@@ -44,7 +45,8 @@ struct KafkaSourcePipelineFile {
   std::string yaml() const {
     PipelineFile f;
     PipelineYaml& p = f.pipeline(id);
-    ConnectorYaml& src = p.source("kafka").set("brokers", brokers).set("topics", Yaml::strings(topics));
+    ConnectorYaml& src =
+        p.source("kafka").set("brokers", brokers).set("topics", Yaml::strings(topics));
     for (const auto& [k, v] : source_settings) src.set(k, Yaml::raw(v));
     ConnectorYaml& dst = p.destination("postgres").set("url", pg_url);
     for (const auto& [k, v] : destination_settings) dst.set(k, Yaml::raw(v));

@@ -1,6 +1,6 @@
 // A monotonic bump allocator. A Batch owns one; every string, field array and nested value of the
-// batch's records lives in it, so building a record does no per-field heap allocation and clearing a
-// batch for reuse frees nothing (the first chunk is kept).
+// batch's records lives in it, so building a record does no per-field heap allocation and clearing
+// a batch for reuse frees nothing (the first chunk is kept).
 //
 //   chunk 0 (kept on reset)      chunk 1 ...         oversized allocation (own chunk)
 //   [used........|free  ]        [used...|free ]     [............]
@@ -25,7 +25,8 @@ class Arena {
 
   void* allocate(size_t size, size_t align = alignof(std::max_align_t)) {
     uintptr_t p = (reinterpret_cast<uintptr_t>(cur_) + (align - 1)) & ~(uintptr_t(align) - 1);
-    if (cur_ == nullptr || p + size > reinterpret_cast<uintptr_t>(end_)) return allocate_slow(size, align);
+    if (cur_ == nullptr || p + size > reinterpret_cast<uintptr_t>(end_))
+      return allocate_slow(size, align);
     cur_ = reinterpret_cast<char*>(p + size);
     return reinterpret_cast<void*>(p);
   }

@@ -1,4 +1,5 @@
-// Where acknowledged source positions are kept between runs. The default is an embedded SQLite file.
+// Where acknowledged source positions are kept between runs. The default is an embedded SQLite
+// file.
 #pragma once
 
 #include <memory>

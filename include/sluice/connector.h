@@ -21,7 +21,8 @@ namespace sluice {
 // The standard probe of a source: the runtime registers these figures in the metrics registry
 // (sluice_source_lag_seconds, sluice_snapshot_rows{kind=done|total}, labelled pipeline and
 // connector), so a source only stores them. Written by the connector's thread, read by others;
-// -1 means unknown. Further figures: register a probe of your own through ConnectorContext::metrics.
+// -1 means unknown. Further figures: register a probe of your own through
+// ConnectorContext::metrics.
 struct ConnectorStats {
   std::atomic<int64_t> lag_ms{-1};               // age of the newest record read (CDC sources)
   std::atomic<int64_t> snapshot_rows_done{-1};   // snapshot progress
@@ -37,7 +38,9 @@ struct ConnectorContext {
   MetricsRegistry* metrics = nullptr;
 
   // The labels every series of this connector carries: pipeline and connector.
-  MetricLabels metric_labels() const { return {{"pipeline", pipeline_id}, {"connector", connector}}; }
+  MetricLabels metric_labels() const {
+    return {{"pipeline", pipeline_id}, {"connector", connector}};
+  }
 };
 
 struct ReadRequest {
@@ -60,7 +63,8 @@ class Source {
  public:
   virtual ~Source() = default;
   // `checkpoint` is the last acknowledged position of this pipeline, if any.
-  virtual Status open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) = 0;
+  virtual Status open(const ConnectorContext& ctx,
+                      const std::optional<std::string>& checkpoint) = 0;
   // Appends records to `batch` respecting `req`, sets batch.set_position() to the position covered.
   virtual Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) = 0;
   // Called in order, from the acker thread, with the position of every batch once it is durable

@@ -9,7 +9,8 @@
 //
 //   struct MyProbe { std::atomic<uint64_t> resets{0}; } probe_;
 //   registration_ = ctx.metrics->add({MetricDef::counter(
-//       "sluice_mysql_reconnects_total", "Reconnects to the server.", ctx.metric_labels(), probe_.resets)});
+//       "sluice_mysql_reconnects_total", "Reconnects to the server.", ctx.metric_labels(),
+//       probe_.resets)});
 //
 // The registry must outlive every Registration taken from it (the engine owns the registry and
 // destroys its pipelines, and with them their connectors, first).
@@ -33,7 +34,7 @@ namespace sluice {
 class LatencyHistogram {
  public:
   static constexpr std::array<double, 12> kBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                     0.05, 0.1, 0.25, 0.5, 1.0, 5.0};
+                                                     0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
   void observe(double seconds) noexcept {
     size_t i = 0;
     while (i < kBounds.size() && seconds > kBounds[i]) ++i;
@@ -43,7 +44,9 @@ class LatencyHistogram {
   }
   uint64_t bucket(size_t i) const noexcept { return buckets_[i].load(std::memory_order_relaxed); }
   uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
-  double sum_seconds() const noexcept { return double(sum_us_.load(std::memory_order_relaxed)) / 1e6; }
+  double sum_seconds() const noexcept {
+    return double(sum_us_.load(std::memory_order_relaxed)) / 1e6;
+  }
 
  private:
   std::array<std::atomic<uint64_t>, kBounds.size() + 1> buckets_{};
@@ -68,16 +71,22 @@ struct MetricDef {
 
   static MetricDef counter(std::string name, std::string help, MetricLabels labels,
                            const std::atomic<uint64_t>& value) {
-    return {std::move(name), MetricType::counter, std::move(help), std::move(labels),
-            [&value] { return MetricValue(value.load(std::memory_order_relaxed)); }, nullptr};
+    return {std::move(name),
+            MetricType::counter,
+            std::move(help),
+            std::move(labels),
+            [&value] { return MetricValue(value.load(std::memory_order_relaxed)); },
+            nullptr};
   }
   static MetricDef gauge(std::string name, std::string help, MetricLabels labels,
                          std::function<MetricValue()> read) {
-    return {std::move(name), MetricType::gauge, std::move(help), std::move(labels), std::move(read), nullptr};
+    return {std::move(name),   MetricType::gauge, std::move(help),
+            std::move(labels), std::move(read),   nullptr};
   }
   static MetricDef latency(std::string name, std::string help, MetricLabels labels,
                            const LatencyHistogram& h) {
-    return {std::move(name), MetricType::histogram, std::move(help), std::move(labels), nullptr, &h};
+    return {
+        std::move(name), MetricType::histogram, std::move(help), std::move(labels), nullptr, &h};
   }
 };
 
@@ -92,7 +101,8 @@ class MetricsRegistry {
    public:
     Registration() = default;
     Registration(MetricsRegistry* r, uint64_t id) : registry_(r), id_(id) {}
-    Registration(Registration&& o) noexcept : registry_(std::exchange(o.registry_, nullptr)), id_(o.id_) {}
+    Registration(Registration&& o) noexcept
+        : registry_(std::exchange(o.registry_, nullptr)), id_(o.id_) {}
     Registration& operator=(Registration&& o) noexcept {
       if (this != &o) {
         reset();
@@ -136,7 +146,8 @@ class MetricsRegistry {
 
   // Calls `fn(family_first_def, metrics_of_family)` for each family, under the registry's lock
   // (fn must not register or unregister).
-  void visit(const std::function<void(const MetricDef&, const std::vector<const MetricDef*>&)>& fn) const {
+  void visit(
+      const std::function<void(const MetricDef&, const std::vector<const MetricDef*>&)>& fn) const {
     std::lock_guard lock(mu_);
     std::vector<const MetricDef*> members;
     for (const std::string& family : families_) {

@@ -1,6 +1,6 @@
 // Expected failures are values: Result<T> carries either a T or an Error with a code, a one-line
-// message (already naming the fix where there is one) and a retriable flag. Exceptions are used only
-// at start-up (config loading); the runtime never throws across a connector boundary.
+// message (already naming the fix where there is one) and a retriable flag. Exceptions are used
+// only at start-up (config loading); the runtime never throws across a connector boundary.
 #pragma once
 
 #include <cassert>
@@ -52,21 +52,36 @@ class [[nodiscard]] Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const noexcept { return v_.index() == 0; }
   explicit operator bool() const noexcept { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(v_));
+  }
   T& operator*() & { return value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const& { assert(!ok()); return std::get<1>(v_); }
-  Error&& error() && { assert(!ok()); return std::get<1>(std::move(v_)); }
+  const Error& error() const& {
+    assert(!ok());
+    return std::get<1>(v_);
+  }
+  Error&& error() && {
+    assert(!ok());
+    return std::get<1>(std::move(v_));
+  }
 
  private:
   std::variant<T, Error> v_;
@@ -76,12 +91,19 @@ template <>
 class [[nodiscard]] Result<void> {
  public:
   Result() = default;
-  Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+  Result(Error error)
+      : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const noexcept { return ok_; }
   explicit operator bool() const noexcept { return ok_; }
-  const Error& error() const& { assert(!ok_); return error_; }
-  Error&& error() && { assert(!ok_); return std::move(error_); }
+  const Error& error() const& {
+    assert(!ok_);
+    return error_;
+  }
+  Error&& error() && {
+    assert(!ok_);
+    return std::move(error_);
+  }
 
  private:
   Error error_{Errc::internal, ""};
@@ -95,19 +117,18 @@ inline Status ok_status() { return Status(); }
 }  // namespace sluice
 
 // Error propagation, the one way: SLUICE_TRY(expr) returns expr's error from the enclosing function
-// (which returns a Status or any Result<T>); SLUICE_TRY_ASSIGN(lhs, expr) does the same and otherwise
-// moves the value into `lhs` (a declaration such as `auto conn` or an existing variable).
+// (which returns a Status or any Result<T>); SLUICE_TRY_ASSIGN(lhs, expr) does the same and
+// otherwise moves the value into `lhs` (a declaration such as `auto conn` or an existing variable).
 #define SLUICE_TRY_CONCAT_INNER(a, b) a##b
 #define SLUICE_TRY_CONCAT(a, b) SLUICE_TRY_CONCAT_INNER(a, b)
-#define SLUICE_TRY(expr)                                  \
-  do {                                                    \
-    auto&& sluice_try_result_ = (expr);                   \
-    if (!sluice_try_result_.ok())                         \
-      return std::move(sluice_try_result_).error();       \
+#define SLUICE_TRY(expr)                                                        \
+  do {                                                                          \
+    auto&& sluice_try_result_ = (expr);                                         \
+    if (!sluice_try_result_.ok()) return std::move(sluice_try_result_).error(); \
   } while (0)
 #define SLUICE_TRY_ASSIGN(lhs, expr) \
   SLUICE_TRY_ASSIGN_IMPL(SLUICE_TRY_CONCAT(sluice_try_result_, __LINE__), lhs, expr)
-#define SLUICE_TRY_ASSIGN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                           \
+#define SLUICE_TRY_ASSIGN_IMPL(tmp, lhs, expr)  \
+  auto tmp = (expr);                            \
   if (!tmp.ok()) return std::move(tmp).error(); \
   lhs = std::move(tmp).value()

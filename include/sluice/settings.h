@@ -2,12 +2,12 @@
 // table drives validation of the pipeline file, `sluice connectors NAME` and docs/connectors.md.
 //
 // A migrated connector declares its table with `setting<&Options::field>(name, doc)` entries inside
-// `settings_table<Options>(...)`: each entry names the setting, its type (deduced from the field, checked
-// at compile time), default, range, secret flag and doc, and binds it to a field of the connector's
-// options struct. `bind_settings(table, settings, context)` fills that struct from validated settings
-// (defaults applied here, once); the connector's one `finalize(options)` does the cross-setting checks.
-// See docs/development/settings.md. Model: librdkafka's property table (`_RK(field)`) and
-// rd_kafka_conf_finalize.
+// `settings_table<Options>(...)`: each entry names the setting, its type (deduced from the field,
+// checked at compile time), default, range, secret flag and doc, and binds it to a field of the
+// connector's options struct. `bind_settings(table, settings, context)` fills that struct from
+// validated settings (defaults applied here, once); the connector's one `finalize(options)` does
+// the cross-setting checks. See docs/development/settings.md. Model: librdkafka's property table
+// (`_RK(field)`) and rd_kafka_conf_finalize.
 #pragma once
 
 #include <array>
@@ -28,8 +28,8 @@ namespace sluice {
 
 enum class SettingType {
   string,
-  integer,      // int64
-  number,       // double
+  integer,  // int64
+  number,   // double
   boolean,
   duration,     // "250ms", "5s", "2m", "1h" or a bare number of milliseconds
   size,         // "64MiB", "512KiB", "1GB" or a bare number of bytes
@@ -41,9 +41,10 @@ enum class SettingType {
 
 std::string_view setting_type_name(SettingType t) noexcept;
 
-using SettingValue = std::variant<std::string, int64_t, double, bool, std::chrono::milliseconds,
-                                  uint64_t /*size*/, std::vector<std::string>,
-                                  std::map<std::string, double>, std::map<std::string, std::string>>;
+using SettingValue =
+    std::variant<std::string, int64_t, double, bool, std::chrono::milliseconds, uint64_t /*size*/,
+                 std::vector<std::string>, std::map<std::string, double>,
+                 std::map<std::string, std::string>>;
 
 struct SettingSpec;
 // Extra check of one parsed value (e.g. "host:port"): the problem, without location, or nothing.
@@ -52,20 +53,21 @@ using SettingCheck = std::optional<std::string> (*)(const SettingValue& value);
 using SettingAssign = void (*)(void* options, const SettingSpec& spec, const SettingValue& value);
 
 struct SettingSpec {
-  std::string_view name;           // may end in ".*": a prefix accepting any key (pass-through)
+  std::string_view name;  // may end in ".*": a prefix accepting any key (pass-through)
   SettingType type;
   std::string_view default_value;  // text form, parsed like a YAML scalar; empty = no default
   bool required;
   std::string_view doc;
-  std::string_view choices = {};   // enumeration: "a,b,c"
-  bool secret = false;             // never echoed in logs or errors
+  std::string_view choices = {};  // enumeration: "a,b,c"
+  bool secret = false;            // never echoed in logs or errors
   // Inclusive bounds of integer, number, duration (milliseconds) and size (bytes) settings.
   std::optional<double> min = {};
   std::optional<double> max = {};
   SettingCheck check = nullptr;
-  // Binding (set by setting<&O::field>; null for tables of unmigrated connectors and doc-only rows).
+  // Binding (set by setting<&O::field>; null for tables of unmigrated connectors and doc-only
+  // rows).
   SettingAssign assign = nullptr;
-  const void* owner = nullptr;     // identifies the options struct the field belongs to
+  const void* owner = nullptr;  // identifies the options struct the field belongs to
 
   // Declaration modifiers: setting<&O::f>("name", "doc").with_default("5ms").at_least(1) ...
   constexpr SettingSpec with_default(std::string_view text) const {
@@ -106,13 +108,12 @@ struct SettingSpec {
   }
 };
 
-
-
-// Validated settings of one connector instance. Values exist for every spec'd setting that was given
-// or has a default. Accessors assume validation happened (type mismatch -> default-constructed).
-// Not for connector code: the get_* look-ups below silently return a default-constructed value on a
-// typo. Every connector binds an options struct (bind_settings); the look-ups remain for tests that
-// assert what the loader parsed. has() and with_prefix() serve bind_settings and the loader.
+// Validated settings of one connector instance. Values exist for every spec'd setting that was
+// given or has a default. Accessors assume validation happened (type mismatch ->
+// default-constructed). Not for connector code: the get_* look-ups below silently return a
+// default-constructed value on a typo. Every connector binds an options struct (bind_settings); the
+// look-ups remain for tests that assert what the loader parsed. has() and with_prefix() serve
+// bind_settings and the loader.
 class Settings {
  public:
   Settings() = default;
@@ -134,7 +135,9 @@ class Settings {
   // Pass-through keys under a "prefix.*" spec, with the prefix stripped, values as text.
   std::map<std::string, std::string> with_prefix(std::string_view prefix) const;
 
-  const std::map<std::string, SettingValue, std::less<>>& values() const noexcept { return values_; }
+  const std::map<std::string, SettingValue, std::less<>>& values() const noexcept {
+    return values_;
+  }
 
  private:
   std::span<const SettingSpec> spec_;
@@ -206,8 +209,10 @@ consteval SettingType deduced_type() {
   else if constexpr (is_int<T>) return SettingType::integer;
   else if constexpr (std::is_floating_point_v<T>) return SettingType::number;
   else if constexpr (std::is_same_v<T, std::vector<std::string>>) return SettingType::string_list;
-  else if constexpr (std::is_same_v<T, std::map<std::string, double>>) return SettingType::number_map;
-  else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return SettingType::string_map;
+  else if constexpr (std::is_same_v<T, std::map<std::string, double>>)
+    return SettingType::number_map;
+  else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>)
+    return SettingType::string_map;
   else if constexpr (std::is_enum_v<T>) return SettingType::enumeration;
   else static_assert(!sizeof(T), "no setting type holds this field type");
 }
@@ -260,24 +265,37 @@ void assign(void* options, const SettingSpec& spec, const SettingValue& v) {
 // The type is deduced from the field (std::string, bool, int64_t/any integer, uint64_t = size,
 // double, milliseconds, vector<string>, map<string, double|string>, an enum with .one_of(...)), or
 // given explicitly when the field could hold several (an integer field declared as a size). A field
-// wrapped in std::optional stays empty when the setting is neither given nor defaulted. A "prefix.*"
-// setting binds a map<string, string> field and receives the pass-through keys, prefix stripped.
+// wrapped in std::optional stays empty when the setting is neither given nor defaulted. A
+// "prefix.*" setting binds a map<string, string> field and receives the pass-through keys, prefix
+// stripped.
 namespace settings_detail {
-// The body of setting<M>(); constexpr so that both consteval overloads can call it (clang 14 refuses
-// a consteval call from a consteval function that passes its own parameters on).
+// The body of setting<M>(); constexpr so that both consteval overloads can call it (clang 14
+// refuses a consteval call from a consteval function that passes its own parameters on).
 template <auto M>
 constexpr SettingSpec make_setting(std::string_view name, std::string_view doc) {
-  using F = typename settings_detail::Unwrap<typename settings_detail::Member<decltype(M)>::field>::type;
+  using F =
+      typename settings_detail::Unwrap<typename settings_detail::Member<decltype(M)>::field>::type;
   using C = typename settings_detail::Member<decltype(M)>::owner;
   SettingType type = SettingType::string;  // a pass-through prefix: each key's value is a string
   if (name.ends_with(".*")) {
-    if (!std::is_same_v<F, std::map<std::string, std::string>>) throw "a prefix.* setting binds a string map";
+    if (!std::is_same_v<F, std::map<std::string, std::string>>)
+      throw "a prefix.* setting binds a string map";
   } else {
     type = settings_detail::deduced_type<F>();
   }
   using Field = typename settings_detail::Member<decltype(M)>::field;
-  return SettingSpec{name, type, {}, false, doc, {}, false, {}, {}, nullptr,
-                     &settings_detail::assign<C, Field, M>, &settings_detail::kOwnerTag<C>};
+  return SettingSpec{name,
+                     type,
+                     {},
+                     false,
+                     doc,
+                     {},
+                     false,
+                     {},
+                     {},
+                     nullptr,
+                     &settings_detail::assign<C, Field, M>,
+                     &settings_detail::kOwnerTag<C>};
 }
 }  // namespace settings_detail
 
@@ -287,7 +305,8 @@ consteval SettingSpec setting(std::string_view name, std::string_view doc) {
 }
 template <auto M>
 consteval SettingSpec setting(std::string_view name, std::string_view doc, SettingType type) {
-  using F = typename settings_detail::Unwrap<typename settings_detail::Member<decltype(M)>::field>::type;
+  using F =
+      typename settings_detail::Unwrap<typename settings_detail::Member<decltype(M)>::field>::type;
   if (!settings_detail::holds<F>(type)) throw "the field's type cannot hold this setting type";
   SettingSpec s = settings_detail::make_setting<M>(name, doc);
   s.type = type;
@@ -302,30 +321,33 @@ struct SettingsTable {
   constexpr std::span<const SettingSpec> span() const noexcept { return specs; }
 };
 
-// Every entry must be bound to a field of Options, with a type the field holds; an enumeration bound
-// to an enum needs its choices. Checked while compiling (a failed check is a constant-evaluation error).
+// Every entry must be bound to a field of Options, with a type the field holds; an enumeration
+// bound to an enum needs its choices. Checked while compiling (a failed check is a
+// constant-evaluation error).
 template <typename Options, typename... S>
 consteval SettingsTable<Options, sizeof...(S)> settings_table(S... entries) {
   SettingsTable<Options, sizeof...(S)> t{{entries...}};
   for (const SettingSpec& s : t.specs) {
-    if (s.owner != &settings_detail::kOwnerTag<Options>) throw "setting bound to a field of another struct";
-    if (s.type == SettingType::enumeration && s.choices.empty()) throw "enumeration without choices";
+    if (s.owner != &settings_detail::kOwnerTag<Options>)
+      throw "setting bound to a field of another struct";
+    if (s.type == SettingType::enumeration && s.choices.empty())
+      throw "enumeration without choices";
   }
   return t;
 }
 
-// Fills `out` from validated settings: every declared setting, given or defaulted (the default text is
-// parsed here, the one place defaults are applied), "prefix.*" keys as a map. Re-checks what the
+// Fills `out` from validated settings: every declared setting, given or defaulted (the default text
+// is parsed here, the one place defaults are applied), "prefix.*" keys as a map. Re-checks what the
 // loader checks (unknown keys, required, types, enumerations, ranges), for Settings built by hand.
-// Errors read "<context>: <setting>: <problem>" (or "setting '<name>': <problem>" without a context),
-// Errc::config, and never contain a secret value.
-Status bind_settings(std::span<const SettingSpec> table, const void* owner, const Settings& settings,
-                     void* out, std::string_view context);
+// Errors read "<context>: <setting>: <problem>" (or "setting '<name>': <problem>" without a
+// context), Errc::config, and never contain a secret value.
+Status bind_settings(std::span<const SettingSpec> table, const void* owner,
+                     const Settings& settings, void* out, std::string_view context);
 
 // Binds into an existing struct, leaving its unbound fields as they are.
 template <typename Options, size_t N>
-Status bind_settings_into(const SettingsTable<Options, N>& table, const Settings& settings, Options* out,
-                          std::string_view context = {}) {
+Status bind_settings_into(const SettingsTable<Options, N>& table, const Settings& settings,
+                          Options* out, std::string_view context = {}) {
   return bind_settings(table.span(), &settings_detail::kOwnerTag<Options>, settings, out, context);
 }
 

@@ -4,11 +4,11 @@
 // writers and the prefix parsers — instead of carrying their own copies.
 //
 //   Value kind     representation                          canonical text
-//   date           int32 days since 1970-01-01              2024-02-29        (year ∉ 0..9999: ±YYYYY)
-//   time           int64 µs since midnight                  13:45:00.123456   (fraction only when ≠ 0)
-//   timetz         µs since midnight + offset seconds       13:45:00+02:00
-//   timestamp      int64 µs since 1970-01-01T00:00:00       2024-02-29T13:45:00.5
-//   timestamptz    int64 µs since the epoch, UTC            2024-02-29T13:45:00.5Z
+//   date           int32 days since 1970-01-01              2024-02-29        (year ∉ 0..9999:
+//   ±YYYYY) time           int64 µs since midnight                  13:45:00.123456   (fraction
+//   only when ≠ 0) timetz         µs since midnight + offset seconds       13:45:00+02:00 timestamp
+//   int64 µs since 1970-01-01T00:00:00       2024-02-29T13:45:00.5 timestamptz    int64 µs since
+//   the epoch, UTC            2024-02-29T13:45:00.5Z
 //
 // The writers never allocate: each writes into a caller's buffer of at least the stated size and
 // returns the end of what it wrote. The std::string forms (format_*, append_*) use them.
@@ -44,15 +44,17 @@ inline constexpr int64_t kPostgresEpochMicros = 946684800 * kMicrosPerSecond;
 inline constexpr int32_t kPostgresEpochDays = 10957;
 
 // Buffer sizes that every writer below fits in.
-inline constexpr size_t kMaxDateChars = 16;       // sign + 9-digit year + "-MM-DD"
-inline constexpr size_t kMaxTimeChars = 40;       // hours of an arbitrary int64 + ".ffffff"
-inline constexpr size_t kMaxOffsetChars = 16;     // +HH:MM:SS (hours of an int32)
+inline constexpr size_t kMaxDateChars = 16;    // sign + 9-digit year + "-MM-DD"
+inline constexpr size_t kMaxTimeChars = 40;    // hours of an arbitrary int64 + ".ffffff"
+inline constexpr size_t kMaxOffsetChars = 16;  // +HH:MM:SS (hours of an int32)
 inline constexpr size_t kMaxTimestampChars = kMaxDateChars + 1 + kMaxTimeChars + 1;
 
 constexpr int64_t floor_div(int64_t a, int64_t b) noexcept {
   return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
 }
-constexpr bool is_leap_year(int64_t y) noexcept { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
+constexpr bool is_leap_year(int64_t y) noexcept {
+  return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+}
 constexpr unsigned days_in_month(int64_t y, unsigned m) noexcept {
   constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   return m == 2 && is_leap_year(y) ? 29 : kDays[(m - 1) % 12];
@@ -80,7 +82,8 @@ constexpr DayAndTime split_timestamp(int64_t micros) noexcept {
 
 // days + µs into the day − offset seconds, as µs since the epoch; false when that overflows an
 // int64 (a value outside the range a timestamp can hold).
-constexpr bool combine_checked(int32_t days, int64_t time_micros, int64_t offset_seconds, int64_t* out) noexcept {
+constexpr bool combine_checked(int32_t days, int64_t time_micros, int64_t offset_seconds,
+                               int64_t* out) noexcept {
   int64_t v;
   if (__builtin_mul_overflow(int64_t(days), kMicrosPerDay, &v)) return false;
   if (__builtin_add_overflow(v, time_micros, &v)) return false;
@@ -94,10 +97,10 @@ constexpr bool combine_checked(int32_t days, int64_t time_micros, int64_t offset
 // Allocation-free writers of the canonical forms; each returns the end of what it wrote.
 // The common cases (years 0..9999, times within 100 hours) are inline: destinations render a
 // timestamp per row. Each returns the end of what it wrote.
-inline char* write_date(char* out, int32_t days) noexcept;             // kMaxDateChars
-inline char* write_time(char* out, int64_t micros) noexcept;           // kMaxTimeChars
-char* write_offset(char* out, int32_t offset_seconds) noexcept;        // kMaxOffsetChars
-inline char* write_timestamp(char* out, int64_t micros) noexcept;      // kMaxTimestampChars
+inline char* write_date(char* out, int32_t days) noexcept;         // kMaxDateChars
+inline char* write_time(char* out, int64_t micros) noexcept;       // kMaxTimeChars
+char* write_offset(char* out, int32_t offset_seconds) noexcept;    // kMaxOffsetChars
+inline char* write_timestamp(char* out, int64_t micros) noexcept;  // kMaxTimestampChars
 // Two- and four-digit zero-padded fields, for connectors' dialect forms.
 inline char* write_2digits(char* p, unsigned v) noexcept {
   p[0] = char('0' + v / 10 % 10);

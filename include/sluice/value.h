@@ -53,28 +53,78 @@ class Value {
   constexpr Value() noexcept : kind_(ValueKind::absent), aux_(0), u_{} {}
 
   static constexpr Value null() noexcept { return Value(ValueKind::null, 0); }
-  static constexpr Value boolean(bool v) noexcept { Value x(ValueKind::boolean, 0); x.u_.i = v ? 1 : 0; return x; }
-  static constexpr Value int64(int64_t v) noexcept { Value x(ValueKind::int64, 0); x.u_.i = v; return x; }
-  static constexpr Value uint64(uint64_t v) noexcept { Value x(ValueKind::uint64, 0); x.u_.u = v; return x; }
-  static constexpr Value float64(double v) noexcept { Value x(ValueKind::float64, 0); x.u_.d = v; return x; }
+  static constexpr Value boolean(bool v) noexcept {
+    Value x(ValueKind::boolean, 0);
+    x.u_.i = v ? 1 : 0;
+    return x;
+  }
+  static constexpr Value int64(int64_t v) noexcept {
+    Value x(ValueKind::int64, 0);
+    x.u_.i = v;
+    return x;
+  }
+  static constexpr Value uint64(uint64_t v) noexcept {
+    Value x(ValueKind::uint64, 0);
+    x.u_.u = v;
+    return x;
+  }
+  static constexpr Value float64(double v) noexcept {
+    Value x(ValueKind::float64, 0);
+    x.u_.d = v;
+    return x;
+  }
   // Text-carrying kinds: the view must outlive the value (arena or static storage).
   static Value string(std::string_view s) noexcept { return text(ValueKind::string, s); }
   static Value decimal(std::string_view s) noexcept { return text(ValueKind::decimal, s); }
   static Value json(std::string_view s) noexcept { return text(ValueKind::json, s); }
   static Value bytes(std::string_view s) noexcept { return text(ValueKind::bytes, s); }
-  static constexpr Value date(int32_t days) noexcept { Value x(ValueKind::date, 0); x.u_.i = days; return x; }
-  static constexpr Value time(int64_t micros) noexcept { Value x(ValueKind::time, 0); x.u_.i = micros; return x; }
-  static constexpr Value timetz(int64_t micros, int32_t offset_seconds) noexcept {
-    Value x(ValueKind::timetz, static_cast<uint32_t>(offset_seconds)); x.u_.i = micros; return x;
+  static constexpr Value date(int32_t days) noexcept {
+    Value x(ValueKind::date, 0);
+    x.u_.i = days;
+    return x;
   }
-  static constexpr Value timestamp(int64_t micros) noexcept { Value x(ValueKind::timestamp, 0); x.u_.i = micros; return x; }
-  static constexpr Value timestamptz(int64_t micros) noexcept { Value x(ValueKind::timestamptz, 0); x.u_.i = micros; return x; }
+  static constexpr Value time(int64_t micros) noexcept {
+    Value x(ValueKind::time, 0);
+    x.u_.i = micros;
+    return x;
+  }
+  static constexpr Value timetz(int64_t micros, int32_t offset_seconds) noexcept {
+    Value x(ValueKind::timetz, static_cast<uint32_t>(offset_seconds));
+    x.u_.i = micros;
+    return x;
+  }
+  static constexpr Value timestamp(int64_t micros) noexcept {
+    Value x(ValueKind::timestamp, 0);
+    x.u_.i = micros;
+    return x;
+  }
+  static constexpr Value timestamptz(int64_t micros) noexcept {
+    Value x(ValueKind::timestamptz, 0);
+    x.u_.i = micros;
+    return x;
+  }
   // `iv` must outlive the value (allocate it in the arena).
-  static Value interval(const Interval* iv) noexcept { Value x(ValueKind::interval, 0); x.u_.iv = iv; return x; }
+  static Value interval(const Interval* iv) noexcept {
+    Value x(ValueKind::interval, 0);
+    x.u_.iv = iv;
+    return x;
+  }
   // 16 bytes that must outlive the value.
-  static Value uuid(const uint8_t* bytes16) noexcept { Value x(ValueKind::uuid, 16); x.u_.p = reinterpret_cast<const char*>(bytes16); return x; }
-  static Value array(const Value* items, uint32_t n) noexcept { Value x(ValueKind::array, n); x.u_.arr = items; return x; }
-  static Value object(const Field* fields, uint32_t n) noexcept { Value x(ValueKind::object, n); x.u_.obj = fields; return x; }
+  static Value uuid(const uint8_t* bytes16) noexcept {
+    Value x(ValueKind::uuid, 16);
+    x.u_.p = reinterpret_cast<const char*>(bytes16);
+    return x;
+  }
+  static Value array(const Value* items, uint32_t n) noexcept {
+    Value x(ValueKind::array, n);
+    x.u_.arr = items;
+    return x;
+  }
+  static Value object(const Field* fields, uint32_t n) noexcept {
+    Value x(ValueKind::object, n);
+    x.u_.obj = fields;
+    return x;
+  }
 
   ValueKind kind() const noexcept { return kind_; }
   bool is_absent() const noexcept { return kind_ == ValueKind::absent; }
@@ -105,7 +155,9 @@ class Value {
  private:
   constexpr Value(ValueKind k, uint32_t aux) noexcept : kind_(k), aux_(aux), u_{} {}
   static Value text(ValueKind k, std::string_view s) noexcept {
-    Value x(k, static_cast<uint32_t>(s.size())); x.u_.p = s.data(); return x;
+    Value x(k, static_cast<uint32_t>(s.size()));
+    x.u_.p = s.data();
+    return x;
   }
 
   ValueKind kind_;
@@ -126,7 +178,9 @@ static_assert(sizeof(Value) == 16, "Value must stay 16 bytes");
 struct Field {
   std::string_view name;
   Value value;
-  friend bool operator==(const Field& a, const Field& b) noexcept { return a.name == b.name && a.value == b.value; }
+  friend bool operator==(const Field& a, const Field& b) noexcept {
+    return a.name == b.name && a.value == b.value;
+  }
 };
 
 inline std::span<const Field> Value::fields() const noexcept { return {u_.obj, aux_}; }
@@ -135,9 +189,9 @@ inline std::span<const Field> Value::fields() const noexcept { return {u_.obj, a
 std::string to_debug_string(const Value& v);
 
 // Canonical text forms shared by codecs and SQL destinations (dates and times: sluice/temporal.h).
-std::string format_interval(const Interval& iv);      // ISO 8601 duration P1Y2M3DT4H5M6.5S
-std::string format_uuid(const uint8_t* bytes16);      // 8-4-4-4-12 lowercase hex
-bool parse_interval(std::string_view s, Interval* iv);        // the ISO form above
+std::string format_interval(const Interval& iv);        // ISO 8601 duration P1Y2M3DT4H5M6.5S
+std::string format_uuid(const uint8_t* bytes16);        // 8-4-4-4-12 lowercase hex
+bool parse_interval(std::string_view s, Interval* iv);  // the ISO form above
 bool parse_uuid(std::string_view s, uint8_t* out16);
 
 }  // namespace sluice

@@ -11,7 +11,8 @@ namespace {
 // %j: the message as a JSON string body (quotes, backslashes and control characters escaped).
 class JsonMessageFlag final : public spdlog::custom_flag_formatter {
  public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
     static const char* hex = "0123456789abcdef";
     for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
       auto u = static_cast<unsigned char>(c);
@@ -26,7 +27,9 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
       }
     }
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonMessageFlag>(); }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonMessageFlag>();
+  }
 };
 
 }  // namespace
@@ -35,7 +38,8 @@ bool setup_logging(const std::string& level, const std::string& format) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") return false;
   if (format != "text" && format != "json") return false;
-  auto logger = std::make_shared<spdlog::logger>("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == "json") {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     f->add_flag<JsonMessageFlag>('j');

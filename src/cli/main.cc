@@ -1,6 +1,6 @@
 // The sluice binary.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "cli/logging.h"
@@ -10,33 +10,41 @@
 #endif
 
 int main(int argc, char** argv) {
-  CLI::App app{"sluice — change data capture and data integration.\n"
-               "Streams rows and changes out of databases into Kafka, databases and files."};
+  CLI::App app{
+      "sluice — change data capture and data integration.\n"
+      "Streams rows and changes out of databases into Kafka, databases and files."};
   app.set_version_flag("--version", std::string("sluice ") + SLUICE_VERSION);
   app.require_subcommand(1);
-  app.fallthrough();  // global options may follow the subcommand: `sluice run f.yaml --log-level debug`
+  app.fallthrough();  // global options may follow the subcommand: `sluice run f.yaml --log-level
+                      // debug`
   std::string log_level = "info", log_format = "text";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
+      ->capture_default_str();
   app.add_option("--log-format", log_format, "text or json")->capture_default_str();
 
-  auto* run = app.add_subcommand("run", "Run the pipelines of FILE (no FILE: the embedded quickstart)");
+  auto* run =
+      app.add_subcommand("run", "Run the pipelines of FILE (no FILE: the embedded quickstart)");
   std::optional<std::string> run_file;
   double idle_exit = 0;
   run->add_option("FILE", run_file, "pipeline file (YAML)");
-  run->add_option("--idle-exit", idle_exit,
-                  "exit 0 once every source has been idle this many seconds and everything read is acknowledged");
+  run->add_option(
+      "--idle-exit", idle_exit,
+      "exit 0 once every source has been idle this many seconds and everything read is acknowledged");
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline file without running it");
   std::string validate_file;
   validate->add_option("FILE", validate_file, "pipeline file (YAML)")->required();
 
-  auto* connectors = app.add_subcommand("connectors", "List connectors and processors, or show one's settings");
+  auto* connectors =
+      app.add_subcommand("connectors", "List connectors and processors, or show one's settings");
   std::optional<std::string> connector_name;
   bool markdown = false;
   connectors->add_option("NAME", connector_name, "connector or processor name");
-  connectors->add_flag("--markdown", markdown, "print the reference as Markdown (docs/connectors.md)");
+  connectors->add_flag("--markdown", markdown,
+                       "print the reference as Markdown (docs/connectors.md)");
 
-  auto* cleanup = app.add_subcommand("cleanup", "Drop what the file's pipelines created on servers, and their checkpoints");
+  auto* cleanup = app.add_subcommand(
+      "cleanup", "Drop what the file's pipelines created on servers, and their checkpoints");
   std::string cleanup_file;
   cleanup->add_option("FILE", cleanup_file, "pipeline file (YAML)")->required();
 
@@ -46,7 +54,9 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (!sluice::setup_logging(log_level, log_format)) {
-    fmt::print(stderr, "sluice: --log-level must be trace|debug|info|warn|error|off and --log-format text|json\n");
+    fmt::print(
+        stderr,
+        "sluice: --log-level must be trace|debug|info|warn|error|off and --log-format text|json\n");
     return 2;
   }
   if (*run) return sluice::run_command(run_file, idle_exit);

@@ -7,11 +7,13 @@ namespace sluice {
 Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config) {
   auto source = config.source.spec->make_source(config.source.settings);
   if (!source.ok())
-    return std::move(source).error().with_context(fmt::format("pipeline {}: {} source: ", config.id, config.source.connector));
+    return std::move(source).error().with_context(
+        fmt::format("pipeline {}: {} source: ", config.id, config.source.connector));
   return source;
 }
 
-Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, CheckpointStore* checkpoints) {
+Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
+                                                 CheckpointStore* checkpoints) {
   auto source = build_source(config);
   if (!source.ok()) return std::move(source).error();
   std::vector<std::unique_ptr<Processor>> processors;
@@ -25,8 +27,10 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, C
   }
   auto destination = config.destination.spec->make_destination(config.destination.settings);
   if (!destination.ok())
-    return std::move(destination).error().with_context(
-        fmt::format("pipeline {}: {} destination: ", config.id, config.destination.connector));
+    return std::move(destination)
+        .error()
+        .with_context(
+            fmt::format("pipeline {}: {} destination: ", config.id, config.destination.connector));
 
   std::unique_ptr<Destination> dlq;
   if (config.on_error == OnError::dlq && config.dlq) {
@@ -48,10 +52,12 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, C
   }
   options.max_bytes = config.batch.max_bytes;
   options.linger = config.batch.linger;
-  options.on_error = config.on_error == OnError::dlq ? PipelineOptions::OnError::dlq : PipelineOptions::OnError::stop;
+  options.on_error = config.on_error == OnError::dlq ? PipelineOptions::OnError::dlq
+                                                     : PipelineOptions::OnError::stop;
   if (config.dlq) options.dlq_connector = config.dlq->connector;
-  return std::make_unique<Pipeline>(std::move(options), std::move(source.value()), std::move(processors),
-                                    std::move(destination.value()), checkpoints, std::move(dlq));
+  return std::make_unique<Pipeline>(std::move(options), std::move(source.value()),
+                                    std::move(processors), std::move(destination.value()),
+                                    checkpoints, std::move(dlq));
 }
 
 }  // namespace sluice

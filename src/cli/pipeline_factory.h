@@ -9,7 +9,8 @@
 
 namespace sluice {
 
-Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config, CheckpointStore* checkpoints);
+Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
+                                                 CheckpointStore* checkpoints);
 Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config);
 
 }  // namespace sluice

@@ -67,8 +67,9 @@ class SignalWatcher {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
       if (state->count.fetch_add(1) == 0) {
-        spdlog::info("received {}: draining in-flight batches and checkpointing (send again to abort)",
-                     sig == SIGINT ? "SIGINT" : "SIGTERM");
+        spdlog::info(
+            "received {}: draining in-flight batches and checkpointing (send again to abort)",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
         std::lock_guard lock(state->mu);
         if (state->engine) state->engine->stop_all();
       } else {
@@ -133,8 +134,8 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
       fmt::print(stderr, "sluice: {}\n", st.error().message());
       return 2;
     }
-    spdlog::info("metrics on http://{}:{}/metrics", config.http_listen.substr(0, config.http_listen.rfind(':')),
-                 http->port());
+    spdlog::info("metrics on http://{}:{}/metrics",
+                 config.http_listen.substr(0, config.http_listen.rfind(':')), http->port());
   }
 
   const auto started = Clock::now();
@@ -148,7 +149,8 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     const auto now = Clock::now();
     if (!tty || now - last_progress < std::chrono::seconds(1)) return;
     last_progress = now;
-    fmt::print(stderr, "\r\033[K{}", progress.render(std::chrono::duration<double>(now - started).count()));
+    fmt::print(stderr, "\r\033[K{}",
+               progress.render(std::chrono::duration<double>(now - started).count()));
     progress_shown = true;
   });
   if (http) http->stop();
@@ -161,12 +163,14 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     if (!ok) exit_code = 1;
     const uint64_t written = p.records_written;
     const uint64_t dead = p.records_dead_lettered;
-    fmt::print(stderr, "sluice: pipeline {} {}: {} read, {} written, {} filtered{} in {:.2f} s ({} rec/s); checkpoint {}\n",
-               p.id, ok ? "stopped" : "FAILED", thousands(p.records_read), thousands(written),
-               thousands(p.records_filtered), dead ? fmt::format(", {} to the dead-letter queue", thousands(dead)) : "",
-               elapsed,
-               thousands(uint64_t(elapsed > 0 ? double(written) / elapsed : 0)),
-               printable_position(p.checkpoint));
+    fmt::print(
+        stderr,
+        "sluice: pipeline {} {}: {} read, {} written, {} filtered{} in {:.2f} s ({} rec/s); checkpoint {}\n",
+        p.id, ok ? "stopped" : "FAILED", thousands(p.records_read), thousands(written),
+        thousands(p.records_filtered),
+        dead ? fmt::format(", {} to the dead-letter queue", thousands(dead)) : "", elapsed,
+        thousands(uint64_t(elapsed > 0 ? double(written) / elapsed : 0)),
+        printable_position(p.checkpoint));
   }
   return exit_code;
 }
@@ -182,22 +186,25 @@ int validate_command(const std::string& file) {
       }
       if (pc.dlq) {
         if (auto d = pc.dlq->spec->make_destination(pc.dlq->settings); !d.ok()) {
-          fmt::print(stderr, "sluice: {}: pipeline {}: dlq ({}): {}\n", file, pc.id, pc.dlq->connector, d.error().message());
+          fmt::print(stderr, "sluice: {}: pipeline {}: dlq ({}): {}\n", file, pc.id,
+                     pc.dlq->connector, d.error().message());
           return 2;
         }
       }
       for (const ProcessorConfig& proc : pc.processors)
         if (auto p = proc.spec->make(proc.settings); !p.ok()) {
-          fmt::print(stderr, "sluice: {}: pipeline {}: {}: {}\n", file, pc.id, proc.type, p.error().message());
+          fmt::print(stderr, "sluice: {}: pipeline {}: {}: {}\n", file, pc.id, proc.type,
+                     p.error().message());
           return 2;
         }
       if (auto d = pc.destination.spec->make_destination(pc.destination.settings); !d.ok()) {
-        fmt::print(stderr, "sluice: {}: pipeline {}: {} destination: {}\n", file, pc.id, pc.destination.connector,
-                   d.error().message());
+        fmt::print(stderr, "sluice: {}: pipeline {}: {} destination: {}\n", file, pc.id,
+                   pc.destination.connector, d.error().message());
         return 2;
       }
     }
-    fmt::print("{}: ok ({} pipeline{})\n", file, config.pipelines.size(), config.pipelines.size() == 1 ? "" : "s");
+    fmt::print("{}: ok ({} pipeline{})\n", file, config.pipelines.size(),
+               config.pipelines.size() == 1 ? "" : "s");
     return 0;
   } catch (const ConfigError& e) {
     fmt::print(stderr, "sluice: {}\n", e.what());
@@ -251,7 +258,8 @@ int cleanup_command(const std::string& file) {
     }
     ConnectorContext ctx{pc.id, pc.source.connector, nullptr};
     if (Status st = source.value()->cleanup(ctx); !st.ok()) {
-      fmt::print(stderr, "sluice: pipeline {}: {} source: {}\n", pc.id, pc.source.connector, st.error().message());
+      fmt::print(stderr, "sluice: pipeline {}: {} source: {}\n", pc.id, pc.source.connector,
+                 st.error().message());
       rc = 1;
       continue;
     }

@@ -1,5 +1,6 @@
-// The pipeline file: YAML -> Config, validated against the registry's settings tables. Every problem
-// becomes one ConfigError line "file:line:col: key.path: problem" pointing at the offending node.
+// The pipeline file: YAML -> Config, validated against the registry's settings tables. Every
+// problem becomes one ConfigError line "file:line:col: key.path: problem" pointing at the offending
+// node.
 #include "config/config.h"
 
 #include <yaml-cpp/depthguard.h>
@@ -74,7 +75,6 @@ std::string join(std::string_view path, std::string_view key) {
   return path.empty() ? std::string(key) : std::string(path) + "." + std::string(key);
 }
 
-
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Scalar: return quote_user_text(n.Scalar());
@@ -100,17 +100,20 @@ std::string describe_type(const SettingSpec& spec) {
     return out;
   }
   std::string_view name = setting_type_name(spec.type);
-  bool vowel = !name.empty() && std::string_view("aeiou").find(name.front()) != std::string_view::npos;
+  bool vowel =
+      !name.empty() && std::string_view("aeiou").find(name.front()) != std::string_view::npos;
   return std::string(vowel ? "an " : "a ") + std::string(name);
 }
 
-bool is_map_type(SettingType t) { return t == SettingType::number_map || t == SettingType::string_map; }
+bool is_map_type(SettingType t) {
+  return t == SettingType::number_map || t == SettingType::string_map;
+}
 
 bool valid_id(std::string_view id) {
   if (id.empty()) return false;
   for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-              c == '.' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -147,11 +150,12 @@ std::optional<std::string> check_file_path(const SettingValue& v) {
 // The pipeline-level keys, declared once: they drive the loader below and the generated reference.
 // File-level keys are named by their section (`http.listen` is `http: {listen: ...}`).
 constexpr auto kFileSettings = settings_table<Config>(
-    setting<&Config::checkpoints_path>("checkpoints.path",
-                                       "The embedded SQLite file holding every pipeline's checkpoint.")
+    setting<&Config::checkpoints_path>(
+        "checkpoints.path", "The embedded SQLite file holding every pipeline's checkpoint.")
         .with_default(".sluice/checkpoints.db")
         .checked_by(check_file_path),
-    setting<&Config::http_listen>("http.listen", "host:port of the HTTP server (/metrics, /healthz).")
+    setting<&Config::http_listen>("http.listen",
+                                  "host:port of the HTTP server (/metrics, /healthz).")
         .with_default("127.0.0.1:8080")
         .checked_by(check_listen),
     setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"));
@@ -166,27 +170,31 @@ constexpr auto kPipelineSettings = settings_table<PipelineConfig>(
         .with_default("stop"));
 
 constexpr auto kBatchSettings = settings_table<BatchConfig>(
-    setting<&BatchConfig::max_records>("max_records",
-                                       "Most records in one batch (a destination may ask for fewer when this "
-                                       "is not given).",
-                                       SettingType::integer)
+    setting<&BatchConfig::max_records>(
+        "max_records",
+        "Most records in one batch (a destination may ask for fewer when this "
+        "is not given).",
+        SettingType::integer)
         .with_default("10000")
         .at_least(1),
     setting<&BatchConfig::max_bytes>("max_bytes", "Most bytes of record data in one batch.")
         .with_default("64MiB")
         .at_least(1),
-    setting<&BatchConfig::linger>("linger_ms",
-                                  "How long a batch that is not full may wait for more records; a bare "
-                                  "number is milliseconds.")
+    setting<&BatchConfig::linger>(
+        "linger_ms",
+        "How long a batch that is not full may wait for more records; a bare "
+        "number is milliseconds.")
         .with_default("50")
         .at_least(0));
 
 // The keys of a section's entries in a table ("http.listen" -> "listen" for section "http").
-std::vector<std::string_view> section_keys(std::span<const SettingSpec> table, std::string_view section) {
+std::vector<std::string_view> section_keys(std::span<const SettingSpec> table,
+                                           std::string_view section) {
   std::vector<std::string_view> keys;
   for (const auto& s : table) {
     if (section.empty()) keys.push_back(s.name);
-    else if (s.name.size() > section.size() + 1 && s.name.starts_with(section) && s.name[section.size()] == '.')
+    else if (s.name.size() > section.size() + 1 && s.name.starts_with(section) &&
+             s.name[section.size()] == '.')
       keys.push_back(s.name.substr(section.size() + 1));
   }
   return keys;
@@ -196,7 +204,8 @@ enum class Role { source, destination };
 
 class Loader {
  public:
-  Loader(std::string file, const Registry& registry) : file_(std::move(file)), registry_(registry) {}
+  Loader(std::string file, const Registry& registry)
+      : file_(std::move(file)), registry_(registry) {}
 
   Config load(std::string_view yaml) {
     std::vector<YAML::Node> docs;
@@ -221,7 +230,8 @@ class Loader {
   }
 
  private:
-  [[noreturn]] void fail(const YAML::Mark& mark, std::string_view path, std::string_view problem) const {
+  [[noreturn]] void fail(const YAML::Mark& mark, std::string_view path,
+                         std::string_view problem) const {
     int line = mark.line >= 0 ? mark.line + 1 : 1;
     int column = mark.column >= 0 ? mark.column + 1 : 1;
     std::string msg = file_ + ":" + std::to_string(line) + ":" + std::to_string(column) + ": ";
@@ -248,10 +258,12 @@ class Loader {
   // The entries of a map, checking keys are plain, unique and (when `allowed` is given) known.
   std::vector<Entry> entries(const Val& v, std::initializer_list<std::string_view> allowed = {},
                              bool null_is_empty = true) const {
-    return entries(v, std::span<const std::string_view>(allowed.begin(), allowed.size()), null_is_empty);
+    return entries(v, std::span<const std::string_view>(allowed.begin(), allowed.size()),
+                   null_is_empty);
   }
 
-  std::vector<Entry> entries(const Val& v, std::span<const std::string_view> allowed, bool null_is_empty) const {
+  std::vector<Entry> entries(const Val& v, std::span<const std::string_view> allowed,
+                             bool null_is_empty) const {
     std::vector<Entry> out;
     if (null_is_empty && empty(v)) return out;
     if (!v.node.IsMap()) fail(v.mark, v.path, "expected a map, got " + describe(v.node));
@@ -269,7 +281,8 @@ class Loader {
           known = known || a == key;
           list += (list.empty() ? "" : ", ") + std::string(a);
         }
-        if (!known) fail(k.Mark(), join(v.path, key), "unknown key '" + key + "' (known: " + list + ")");
+        if (!known)
+          fail(k.Mark(), join(v.path, key), "unknown key '" + key + "' (known: " + list + ")");
       }
       if (auto f = first_line.find(key); f != first_line.end())
         fail(k.Mark(), join(v.path, key),
@@ -290,10 +303,11 @@ class Loader {
     std::string out, missing;
     if (interpolate_env(raw, &out, &missing)) return out;
     if (missing.empty())
-      fail(v.mark, v.path, "malformed ${...} (use ${NAME} or ${NAME:-default}; write $$ for a literal $)");
+      fail(v.mark, v.path,
+           "malformed ${...} (use ${NAME} or ${NAME:-default}; write $$ for a literal $)");
     fail(v.mark, v.path,
-         "environment variable '" + missing + "' is not set (set it, or give a default: ${" + missing +
-             ":-default})");
+         "environment variable '" + missing + "' is not set (set it, or give a default: ${" +
+             missing + ":-default})");
   }
 
   // A scalar value, environment variables substituted.
@@ -316,7 +330,8 @@ class Loader {
            "the file is empty (expected a map with 'version' and 'pipelines')");
     for (size_t i = 1; i < docs.size(); ++i)
       if (!docs[i].IsNull())
-        fail(docs[i].Mark(), "", "expected one YAML document, found another (remove the '---' line)");
+        fail(docs[i].Mark(), "",
+             "expected one YAML document, found another (remove the '---' line)");
 
     Config config;
     config.file = file_;
@@ -327,14 +342,16 @@ class Loader {
       Val v = child(root, *e);
       int64_t version = std::get<int64_t>(typed_scalar(v, kInteger));
       if (version != 1)
-        fail(v.mark, v.path, "unsupported version " + std::to_string(version) + " (this sluice reads version 1)");
+        fail(v.mark, v.path,
+             "unsupported version " + std::to_string(version) + " (this sluice reads version 1)");
       config.version = 1;
     }
 
     const Entry* pipelines = find(top, "pipelines");
     if (!pipelines) fail(root.mark, "", "missing required key 'pipelines'");
     Val list = child(root, *pipelines);
-    if (!list.node.IsSequence()) fail(list.mark, list.path, "expected a list of pipelines, got " + describe(list.node));
+    if (!list.node.IsSequence())
+      fail(list.mark, list.path, "expected a list of pipelines, got " + describe(list.node));
     if (list.node.size() == 0) fail(list.mark, list.path, "expected at least one pipeline");
     std::map<std::string, int, std::less<>> ids;  // id -> line, for duplicates
     for (size_t i = 0; i < list.node.size(); ++i) {
@@ -344,14 +361,16 @@ class Loader {
 
     Settings file_level(kFileSettings);
     for (std::string_view section : {"checkpoints", "http"})
-      if (const Entry* e = find(top, section)) load_section(child(root, *e), kFileSettings, section, file_level);
+      if (const Entry* e = find(top, section))
+        load_section(child(root, *e), kFileSettings, section, file_level);
     bind(kFileSettings, file_level, root, &config);
     return config;
   }
 
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
     PipelineConfig out;
-    auto fields = entries(p, {"id", "source", "processors", "destination", "batch", "on_error", "dlq"}, false);
+    auto fields = entries(
+        p, {"id", "source", "processors", "destination", "batch", "on_error", "dlq"}, false);
 
     const Entry* id = find(fields, "id");
     if (!id) fail(p.mark, p.path, "missing required key 'id'");
@@ -359,10 +378,12 @@ class Loader {
     out.id = scalar(idv);
     if (!valid_id(out.id))
       fail(idv.mark, idv.path,
-           "invalid pipeline id " + quote_user_text(out.id) + " (use letters, digits, '_', '.' and '-')");
+           "invalid pipeline id " + quote_user_text(out.id) +
+               " (use letters, digits, '_', '.' and '-')");
     if (auto it = ids.find(out.id); it != ids.end())
       fail(idv.mark, idv.path,
-           "duplicate pipeline id '" + out.id + "' (first at line " + std::to_string(it->second) + ")");
+           "duplicate pipeline id '" + out.id + "' (first at line " + std::to_string(it->second) +
+               ")");
     ids.emplace(out.id, idv.mark.line + 1);
 
     const Entry* source = find(fields, "source");
@@ -374,7 +395,8 @@ class Loader {
       if (!empty(list)) {
         if (!list.node.IsSequence())
           fail(list.mark, list.path, "expected a list of processors, got " + describe(list.node));
-        for (size_t i = 0; i < list.node.size(); ++i) out.processors.push_back(load_processor(item(list, list.node[i], i)));
+        for (size_t i = 0; i < list.node.size(); ++i)
+          out.processors.push_back(load_processor(item(list, list.node[i], i)));
       }
     }
 
@@ -384,7 +406,8 @@ class Loader {
 
     // Always loaded: the defaults come from the batch table.
     const Entry* batch = find(fields, "batch");
-    out.batch = load_batch(batch ? child(p, *batch) : Val{YAML::Node(), p.mark, join(p.path, "batch")});
+    out.batch =
+        load_batch(batch ? child(p, *batch) : Val{YAML::Node(), p.mark, join(p.path, "batch")});
 
     Settings pipeline_level(kPipelineSettings);
     if (const Entry* e = find(fields, "on_error"))
@@ -392,11 +415,13 @@ class Loader {
     bind(kPipelineSettings, pipeline_level, p, &out);
 
     const Entry* dlq = find(fields, "dlq");
-    if (out.on_error == OnError::dlq && !dlq) fail(p.mark, p.path, "missing required key 'dlq' (on_error is dlq)");
+    if (out.on_error == OnError::dlq && !dlq)
+      fail(p.mark, p.path, "missing required key 'dlq' (on_error is dlq)");
     if (dlq) {
       Val v = child(p, *dlq);
       if (out.on_error != OnError::dlq)
-        fail(dlq->key_node.Mark(), v.path, "dlq is set but on_error is not dlq (add 'on_error: dlq')");
+        fail(dlq->key_node.Mark(), v.path,
+             "dlq is set but on_error is not dlq (add 'on_error: dlq')");
       out.dlq = load_connector(v, Role::destination);
     }
     return out;
@@ -422,9 +447,10 @@ class Loader {
     out.spec = registry_.connector(out.connector);
     if (!out.spec)
       fail(nv.mark, nv.path,
-           "unknown " + std::string(role_name) + " connector " + quote_user_text(out.connector) + " (known: " +
-               known_connectors(role) + ")");
-    bool fits = role == Role::source ? out.spec->make_source != nullptr : out.spec->make_destination != nullptr;
+           "unknown " + std::string(role_name) + " connector " + quote_user_text(out.connector) +
+               " (known: " + known_connectors(role) + ")");
+    bool fits = role == Role::source ? out.spec->make_source != nullptr
+                                     : out.spec->make_destination != nullptr;
     if (!fits)
       fail(nv.mark, nv.path,
            "connector '" + out.connector + "' cannot be a " + role_name + " (" + role_name +
@@ -444,10 +470,11 @@ class Loader {
     out.spec = registry_.processor(out.type);
     if (!out.spec) {
       std::string list;
-      for (const auto& p : registry_.processors()) list += (list.empty() ? "" : ", ") + std::string(p.name);
+      for (const auto& p : registry_.processors())
+        list += (list.empty() ? "" : ", ") + std::string(p.name);
       fail(tv.mark, tv.path,
-           "unknown processor " + quote_user_text(out.type) + " (known: " + (list.empty() ? "none in this build" : list) +
-               ")");
+           "unknown processor " + quote_user_text(out.type) +
+               " (known: " + (list.empty() ? "none in this build" : list) + ")");
     }
     out.settings = load_settings(out.spec->settings, settings_val(v, fields));
     return out;
@@ -469,7 +496,8 @@ class Loader {
   }
 
   // The keys of one map of pipeline-level settings (`section` names them in `table`, "" for all).
-  void load_section(const Val& v, std::span<const SettingSpec> table, std::string_view section, Settings& out) const {
+  void load_section(const Val& v, std::span<const SettingSpec> table, std::string_view section,
+                    Settings& out) const {
     std::vector<std::string_view> keys = section_keys(table, section);
     for (const Entry& e : entries(v, keys, true)) {
       std::string name = section.empty() ? e.key : std::string(section) + "." + e.key;
@@ -479,8 +507,10 @@ class Loader {
 
   // Fills the bound fields; values were validated while loading, so this fails only on a bad table.
   template <typename Options, size_t N>
-  void bind(const SettingsTable<Options, N>& table, const Settings& settings, const Val& at, Options* out) const {
-    if (Status st = bind_settings_into(table, settings, out); !st.ok()) fail(at.mark, at.path, st.error().message());
+  void bind(const SettingsTable<Options, N>& table, const Settings& settings, const Val& at,
+            Options* out) const {
+    if (Status st = bind_settings_into(table, settings, out); !st.ok())
+      fail(at.mark, at.path, st.error().message());
   }
 
   Settings load_settings(std::span<const SettingSpec> spec, const Val& v) const {
@@ -492,7 +522,8 @@ class Loader {
       if (!s.default_value.empty()) {
         SettingValue value;
         if (auto err = parse_setting_scalar(s, s.default_value, &value))
-          fail(v.mark, v.path, "built-in default of '" + std::string(s.name) + "' is invalid: " + *err);
+          fail(v.mark, v.path,
+               "built-in default of '" + std::string(s.name) + "' is invalid: " + *err);
         out.set(std::string(s.name), std::move(value));
       } else if (s.required) {
         fail(v.mark, v.path, "missing required setting '" + std::string(s.name) + "'");
@@ -506,7 +537,8 @@ class Loader {
     std::string lead = std::string(name) + ".";
     for (const auto& s : spec) {
       if (s.name.starts_with(lead)) return true;
-      if (s.name.ends_with(".*") && lead.starts_with(s.name.substr(0, s.name.size() - 1))) return true;
+      if (s.name.ends_with(".*") && lead.starts_with(s.name.substr(0, s.name.size() - 1)))
+        return true;
     }
     return false;
   }
@@ -519,10 +551,10 @@ class Loader {
     fail(mark, path, "unknown setting '" + name + "' (known: " + known + ")");
   }
 
-  // Walks a settings map; nested maps are dotted names (`snapshot: {mode: x}` is `snapshot.mode: x`)
-  // unless the spec declares that name as a map setting.
-  void collect(std::span<const SettingSpec> spec, const Val& map, const std::string& prefix, Settings& out,
-               std::map<std::string, int, std::less<>>& seen, int depth) const {
+  // Walks a settings map; nested maps are dotted names (`snapshot: {mode: x}` is `snapshot.mode:
+  // x`) unless the spec declares that name as a map setting.
+  void collect(std::span<const SettingSpec> spec, const Val& map, const std::string& prefix,
+               Settings& out, std::map<std::string, int, std::less<>>& seen, int depth) const {
     for (const Entry& e : entries(map, {}, false)) {
       std::string name = prefix.empty() ? e.key : prefix + "." + e.key;
       Val v = child(map, e);
@@ -534,11 +566,13 @@ class Loader {
         collect(spec, v, name, out, seen, depth + 1);
         continue;
       }
-      if (!s && empty(v) && has_children(spec, name)) continue;  // `snapshot:` with its keys commented out
+      if (!s && empty(v) && has_children(spec, name))
+        continue;  // `snapshot:` with its keys commented out
       if (!s) unknown_setting(spec, e.key_node.Mark(), v.path, name);
       if (auto it = seen.find(name); it != seen.end())
         fail(e.key_node.Mark(), v.path,
-             "setting '" + name + "' is given twice (first at line " + std::to_string(it->second) + ")");
+             "setting '" + name + "' is given twice (first at line " + std::to_string(it->second) +
+                 ")");
       seen.emplace(name, e.key_node.Mark().line + 1);
       out.set(name, setting_value(*s, v));
     }
@@ -554,7 +588,8 @@ class Loader {
     const YAML::Node& n = v.node;
     if (n.IsScalar()) {
       // A single string is a one-element list (never split on commas: values may contain them).
-      if (spec.type == SettingType::string_list) return checked(spec, v, std::vector<std::string>{scalar(v)});
+      if (spec.type == SettingType::string_list)
+        return checked(spec, v, std::vector<std::string>{scalar(v)});
       return typed_scalar(v, spec);
     }
     if (n.IsSequence() && spec.type == SettingType::string_list) {
@@ -568,13 +603,15 @@ class Loader {
       std::map<std::string, std::string> strings;
       for (const Entry& e : entries(v, {}, false)) {
         Val ev = child(v, e);
-        if (spec.type == SettingType::number_map) numbers[e.key] = std::get<double>(typed_scalar(ev, number));
+        if (spec.type == SettingType::number_map)
+          numbers[e.key] = std::get<double>(typed_scalar(ev, number));
         else strings[e.key] = scalar(ev);
       }
       if (spec.type == SettingType::number_map) return checked(spec, v, std::move(numbers));
       return checked(spec, v, std::move(strings));
     }
-    fail(v.mark, v.path, "expected " + describe_type(spec) + ", got " + (n.IsScalar() ? "a value" : describe(n)));
+    fail(v.mark, v.path,
+         "expected " + describe_type(spec) + ", got " + (n.IsScalar() ? "a value" : describe(n)));
   }
 
   std::string file_;
@@ -584,7 +621,8 @@ class Loader {
 bool valid_env_name(std::string_view name) {
   if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
   for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -646,7 +684,8 @@ bool interpolate_env(std::string_view in, std::string* out, std::string* missing
   return true;
 }
 
-Config load_config_string(std::string_view yaml, const std::string& name, const Registry& registry) {
+Config load_config_string(std::string_view yaml, const std::string& name,
+                          const Registry& registry) {
   return Loader(name, registry).load(yaml);
 }
 

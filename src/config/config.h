@@ -36,9 +36,9 @@ struct ProcessorConfig {
 // The pipeline-level keys are declared like connector settings (tables in config.cc, bound to the
 // fields below; the defaults are written there, once). A Config comes from the loader only.
 struct BatchConfig {
-  size_t max_records = 0;        // batch.max_records
-  bool max_records_set = false;  // given in the file (else the destination may prefer fewer)
-  uint64_t max_bytes = 0;        // batch.max_bytes
+  size_t max_records = 0;              // batch.max_records
+  bool max_records_set = false;        // given in the file (else the destination may prefer fewer)
+  uint64_t max_bytes = 0;              // batch.max_bytes
   std::chrono::milliseconds linger{};  // batch.linger_ms
 };
 
@@ -50,7 +50,7 @@ struct PipelineConfig {
   std::vector<ProcessorConfig> processors;
   ConnectorConfig destination;
   BatchConfig batch;
-  OnError on_error{};  // on_error
+  OnError on_error{};                  // on_error
   std::optional<ConnectorConfig> dlq;  // required when on_error is dlq
 };
 
@@ -82,7 +82,7 @@ bool interpolate_env(std::string_view in, std::string* out, std::string* missing
 std::string render_connector_markdown(const ConnectorSpec& spec);
 std::string render_processor_markdown(const ProcessorSpec& spec);
 std::string render_connector_text(const ConnectorSpec& spec);
-std::string render_pipeline_file_markdown();  // the "Pipeline file" section
+std::string render_pipeline_file_markdown();                      // the "Pipeline file" section
 std::string render_reference_markdown(const Registry& registry);  // the whole docs/connectors.md
 
 }  // namespace sluice

@@ -1,5 +1,6 @@
-// Pipeline file loading against a local registry of fake connectors: defaults, every error class with
-// its exact file:line:col and key path, ${ENV} interpolation, nested settings, and the docs renderers.
+// Pipeline file loading against a local registry of fake connectors: defaults, every error class
+// with its exact file:line:col and key path, ${ENV} interpolation, nested settings, and the docs
+// renderers.
 #include "config/config.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,8 @@ constexpr SettingSpec kGenSettings[] = {
     {"rate", SettingType::number, "0", false, "Records per second."},
     {"operations", SettingType::number_map, "", false, "Operation weights."},
     {"table", SettingType::string, "employees", false, "Table name."},
-    {"snapshot.mode", SettingType::enumeration, "initial", false, "Snapshot mode.", "initial,never,initial_only"},
+    {"snapshot.mode", SettingType::enumeration, "initial", false, "Snapshot mode.",
+     "initial,never,initial_only"},
     {"snapshot.chunk", SettingType::size, "1MiB", false, "Snapshot chunk."},
     {"tables", SettingType::string_list, "", false, "Tables | views."},
     {"poll", SettingType::duration, "200ms", false, "Poll interval."},
@@ -39,18 +41,24 @@ constexpr SettingSpec kExcludeSettings[] = {
     {"fields", SettingType::string_list, "", true, "Fields to drop."},
 };
 
-Result<std::unique_ptr<Source>> fake_source(const Settings&) { return Error(Errc::unsupported, "test only"); }
+Result<std::unique_ptr<Source>> fake_source(const Settings&) {
+  return Error(Errc::unsupported, "test only");
+}
 Result<std::unique_ptr<Destination>> fake_destination(const Settings&) {
   return Error(Errc::unsupported, "test only");
 }
-Result<std::unique_ptr<Processor>> fake_processor(const Settings&) { return Error(Errc::unsupported, "test only"); }
+Result<std::unique_ptr<Processor>> fake_processor(const Settings&) {
+  return Error(Errc::unsupported, "test only");
+}
 
 const Registry& registry() {
   static const Registry r = [] {
     Registry r;
     r.add(ConnectorSpec{"gen", "Generates records.", kGenSettings, {}, fake_source, nullptr});
-    r.add(ConnectorSpec{"sink", "Writes records to a file.", {}, kSinkSettings, nullptr, fake_destination});
-    r.add(ConnectorSpec{"both", "Reads and writes.", kSinkSettings, kSinkSettings, fake_source, fake_destination});
+    r.add(ConnectorSpec{
+        "sink", "Writes records to a file.", {}, kSinkSettings, nullptr, fake_destination});
+    r.add(ConnectorSpec{"both", "Reads and writes.", kSinkSettings, kSinkSettings, fake_source,
+                        fake_destination});
     r.add(ProcessorSpec{"field.exclude", "Drops fields.", kExcludeSettings, fake_processor});
     return r;
   }();
@@ -71,15 +79,15 @@ std::string error_of(std::string_view yaml) {
 
 // Lines 1-10; tests append to it or replace a line.
 constexpr std::string_view kBase =
-    "version: 1\n"                    // 1
-    "pipelines:\n"                    // 2
-    "  - id: p1\n"                    // 3
-    "    source:\n"                   // 4
-    "      connector: gen\n"          // 5
-    "      settings:\n"               // 6
-    "        count: 100\n"            // 7
-    "    destination:\n"              // 8
-    "      connector: sink\n"         // 9
+    "version: 1\n"                          // 1
+    "pipelines:\n"                          // 2
+    "  - id: p1\n"                          // 3
+    "    source:\n"                         // 4
+    "      connector: gen\n"                // 5
+    "      settings:\n"                     // 6
+    "        count: 100\n"                  // 7
+    "    destination:\n"                    // 8
+    "      connector: sink\n"               // 9
     "      settings: {path: out.jsonl}\n";  // 10
 
 std::string replace(std::string_view text, std::string_view from, std::string_view to) {
@@ -137,7 +145,8 @@ TEST(LoadConfig, FullFile) {
   ASSERT_EQ(p.processors.size(), 1u);
   EXPECT_EQ(p.processors[0].type, "field.exclude");
   EXPECT_EQ(p.processors[0].spec, registry().processor("field.exclude"));
-  EXPECT_EQ(p.processors[0].settings.get_list("fields"), (std::vector<std::string>{"after.salary", "after.ssn"}));
+  EXPECT_EQ(p.processors[0].settings.get_list("fields"),
+            (std::vector<std::string>{"after.salary", "after.ssn"}));
   EXPECT_EQ(p.batch.max_records, 500u);
   EXPECT_EQ(p.batch.max_bytes, 1u << 20);
   EXPECT_EQ(p.batch.linger, milliseconds(5));
@@ -158,24 +167,30 @@ TEST(LoadConfig, UnknownTopLevelKey) {
 }
 
 TEST(LoadConfig, UnknownKeysInNestedSections) {
-  EXPECT_EQ(error_of(std::string(kBase) + "    batchh: {}\n"),
-            "p.yaml:11:5: pipelines[0].batchh: unknown key 'batchh' (known: id, source, processors, destination, "
-            "batch, on_error, dlq)");
-  EXPECT_EQ(error_of(std::string(kBase) + "    batch: {max_record: 5}\n"),
-            "p.yaml:11:13: pipelines[0].batch.max_record: unknown key 'max_record' (known: max_records, max_bytes, "
-            "linger_ms)");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    batchh: {}\n"),
+      "p.yaml:11:5: pipelines[0].batchh: unknown key 'batchh' (known: id, source, processors, destination, "
+      "batch, on_error, dlq)");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    batch: {max_record: 5}\n"),
+      "p.yaml:11:13: pipelines[0].batch.max_record: unknown key 'max_record' (known: max_records, max_bytes, "
+      "linger_ms)");
   EXPECT_EQ(error_of(std::string(kBase) + "http: {listen: 127.0.0.1:1, port: 5}\n"),
             "p.yaml:11:29: http.port: unknown key 'port' (known: listen, enabled)");
-  EXPECT_EQ(error_of(replace(kBase, "      connector: gen\n", "      connector: gen\n      setings: {}\n")),
-            "p.yaml:6:7: pipelines[0].source.setings: unknown key 'setings' (known: connector, settings)");
+  EXPECT_EQ(
+      error_of(
+          replace(kBase, "      connector: gen\n", "      connector: gen\n      setings: {}\n")),
+      "p.yaml:6:7: pipelines[0].source.setings: unknown key 'setings' (known: connector, settings)");
 }
 
 TEST(LoadConfig, UnknownSetting) {
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "cont: 100")),
-            "p.yaml:7:9: pipelines[0].source.settings.cont: unknown setting 'cont' (known: count, rate, operations, "
-            "table, snapshot.mode, snapshot.chunk, tables, poll, pin, labels, props.*)");
-  EXPECT_EQ(error_of(replace(kBase, "{path: out.jsonl}", "{path: out.jsonl, fsyncc: true}")),
-            "p.yaml:10:35: pipelines[0].destination.settings.fsyncc: unknown setting 'fsyncc' (known: path, fsync)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "cont: 100")),
+      "p.yaml:7:9: pipelines[0].source.settings.cont: unknown setting 'cont' (known: count, rate, operations, "
+      "table, snapshot.mode, snapshot.chunk, tables, poll, pin, labels, props.*)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "{path: out.jsonl}", "{path: out.jsonl, fsyncc: true}")),
+      "p.yaml:10:35: pipelines[0].destination.settings.fsyncc: unknown setting 'fsyncc' (known: path, fsync)");
 }
 
 TEST(LoadConfig, WrongType) {
@@ -185,10 +200,12 @@ TEST(LoadConfig, WrongType) {
             "p.yaml:7:16: pipelines[0].source.settings.count: expected an integer, got a list");
   EXPECT_EQ(error_of(replace(kBase, "count: 100", "count:")),
             "p.yaml:7:9: pipelines[0].source.settings.count: expected an integer, got nothing");
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "poll: soon")),
-            "p.yaml:7:15: pipelines[0].source.settings.poll: expected a duration like 250ms, 5s, 2m or 1h, got 'soon'");
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "operations: {create: lots}")),
-            "p.yaml:7:30: pipelines[0].source.settings.operations.create: expected a number, got 'lots'");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "poll: soon")),
+      "p.yaml:7:15: pipelines[0].source.settings.poll: expected a duration like 250ms, 5s, 2m or 1h, got 'soon'");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "operations: {create: lots}")),
+      "p.yaml:7:30: pipelines[0].source.settings.operations.create: expected a number, got 'lots'");
   EXPECT_EQ(error_of(replace(kBase, "count: 100", "tables: [a, {b: c}]")),
             "p.yaml:7:21: pipelines[0].source.settings.tables[1]: expected a string, got a map");
   EXPECT_EQ(error_of(replace(kBase, "count: 100", "table: {a: 1}")),
@@ -217,27 +234,34 @@ TEST(LoadConfig, MissingRequiredKeys) {
 }
 
 TEST(LoadConfig, UnknownConnectorListsKnownOnes) {
-  EXPECT_EQ(error_of(replace(kBase, "connector: gen", "connector: postgres")),
-            "p.yaml:5:18: pipelines[0].source.connector: unknown source connector 'postgres' (known: gen, both)");
-  EXPECT_EQ(error_of(replace(kBase, "connector: sink", "connector: kafka")),
-            "p.yaml:9:18: pipelines[0].destination.connector: unknown destination connector 'kafka' (known: sink, "
-            "both)");
-  EXPECT_EQ(error_of(replace(kBase, "connector: gen", "connector: sink")),
-            "p.yaml:5:18: pipelines[0].source.connector: connector 'sink' cannot be a source (source connectors: gen, "
-            "both)");
-  EXPECT_EQ(error_of(std::string(kBase) + "    processors: [{type: field.drop}]\n"),
-            "p.yaml:11:25: pipelines[0].processors[0].type: unknown processor 'field.drop' (known: field.exclude)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "connector: gen", "connector: postgres")),
+      "p.yaml:5:18: pipelines[0].source.connector: unknown source connector 'postgres' (known: gen, both)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "connector: sink", "connector: kafka")),
+      "p.yaml:9:18: pipelines[0].destination.connector: unknown destination connector 'kafka' (known: sink, "
+      "both)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "connector: gen", "connector: sink")),
+      "p.yaml:5:18: pipelines[0].source.connector: connector 'sink' cannot be a source (source connectors: gen, "
+      "both)");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    processors: [{type: field.drop}]\n"),
+      "p.yaml:11:25: pipelines[0].processors[0].type: unknown processor 'field.drop' (known: field.exclude)");
 }
 
 TEST(LoadConfig, YamlSyntaxError) {
-  EXPECT_EQ(error_of("pipelines: [a, b\nversion: 1\n"), "p.yaml:2:8: invalid YAML: end of sequence flow not found");
-  EXPECT_EQ(error_of("version: 1\n  pipelines: 2\n"), "p.yaml:2:12: invalid YAML: illegal map value");
+  EXPECT_EQ(error_of("pipelines: [a, b\nversion: 1\n"),
+            "p.yaml:2:8: invalid YAML: end of sequence flow not found");
+  EXPECT_EQ(error_of("version: 1\n  pipelines: 2\n"),
+            "p.yaml:2:12: invalid YAML: illegal map value");
 }
 
 TEST(LoadConfig, BadEnumValue) {
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "snapshot.mode: always")),
-            "p.yaml:7:24: pipelines[0].source.settings.snapshot.mode: expected one of initial, never, initial_only, "
-            "got 'always'");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "snapshot.mode: always")),
+      "p.yaml:7:24: pipelines[0].source.settings.snapshot.mode: expected one of initial, never, initial_only, "
+      "got 'always'");
   EXPECT_EQ(error_of(std::string(kBase) + "    on_error: retry\n"),
             "p.yaml:11:15: pipelines[0].on_error: expected one of stop, dlq, got 'retry'");
 }
@@ -247,19 +271,23 @@ TEST(LoadConfig, PipelineIds) {
                     "  - id: p1\n"  // 11
                     "    source: {connector: gen}\n"
                     "    destination: {connector: sink, settings: {path: x}}\n";
-  EXPECT_EQ(error_of(two), "p.yaml:11:9: pipelines[1].id: duplicate pipeline id 'p1' (first at line 3)");
-  EXPECT_EQ(error_of(replace(kBase, "id: p1", "id: 'has space'")),
-            "p.yaml:3:9: pipelines[0].id: invalid pipeline id 'has space' (use letters, digits, '_', '.' and '-')");
+  EXPECT_EQ(error_of(two),
+            "p.yaml:11:9: pipelines[1].id: duplicate pipeline id 'p1' (first at line 3)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "id: p1", "id: 'has space'")),
+      "p.yaml:3:9: pipelines[0].id: invalid pipeline id 'has space' (use letters, digits, '_', '.' and '-')");
 }
 
 TEST(LoadConfig, OnErrorDlq) {
   EXPECT_EQ(error_of(std::string(kBase) + "    on_error: dlq\n"),
             "p.yaml:3:5: pipelines[0]: missing required key 'dlq' (on_error is dlq)");
-  EXPECT_EQ(error_of(std::string(kBase) + "    dlq: {connector: sink, settings: {path: d}}\n"),
-            "p.yaml:11:5: pipelines[0].dlq: dlq is set but on_error is not dlq (add 'on_error: dlq')");
-  EXPECT_EQ(error_of(std::string(kBase) + "    on_error: dlq\n    dlq: {connector: gen}\n"),
-            "p.yaml:12:22: pipelines[0].dlq.connector: connector 'gen' cannot be a destination (destination "
-            "connectors: sink, both)");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    dlq: {connector: sink, settings: {path: d}}\n"),
+      "p.yaml:11:5: pipelines[0].dlq: dlq is set but on_error is not dlq (add 'on_error: dlq')");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    on_error: dlq\n    dlq: {connector: gen}\n"),
+      "p.yaml:12:22: pipelines[0].dlq.connector: connector 'gen' cannot be a destination (destination "
+      "connectors: sink, both)");
 }
 
 TEST(LoadConfig, VersionBatchHttpValues) {
@@ -267,9 +295,10 @@ TEST(LoadConfig, VersionBatchHttpValues) {
             "p.yaml:1:10: version: unsupported version 2 (this sluice reads version 1)");
   EXPECT_EQ(error_of(std::string(kBase) + "    batch: {max_records: 0}\n"),
             "p.yaml:11:26: pipelines[0].batch.max_records: must be greater than 0, got 0");
-  EXPECT_EQ(error_of(std::string(kBase) + "    batch: {max_bytes: lots}\n"),
-            "p.yaml:11:24: pipelines[0].batch.max_bytes: expected a size like 512KiB, 64MiB, 1GiB, 10MB or a number "
-            "of bytes, got 'lots'");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    batch: {max_bytes: lots}\n"),
+      "p.yaml:11:24: pipelines[0].batch.max_bytes: expected a size like 512KiB, 64MiB, 1GiB, 10MB or a number "
+      "of bytes, got 'lots'");
   EXPECT_EQ(error_of(std::string(kBase) + "    batch: {linger_ms: -1}\n"),
             "p.yaml:11:24: pipelines[0].batch.linger_ms: must be 0 or more, got -1");
   EXPECT_EQ(error_of(std::string(kBase) + "http: {listen: 8080}\n"),
@@ -282,8 +311,9 @@ TEST(LoadConfig, VersionBatchHttpValues) {
 }
 
 TEST(LoadConfig, DuplicateKeys) {
-  EXPECT_EQ(error_of(replace(kBase, "count: 100\n", "count: 100\n        count: 200\n")),
-            "p.yaml:8:9: pipelines[0].source.settings.count: duplicate key 'count' (first at line 7)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100\n", "count: 100\n        count: 200\n")),
+      "p.yaml:8:9: pipelines[0].source.settings.count: duplicate key 'count' (first at line 7)");
 }
 
 class EnvTest : public ::testing::Test {
@@ -326,22 +356,26 @@ TEST_F(EnvTest, InterpolateEnv) {
 }
 
 TEST_F(EnvTest, AppliedBeforeTypeParsing) {
-  Config c = load(replace(kBase, "count: 100", "count: ${SLUICE_TEST_COUNT}\n        table: ${SLUICE_TEST_UNSET:-t1}"));
+  Config c = load(replace(kBase, "count: 100",
+                          "count: ${SLUICE_TEST_COUNT}\n        table: ${SLUICE_TEST_UNSET:-t1}"));
   EXPECT_EQ(c.pipelines[0].source.settings.get_int("count"), 42);
   EXPECT_EQ(c.pipelines[0].source.settings.get_string("table"), "t1");
   c = load(replace(kBase, "id: p1", "id: ${SLUICE_TEST_UNSET:-from-env}"));
   EXPECT_EQ(c.pipelines[0].id, "from-env");
   c = load(replace(kBase, "count: 100", "tables: [\"${SLUICE_TEST_COUNT}\", $$x]"));
-  EXPECT_EQ(c.pipelines[0].source.settings.get_list("tables"), (std::vector<std::string>{"42", "$x"}));
+  EXPECT_EQ(c.pipelines[0].source.settings.get_list("tables"),
+            (std::vector<std::string>{"42", "$x"}));
 }
 
 TEST_F(EnvTest, MissingVariableIsAnError) {
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "count: ${SLUICE_TEST_UNSET}")),
-            "p.yaml:7:16: pipelines[0].source.settings.count: environment variable 'SLUICE_TEST_UNSET' is not set "
-            "(set it, or give a default: ${SLUICE_TEST_UNSET:-default})");
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "table: ${oops")),
-            "p.yaml:7:16: pipelines[0].source.settings.table: malformed ${...} (use ${NAME} or ${NAME:-default}; "
-            "write $$ for a literal $)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "count: ${SLUICE_TEST_UNSET}")),
+      "p.yaml:7:16: pipelines[0].source.settings.count: environment variable 'SLUICE_TEST_UNSET' is not set "
+      "(set it, or give a default: ${SLUICE_TEST_UNSET:-default})");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "table: ${oops")),
+      "p.yaml:7:16: pipelines[0].source.settings.table: malformed ${...} (use ${NAME} or ${NAME:-default}; "
+      "write $$ for a literal $)");
 }
 
 TEST_F(EnvTest, SecretValuesStayOutOfErrors) {
@@ -364,22 +398,26 @@ TEST(LoadConfig, NestedSettingsFlatten) {
   const Settings& s = c.pipelines[0].source.settings;
   EXPECT_EQ(s.get_string("snapshot.mode"), "never");
   EXPECT_EQ(s.get_size("snapshot.chunk"), 2u << 20);
-  EXPECT_EQ(s.get_number_map("operations"), (std::map<std::string, double>{{"create", 0.8}, {"delete", 0.2}}));
+  EXPECT_EQ(s.get_number_map("operations"),
+            (std::map<std::string, double>{{"create", 0.8}, {"delete", 0.2}}));
   EXPECT_EQ(s.get_string_map("labels"), (std::map<std::string, std::string>{{"team", "data"}}));
-  EXPECT_EQ(s.with_prefix("props"),
-            (std::map<std::string, std::string>{{"acks", "all"}, {"batch.size", "100"}, {"linger", "5"}}));
+  EXPECT_EQ(s.with_prefix("props"), (std::map<std::string, std::string>{
+                                        {"acks", "all"}, {"batch.size", "100"}, {"linger", "5"}}));
 
   Config dotted = load(replace(kBase, "count: 100", "snapshot.mode: never"));
   EXPECT_EQ(dotted.pipelines[0].source.settings.get_string("snapshot.mode"), "never");
 }
 
 TEST(LoadConfig, NestedSettingsErrors) {
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "snapshot: {mode: never}\n        snapshot.mode: initial")),
-            "p.yaml:8:9: pipelines[0].source.settings.snapshot.mode: setting 'snapshot.mode' is given twice (first at "
-            "line 7)");
-  EXPECT_EQ(error_of(replace(kBase, "count: 100", "snapshot: {mood: never}")),
-            "p.yaml:7:20: pipelines[0].source.settings.snapshot.mood: unknown setting 'snapshot.mood' (known: count, "
-            "rate, operations, table, snapshot.mode, snapshot.chunk, tables, poll, pin, labels, props.*)");
+  EXPECT_EQ(
+      error_of(
+          replace(kBase, "count: 100", "snapshot: {mode: never}\n        snapshot.mode: initial")),
+      "p.yaml:8:9: pipelines[0].source.settings.snapshot.mode: setting 'snapshot.mode' is given twice (first at "
+      "line 7)");
+  EXPECT_EQ(
+      error_of(replace(kBase, "count: 100", "snapshot: {mood: never}")),
+      "p.yaml:7:20: pipelines[0].source.settings.snapshot.mood: unknown setting 'snapshot.mood' (known: count, "
+      "rate, operations, table, snapshot.mode, snapshot.chunk, tables, poll, pin, labels, props.*)");
   EXPECT_EQ(error_of(replace(kBase, "count: 100", "snap: {mode: never}")).substr(0, 72),
             "p.yaml:7:9: pipelines[0].source.settings.snap: unknown setting 'snap' (k");
 }
@@ -388,7 +426,8 @@ TEST(LoadConfig, StringListFromScalarOrSequence) {
   Config c = load(replace(kBase, "count: 100", "tables: \"a,b\""));
   EXPECT_EQ(c.pipelines[0].source.settings.get_list("tables"), std::vector<std::string>{"a,b"});
   c = load(replace(kBase, "count: 100", "tables: [x, y]"));
-  EXPECT_EQ(c.pipelines[0].source.settings.get_list("tables"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(c.pipelines[0].source.settings.get_list("tables"),
+            (std::vector<std::string>{"x", "y"}));
 }
 
 TEST(LoadConfig, NeverCrashesOnOddShapes) {
@@ -430,7 +469,8 @@ TEST(LoadConfig, NeverCrashesOnOddShapes) {
       "!!binary x\n",
       "&a [*a]\n",
       "*undefined\n",
-      "pipelines: [{id: a, source: {connector: gen, settings: {a: " + std::string(3000, '[') + "}}}]\n",
+      "pipelines: [{id: a, source: {connector: gen, settings: {a: " + std::string(3000, '[') +
+          "}}}]\n",
   };
   for (const std::string& yaml : odd) {
     std::string err = error_of(yaml);
@@ -444,12 +484,14 @@ TEST(LoadConfigFile, MissingFile) {
     load_config_file("/nonexistent/sluice/pipeline.yaml", registry());
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "/nonexistent/sluice/pipeline.yaml: cannot read: No such file or directory");
+    EXPECT_STREQ(e.what(),
+                 "/nonexistent/sluice/pipeline.yaml: cannot read: No such file or directory");
   }
 }
 
 TEST(LoadConfigFile, ReadsFileAndNamesItInErrors) {
-  auto dir = std::filesystem::temp_directory_path() / ("sluice_config_test_" + std::to_string(getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("sluice_config_test_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto good = (dir / "good.yaml").string();
   auto bad = (dir / "bad.yaml").string();
@@ -460,7 +502,8 @@ TEST(LoadConfigFile, ReadsFileAndNamesItInErrors) {
     load_config_file(bad, registry());
     ADD_FAILURE() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), bad + ":7:16: pipelines[0].source.settings.count: expected an integer, got 'ten'");
+    EXPECT_EQ(std::string(e.what()),
+              bad + ":7:16: pipelines[0].source.settings.count: expected an integer, got 'ten'");
   }
   try {
     load_config_file(dir.string(), registry());
@@ -474,15 +517,22 @@ TEST(LoadConfigFile, ReadsFileAndNamesItInErrors) {
 TEST(ConnectorDocs, MarkdownTable) {
   std::string md = render_connector_markdown(*registry().connector("gen"));
   EXPECT_EQ(md.rfind("## gen\n\nGenerates records.\n", 0), 0u) << md;
-  EXPECT_NE(md.find("### Source settings\n\n| name | type | default | required | description |\n|---|---|---|---|---|\n"),
+  EXPECT_NE(
+      md.find(
+          "### Source settings\n\n| name | type | default | required | description |\n|---|---|---|---|---|\n"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `count` | integer | `0` | no | Records to emit. |\n"), std::string::npos)
+      << md;
+  EXPECT_NE(
+      md.find("| `snapshot.mode` | one of `initial`, `never`, `initial_only` | `initial` | no |"),
+      std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `tables` | string list |  | no | Tables \\| views. |\n"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| `pin` | integer |  | no | A secret number. Secret: never logged. |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| `count` | integer | `0` | no | Records to emit. |\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `snapshot.mode` | one of `initial`, `never`, `initial_only` | `initial` | no |"),
-            std::string::npos)
-      << md;
-  EXPECT_NE(md.find("| `tables` | string list |  | no | Tables \\| views. |\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| `pin` | integer |  | no | A secret number. Secret: never logged. |"), std::string::npos) << md;
   EXPECT_EQ(md.find("Destination settings"), std::string::npos);
 
   std::string both = render_connector_markdown(*registry().connector("both"));
@@ -493,7 +543,8 @@ TEST(ConnectorDocs, MarkdownTable) {
 TEST(ConnectorDocs, ProcessorAndText) {
   std::string md = render_processor_markdown(*registry().processor("field.exclude"));
   EXPECT_NE(md.find("## field.exclude (processor)"), std::string::npos);
-  EXPECT_NE(md.find("| `fields` | string list |  | yes | Fields to drop. |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| `fields` | string list |  | yes | Fields to drop. |"), std::string::npos)
+      << md;
 
   std::string text = render_connector_text(*registry().connector("sink"));
   EXPECT_EQ(text,

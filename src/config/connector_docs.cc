@@ -1,5 +1,5 @@
-// Connector and processor reference, rendered from the settings tables so the docs cannot drift from
-// what validation accepts. Output depends only on the tables (deterministic, diff-friendly).
+// Connector and processor reference, rendered from the settings tables so the docs cannot drift
+// from what validation accepts. Output depends only on the tables (deterministic, diff-friendly).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -32,7 +32,8 @@ std::string choices_list(std::string_view choices, std::string_view sep, bool as
     auto c = choices.substr(start, end - start);
     while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
     while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
-    if (!c.empty()) out += (out.empty() ? "" : std::string(sep)) + (as_code ? code(c) : std::string(c));
+    if (!c.empty())
+      out += (out.empty() ? "" : std::string(sep)) + (as_code ? code(c) : std::string(c));
     start = end + 1;
   }
   return out;
@@ -54,8 +55,11 @@ std::string number_text(double d) {
 // A declared range, in the setting's unit ("Range: 1 or more.", "Range: 0 to 65535.").
 std::string range_text(const SettingSpec& s) {
   if (!s.min && !s.max) return "";
-  std::string unit = s.type == SettingType::duration ? " ms" : s.type == SettingType::size ? " B" : "";
-  if (s.min && s.max) return "Range: " + number_text(*s.min) + " to " + number_text(*s.max) + unit + ".";
+  std::string unit = s.type == SettingType::duration ? " ms"
+                     : s.type == SettingType::size   ? " B"
+                                                     : "";
+  if (s.min && s.max)
+    return "Range: " + number_text(*s.min) + " to " + number_text(*s.max) + unit + ".";
   if (s.min) return "Range: " + number_text(*s.min) + unit + " or more.";
   return "Range: at most " + number_text(*s.max) + unit + ".";
 }
@@ -72,8 +76,8 @@ std::string doc_text(const SettingSpec& s) {
 
 void table_row(std::string& out, std::string_view name, std::string_view type, std::string_view def,
                std::string_view required, std::string_view doc) {
-  out += "| " + code(name) + " | " + cell(type) + " | " + code(def) + " | " + std::string(required) + " | " +
-         cell(doc) + " |\n";
+  out += "| " + code(name) + " | " + cell(type) + " | " + code(def) + " | " +
+         std::string(required) + " | " + cell(doc) + " |\n";
 }
 
 void table_head(std::string& out) {
@@ -122,14 +126,16 @@ void text_table(std::string& out, std::span<const SettingSpec> settings) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"NAME", "TYPE", "DEFAULT", "REQUIRED", "DESCRIPTION"});
   for (const auto& s : settings)
-    rows.push_back({std::string(s.name), type_text(s, false), s.default_value.empty() ? "-" : std::string(s.default_value),
+    rows.push_back({std::string(s.name), type_text(s, false),
+                    s.default_value.empty() ? "-" : std::string(s.default_value),
                     s.required ? "yes" : "no", doc_text(s)});
   size_t width[4] = {};
   for (const auto& r : rows)
     for (size_t i = 0; i < 4; ++i) width[i] = std::max(width[i], r[i].size());
   for (const auto& r : rows) {
     std::string line = " ";
-    for (size_t i = 0; i < 4; ++i) line += " " + r[i] + std::string(width[i] - r[i].size() + 1, ' ');
+    for (size_t i = 0; i < 4; ++i)
+      line += " " + r[i] + std::string(width[i] - r[i].size() + 1, ' ');
     line += " " + r[4];
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
@@ -178,13 +184,16 @@ std::string render_connector_text(const ConnectorSpec& spec) {
 
 std::string render_pipeline_file_markdown() {
   std::string out = "## Pipeline file\n\n";
-  out += "The keys around the connectors' settings, declared and validated like them. `checkpoints` and "
-         "`http` are maps: `http: {listen: ...}` sets what the table calls `http.listen`. Every value may "
-         "use `${ENV}` or `${ENV:-default}`.\n\n";
+  out +=
+      "The keys around the connectors' settings, declared and validated like them. `checkpoints` and "
+      "`http` are maps: `http: {listen: ...}` sets what the table calls `http.listen`. Every value may "
+      "use `${ENV}` or `${ENV:-default}`.\n\n";
   out += "### File\n\n";
   table_head(out);
-  table_row(out, "version", "integer", "1", "no", "Format of the file; this sluice reads version 1.");
-  table_row(out, "pipelines", "list of pipelines", "", "yes", "The pipelines to run, at least one (below).");
+  table_row(out, "version", "integer", "1", "no",
+            "Format of the file; this sluice reads version 1.");
+  table_row(out, "pipelines", "list of pipelines", "", "yes",
+            "The pipelines to run, at least one (below).");
   for (const auto& s : file_settings()) setting_row(out, s, s.name);
   out += "\n### Pipeline\n\n";
   out += "One entry of `pipelines`.\n\n";
@@ -204,7 +213,8 @@ std::string render_pipeline_file_markdown() {
             "`{connector: NAME, settings: {...}}`: the destination of rejected records; only with "
             "`on_error: dlq`.");
   out += "\n### Batch\n\n";
-  out += "The `batch` map of a pipeline, e.g. `batch: {max_records: 10000, max_bytes: 64MiB, linger_ms: 50}`.\n\n";
+  out +=
+      "The `batch` map of a pipeline, e.g. `batch: {max_records: 10000, max_bytes: 64MiB, linger_ms: 50}`.\n\n";
   settings_table(out, batch_settings());
   return out;
 }
@@ -213,19 +223,24 @@ std::string render_reference_markdown(const Registry& registry) {
   // Sorted by name so registration order does not churn the file.
   std::vector<const ConnectorSpec*> connectors;
   for (const auto& c : registry.connectors()) connectors.push_back(&c);
-  std::sort(connectors.begin(), connectors.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::sort(connectors.begin(), connectors.end(),
+            [](auto* a, auto* b) { return a->name < b->name; });
   std::vector<const ProcessorSpec*> processors;
   for (const auto& p : registry.processors()) processors.push_back(&p);
-  std::sort(processors.begin(), processors.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::sort(processors.begin(), processors.end(),
+            [](auto* a, auto* b) { return a->name < b->name; });
 
   std::string out = "# Connector reference\n\n";
-  out += "Generated by `sluice connectors --markdown` from the connectors' and processors' settings "
-         "tables; do not edit by hand.\n\n";
-  out += "Settings go under `settings:` of a pipeline's `source`, `destination`, `dlq` or processor. "
-         "Nested maps are the same as dotted names (`snapshot: {mode: initial}` is "
-         "`snapshot.mode: initial`), and every value may use `${ENV}` or `${ENV:-default}`.\n\n";
-  out += "Durations: `250ms`, `5s`, `2m`, `1h` or a bare number of milliseconds. "
-         "Sizes: `512KiB`, `64MiB`, `1GiB`, `10MB` or a bare number of bytes.\n\n";
+  out +=
+      "Generated by `sluice connectors --markdown` from the connectors' and processors' settings "
+      "tables; do not edit by hand.\n\n";
+  out +=
+      "Settings go under `settings:` of a pipeline's `source`, `destination`, `dlq` or processor. "
+      "Nested maps are the same as dotted names (`snapshot: {mode: initial}` is "
+      "`snapshot.mode: initial`), and every value may use `${ENV}` or `${ENV:-default}`.\n\n";
+  out +=
+      "Durations: `250ms`, `5s`, `2m`, `1h` or a bare number of milliseconds. "
+      "Sizes: `512KiB`, `64MiB`, `1GiB`, `10MB` or a bare number of bytes.\n\n";
 
   if (!connectors.empty()) {
     out += "Connectors:";
@@ -246,7 +261,8 @@ std::string render_reference_markdown(const Registry& registry) {
   for (const auto* c : connectors) out += render_connector_markdown(*c);
   for (const auto* p : processors) out += render_processor_markdown(*p);
   // Exactly one trailing newline.
-  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n')
+    out.pop_back();
   return out;
 }
 

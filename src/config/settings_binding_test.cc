@@ -43,7 +43,9 @@ constexpr auto kTable = settings_table<Opts>(
     setting<&Opts::verbose>("verbose", "Talk more.").with_default("false"),
     setting<&Opts::timeout>("timeout", "How long.").with_default("5s").at_least(1),
     setting<&Opts::buffer>("buffer", "How much.").with_default("1MiB").at_least(1024),
-    setting<&Opts::workers>("workers", "Threads.", SettingType::integer).with_default("2").at_least(1),
+    setting<&Opts::workers>("workers", "Threads.", SettingType::integer)
+        .with_default("2")
+        .at_least(1),
     setting<&Opts::tables>("tables", "Which tables."),
     setting<&Opts::weights>("weights", "Operation mix."),
     setting<&Opts::label>("label", "A label."),
@@ -54,7 +56,8 @@ constexpr auto kTable = settings_table<Opts>(
 
 // The declaration carries everything the loader and the docs use.
 static_assert(kTable.specs.size() == 14);
-static_assert(kTable.specs[1].type == SettingType::integer && *kTable.specs[1].min == 0 && *kTable.specs[1].max == 100);
+static_assert(kTable.specs[1].type == SettingType::integer && *kTable.specs[1].min == 0 &&
+              *kTable.specs[1].max == 100);
 static_assert(kTable.specs[4].type == SettingType::duration);
 static_assert(kTable.specs[5].type == SettingType::size);
 static_assert(kTable.specs[6].type == SettingType::integer);
@@ -83,7 +86,8 @@ std::string text_error(const std::map<std::string, std::string>& text) {
 }
 
 TEST(SettingsBinding, FillsEveryFieldFromGivenValuesAndDeclaredDefaults) {
-  auto o = bind_text({{"url", "pg://h"}, {"tables", "[a, b]"}, {"props.linger.ms", "5"}, {"props.acks", "all"}});
+  auto o = bind_text(
+      {{"url", "pg://h"}, {"tables", "[a, b]"}, {"props.linger.ms", "5"}, {"props.acks", "all"}});
   ASSERT_TRUE(o.ok()) << o.error().message();
   EXPECT_EQ(o->url, "pg://h");
   EXPECT_EQ(o->count, 3);  // the declared default, not the struct's initializer
@@ -115,13 +119,20 @@ TEST(SettingsBinding, DefaultsAreAppliedByBindingWhenSettingsWereBuiltByHand) {
 }
 
 TEST(SettingsBinding, RangesAreCheckedWhereValuesAreParsed) {
-  EXPECT_EQ(text_error({{"url", "x"}, {"count", "-1"}}), "setting 'count': must be between 0 and 100, got -1");
-  EXPECT_EQ(text_error({{"url", "x"}, {"count", "101"}}), "setting 'count': must be between 0 and 100, got 101");
-  EXPECT_EQ(text_error({{"url", "x"}, {"ratio", "1.5"}}), "setting 'ratio': must be between 0 and 1, got 1.5");
-  EXPECT_EQ(text_error({{"url", "x"}, {"workers", "0"}}), "setting 'workers': must be greater than 0, got 0");
-  EXPECT_EQ(text_error({{"url", "x"}, {"buffer", "1KB"}}), "setting 'buffer': must be at least 1024, got 1KB");
-  EXPECT_EQ(text_error({{"url", "x"}, {"timeout", "0s"}}), "setting 'timeout': must be greater than 0, got 0s");
-  EXPECT_EQ(text_error({{"url", "x"}, {"timeout", "-5"}}), "setting 'timeout': must be greater than 0, got -5");
+  EXPECT_EQ(text_error({{"url", "x"}, {"count", "-1"}}),
+            "setting 'count': must be between 0 and 100, got -1");
+  EXPECT_EQ(text_error({{"url", "x"}, {"count", "101"}}),
+            "setting 'count': must be between 0 and 100, got 101");
+  EXPECT_EQ(text_error({{"url", "x"}, {"ratio", "1.5"}}),
+            "setting 'ratio': must be between 0 and 1, got 1.5");
+  EXPECT_EQ(text_error({{"url", "x"}, {"workers", "0"}}),
+            "setting 'workers': must be greater than 0, got 0");
+  EXPECT_EQ(text_error({{"url", "x"}, {"buffer", "1KB"}}),
+            "setting 'buffer': must be at least 1024, got 1KB");
+  EXPECT_EQ(text_error({{"url", "x"}, {"timeout", "0s"}}),
+            "setting 'timeout': must be greater than 0, got 0s");
+  EXPECT_EQ(text_error({{"url", "x"}, {"timeout", "-5"}}),
+            "setting 'timeout': must be greater than 0, got -5");
   EXPECT_EQ(text_error({{"url", "x"}, {"count", "100"}, {"buffer", "1KiB"}}), "<no error>");
 }
 
@@ -147,7 +158,8 @@ TEST(SettingsBinding, RequiredUnknownWrongTypeAndEnumerationsAreRefused) {
   unknown.set("cuont", int64_t{1});
   auto u = bind_settings(kTable, unknown);
   ASSERT_FALSE(u.ok());
-  EXPECT_NE(u.error().message().find("setting 'cuont': unknown setting (known: url, count,"), std::string::npos)
+  EXPECT_NE(u.error().message().find("setting 'cuont': unknown setting (known: url, count,"),
+            std::string::npos)
       << u.error().message();
 
   Settings wrong;
@@ -194,7 +206,8 @@ TEST(SettingsBinding, SecretValuesNeverAppearInErrors) {
 }
 
 TEST(SettingsBinding, ATableOfUnboundSpecsIsRefusedWhenBound) {
-  // Unmigrated tables (plain SettingSpec arrays) carry no binding: binding them is an internal error.
+  // Unmigrated tables (plain SettingSpec arrays) carry no binding: binding them is an internal
+  // error.
   constexpr SettingSpec plain[] = {{"x", SettingType::string, "", false, ""}};
   Opts o;
   Settings s;
@@ -203,8 +216,8 @@ TEST(SettingsBinding, ATableOfUnboundSpecsIsRefusedWhenBound) {
   EXPECT_NE(st.error().message().find("internal"), std::string::npos);
 }
 
-// Every registered table: defaults parse and lie in range, docs are written, every migrated table is
-// bound throughout (a half-bound table would fail at bind time).
+// Every registered table: defaults parse and lie in range, docs are written, every migrated table
+// is bound throughout (a half-bound table would fail at bind time).
 TEST(SettingsBinding, EveryBuiltinTableIsConsistent) {
   const Registry& r = Registry::builtin();
   auto check = [](std::string_view where, std::span<const SettingSpec> table) {
@@ -218,7 +231,8 @@ TEST(SettingsBinding, EveryBuiltinTableIsConsistent) {
         EXPECT_FALSE(err) << where << "." << s.name << ": " << *err;
       }
       if (s.required) {
-        EXPECT_TRUE(s.default_value.empty()) << where << "." << s.name << ": required with a default";
+        EXPECT_TRUE(s.default_value.empty())
+            << where << "." << s.name << ": required with a default";
       }
     }
     EXPECT_TRUE(bound == 0 || bound == table.size()) << where << ": partly bound";
@@ -238,8 +252,10 @@ TEST(SettingsBinding, MigratedConnectorsAreBound) {
   for (std::string_view name : {"kafka", "file", "generator"}) {
     const ConnectorSpec* c = r.connector(name);
     ASSERT_NE(c, nullptr) << name;
-    for (const SettingSpec& s : c->source_settings) EXPECT_NE(s.assign, nullptr) << name << "." << s.name;
-    for (const SettingSpec& s : c->destination_settings) EXPECT_NE(s.assign, nullptr) << name << "." << s.name;
+    for (const SettingSpec& s : c->source_settings)
+      EXPECT_NE(s.assign, nullptr) << name << "." << s.name;
+    for (const SettingSpec& s : c->destination_settings)
+      EXPECT_NE(s.assign, nullptr) << name << "." << s.name;
   }
   for (const auto& p : r.processors())
     for (const SettingSpec& s : p.settings) EXPECT_NE(s.assign, nullptr) << p.name << "." << s.name;
@@ -248,8 +264,10 @@ TEST(SettingsBinding, MigratedConnectorsAreBound) {
 // Every connector is migrated: no table of unbound specs (read with string look-ups) is left.
 TEST(SettingsBinding, EveryBuiltinConnectorIsBound) {
   for (const ConnectorSpec& c : Registry::builtin().connectors()) {
-    for (const SettingSpec& s : c.source_settings) EXPECT_NE(s.assign, nullptr) << c.name << "." << s.name;
-    for (const SettingSpec& s : c.destination_settings) EXPECT_NE(s.assign, nullptr) << c.name << "." << s.name;
+    for (const SettingSpec& s : c.source_settings)
+      EXPECT_NE(s.assign, nullptr) << c.name << "." << s.name;
+    for (const SettingSpec& s : c.destination_settings)
+      EXPECT_NE(s.assign, nullptr) << c.name << "." << s.name;
   }
 }
 
@@ -261,10 +279,13 @@ TEST(SettingsBinding, DiscardRefusesSettingsGivenByHand) {
   s.set("path", std::string("x"));
   auto r = d->make_destination(s);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message().find("this takes no settings"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("this takes no settings"), std::string::npos)
+      << r.error().message();
 }
 
-Result<std::unique_ptr<Source>> no_source(const Settings&) { return Error(Errc::unsupported, "test only"); }
+Result<std::unique_ptr<Source>> no_source(const Settings&) {
+  return Error(Errc::unsupported, "test only");
+}
 Result<std::unique_ptr<Destination>> no_destination(const Settings&) {
   return Error(Errc::unsupported, "test only");
 }
@@ -280,8 +301,7 @@ std::string load_error(const std::string& settings) {
       "    source:\n"
       "      connector: t\n"
       "      settings:\n" +
-      settings +
-      "    destination: {connector: d}\n";
+      settings + "    destination: {connector: d}\n";
   try {
     (void)load_config_string(yaml, "p.yaml", r);
     return "<no error>";
@@ -291,15 +311,18 @@ std::string load_error(const std::string& settings) {
 }
 
 TEST(SettingsBinding, TheLoaderValidatesWithTheDeclaration) {
-  EXPECT_EQ(load_error("        url: a b\n"), "p.yaml:7:14: pipelines[0].source.settings.url: must not contain spaces");
+  EXPECT_EQ(load_error("        url: a b\n"),
+            "p.yaml:7:14: pipelines[0].source.settings.url: must not contain spaces");
   EXPECT_EQ(load_error("        url: x\n        count: 101\n"),
             "p.yaml:8:16: pipelines[0].source.settings.count: must be between 0 and 100, got 101");
   EXPECT_EQ(load_error("        url: x\n        timeout: -5\n"),
             "p.yaml:8:18: pipelines[0].source.settings.timeout: must be greater than 0, got -5");
-  EXPECT_EQ(load_error("        url: x\n        mode: slow\n"),
-            "p.yaml:8:15: pipelines[0].source.settings.mode: expected one of fast, safe, got 'slow'");
+  EXPECT_EQ(
+      load_error("        url: x\n        mode: slow\n"),
+      "p.yaml:8:15: pipelines[0].source.settings.mode: expected one of fast, safe, got 'slow'");
   EXPECT_EQ(load_error("        url: x\n        password: 5\n"), "<no error>");
-  EXPECT_EQ(load_error("        count: 1\n"), "p.yaml:7:9: pipelines[0].source.settings: missing required setting 'url'");
+  EXPECT_EQ(load_error("        count: 1\n"),
+            "p.yaml:7:9: pipelines[0].source.settings: missing required setting 'url'");
 }
 
 TEST(SettingsBinding, GeneratorRangeIsAFileErrorWithItsLocation) {
@@ -313,7 +336,8 @@ TEST(SettingsBinding, GeneratorRangeIsAFileErrorWithItsLocation) {
     (void)load_config_string(yaml, "p.yaml", Registry::builtin());
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "p.yaml:4:54: pipelines[0].source.settings.count: must be 0 or more, got -1");
+    EXPECT_STREQ(e.what(),
+                 "p.yaml:4:54: pipelines[0].source.settings.count: must be 0 or more, got -1");
   }
 }
 

@@ -1,4 +1,5 @@
-// Setting types: text parsing (durations, sizes, scalars), lookup, accessors and settings_from_text.
+// Setting types: text parsing (durations, sizes, scalars), lookup, accessors and
+// settings_from_text.
 #include "sluice/settings.h"
 
 #include <gtest/gtest.h>
@@ -60,7 +61,8 @@ TEST(ParseSize, BinaryDecimalAndBytes) {
 
 TEST(ParseSize, Rejects) {
   uint64_t n = 0;
-  for (const char* bad : {"", "MiB", "-1", "1.5", "12 parsecs", "1MiBs", "99999999TiB"}) EXPECT_TRUE(parse_size(bad, &n)) << bad;
+  for (const char* bad : {"", "MiB", "-1", "1.5", "12 parsecs", "1MiBs", "99999999TiB"})
+    EXPECT_TRUE(parse_size(bad, &n)) << bad;
   EXPECT_EQ(*parse_size("3 ZiB", &n),
             "unknown size unit 'ZiB' in '3 ZiB' (use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB)");
 }
@@ -102,8 +104,10 @@ TEST(ParseSettingScalar, NumberBooleanString) {
   parse_error(num, "inf");
 
   SettingSpec b{"on", SettingType::boolean, "", false, ""};
-  for (const char* t : {"true", "yes", "on", "True", "YES"}) EXPECT_TRUE(std::get<bool>(parsed(b, t))) << t;
-  for (const char* f : {"false", "no", "off", "FALSE"}) EXPECT_FALSE(std::get<bool>(parsed(b, f))) << f;
+  for (const char* t : {"true", "yes", "on", "True", "YES"})
+    EXPECT_TRUE(std::get<bool>(parsed(b, t))) << t;
+  for (const char* f : {"false", "no", "off", "FALSE"})
+    EXPECT_FALSE(std::get<bool>(parsed(b, f))) << f;
   EXPECT_EQ(parse_error(b, "maybe"), "expected a boolean (true or false), got 'maybe'");
 
   SettingSpec s{"name", SettingType::string, "", false, ""};
@@ -124,7 +128,8 @@ TEST(ParseSettingScalar, StringListFromOneString) {
   EXPECT_EQ(std::get<std::vector<std::string>>(parsed(s, "a,b")), std::vector<std::string>{"a,b"});
   EXPECT_EQ(std::get<std::vector<std::string>>(parsed(s, "*")), std::vector<std::string>{"*"});
   // Flow form, as spec defaults may write it.
-  EXPECT_EQ(std::get<std::vector<std::string>>(parsed(s, "[a, 'b']")), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(std::get<std::vector<std::string>>(parsed(s, "[a, 'b']")),
+            (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(std::get<std::vector<std::string>>(parsed(s, "[]")).empty());
 }
 
@@ -143,15 +148,17 @@ TEST(ParseSettingScalar, MapsFromText) {
 }
 
 TEST(ParseSettingScalar, Enumeration) {
-  SettingSpec s{"snapshot.mode", SettingType::enumeration, "", false, "", "initial, never,initial_only"};
+  SettingSpec s{
+      "snapshot.mode", SettingType::enumeration, "", false, "", "initial, never,initial_only"};
   EXPECT_EQ(std::get<std::string>(parsed(s, "never")), "never");
   EXPECT_EQ(std::get<std::string>(parsed(s, "initial_only")), "initial_only");
   EXPECT_EQ(parse_error(s, "always"), "expected one of initial, never, initial_only, got 'always'");
 }
 
 TEST(ParseSettingScalar, SecretValuesNeverEchoed) {
-  for (auto type : {SettingType::integer, SettingType::number, SettingType::boolean, SettingType::duration,
-                    SettingType::size, SettingType::number_map, SettingType::enumeration}) {
+  for (auto type :
+       {SettingType::integer, SettingType::number, SettingType::boolean, SettingType::duration,
+        SettingType::size, SettingType::number_map, SettingType::enumeration}) {
     SettingSpec s{"password", type, "", false, "", "a,b", /*secret=*/true};
     std::string err = parse_error(s, "hunter2-secret");
     EXPECT_EQ(err.find("hunter2"), std::string::npos) << err;
@@ -188,7 +195,8 @@ TEST(FindSetting, ExactAndPattern) {
 
 TEST(SettingsFromText, AppliesDefaultsAndParses) {
   Settings s;
-  auto err = settings_from_text(kSpec, {{"url", "pg://x"}, {"count", "3"}, {"headers.X-Trace", "on"}}, &s);
+  auto err =
+      settings_from_text(kSpec, {{"url", "pg://x"}, {"count", "3"}, {"headers.X-Trace", "on"}}, &s);
   ASSERT_FALSE(err) << *err;
   EXPECT_EQ(s.get_string("url"), "pg://x");
   EXPECT_EQ(s.get_int("count"), 3);
@@ -201,8 +209,9 @@ TEST(SettingsFromText, AppliesDefaultsAndParses) {
 TEST(SettingsFromText, Errors) {
   Settings s;
   EXPECT_EQ(*settings_from_text(kSpec, {}, &s), "missing required setting 'url'");
-  EXPECT_EQ(*settings_from_text(kSpec, {{"url", "x"}, {"cont", "1"}}, &s),
-            "unknown setting 'cont' (known: url, count, timeout, snapshot.mode, headers.*, headers.special.*)");
+  EXPECT_EQ(
+      *settings_from_text(kSpec, {{"url", "x"}, {"cont", "1"}}, &s),
+      "unknown setting 'cont' (known: url, count, timeout, snapshot.mode, headers.*, headers.special.*)");
   EXPECT_EQ(*settings_from_text(kSpec, {{"url", "x"}, {"count", "many"}}, &s),
             "setting 'count': expected an integer, got 'many'");
   EXPECT_EQ(*settings_from_text(kSpec, {{"url", "x"}, {"snapshot.mode", "sometimes"}}, &s),
@@ -236,8 +245,11 @@ TEST(Settings, WithPrefixRendersText) {
   s.set("props.ratio", 0.5);
   s.set("propsx", std::string("not mine"));
   s.set("other.a", std::string("no"));
-  std::map<std::string, std::string> want{
-      {"acks", "all"}, {"linger", "5ms"}, {"batch.size", "16384"}, {"idempotence", "true"}, {"ratio", "0.5"}};
+  std::map<std::string, std::string> want{{"acks", "all"},
+                                          {"linger", "5ms"},
+                                          {"batch.size", "16384"},
+                                          {"idempotence", "true"},
+                                          {"ratio", "0.5"}};
   EXPECT_EQ(s.with_prefix("props"), want);
   EXPECT_EQ(s.with_prefix("props."), want);
   EXPECT_EQ(s.with_prefix("props.*"), want);

@@ -8,7 +8,9 @@
 
 namespace sluice {
 
-inline char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c; }
+inline char ascii_lower(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+}
 
 inline bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;

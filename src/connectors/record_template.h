@@ -36,15 +36,18 @@ class RecordTemplate {
       if (open > 0) t.parts_.push_back({false, std::string(text.substr(0, open))});
       size_t close = text.find("}}", open + 2);
       if (close == std::string_view::npos)
-        return Error(Errc::invalid_argument, fmt::format("{} template \"{}\" has an unclosed \"{{{{\"", what, text));
+        return Error(Errc::invalid_argument,
+                     fmt::format("{} template \"{}\" has an unclosed \"{{{{\"", what, text));
       std::string_view name = text.substr(open + 2, close - open - 2);
       while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
       while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
       if (name.empty())
-        return Error(Errc::invalid_argument,
-                     fmt::format("{} template has an empty \"{{{{}}}}\"; use {{{{table}}}}, {{{{schema}}}} or a "
-                                 "metadata key",
-                                 what));
+        return Error(
+            Errc::invalid_argument,
+            fmt::format(
+                "{} template has an empty \"{{{{}}}}\"; use {{{{table}}}}, {{{{schema}}}} or a "
+                "metadata key",
+                what));
       t.parts_.push_back({true, std::string(name)});
       text.remove_prefix(close + 2);
     }

@@ -232,17 +232,24 @@ size_t utf8_sequence_length(const uint8_t* s, size_t n) {
   uint8_t c = s[0];
   size_t len;
   uint32_t cp;
-  if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-  else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-  else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+  } else return 0;
   if (n < len) return 0;
   for (size_t i = 1; i < len; ++i) {
     if ((s[i] & 0xC0) != 0x80) return 0;
     cp = (cp << 6) | (s[i] & 0x3F);
   }
-  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;  // overlong
-  if (cp >= 0xD800 && cp <= 0xDFFF) return 0;                                             // surrogate
+  if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    return 0;                                  // overlong
+  if (cp >= 0xD800 && cp <= 0xDFFF) return 0;  // surrogate
   return len;
 }
 
@@ -283,7 +290,8 @@ inline uint64_t load32(const uint8_t* p) {
 }
 
 // Checks a whole string for bytes that need escaping, a word at a time (short tails are covered by
-// overlapping loads, never reading outside the string). Sets *high to the OR of the bytes' high bits.
+// overlapping loads, never reading outside the string). Sets *high to the OR of the bytes' high
+// bits.
 inline bool text_needs_escape(const uint8_t* p, size_t n, uint64_t* high) {
   constexpr uint64_t filler = 0x6161616161616161ULL;  // 'a': never needs escaping
   uint64_t h = 0;
@@ -378,7 +386,10 @@ void append_double(double d, Writer& w) {
   char* e = fmt::format_to(b, FMT_COMPILE("{}"), d);
   bool mark = false;
   for (char* q = b; q < e; ++q)
-    if (*q == '.' || *q == 'e') { mark = true; break; }
+    if (*q == '.' || *q == 'e') {
+      mark = true;
+      break;
+    }
   if (!mark) {
     *e++ = '.';
     *e++ = '0';
@@ -435,9 +446,10 @@ bool is_json_document(std::string_view t) {
 }
 
 bool json_embeds_raw(std::string_view t) {
-  if (t.empty() || is_json_space(t.front()) || t.front() == '"' || is_json_space(t.back())) return false;
-  return std::memchr(t.data(), '\n', t.size()) == nullptr && std::memchr(t.data(), '\r', t.size()) == nullptr &&
-         is_json_document(t);
+  if (t.empty() || is_json_space(t.front()) || t.front() == '"' || is_json_space(t.back()))
+    return false;
+  return std::memchr(t.data(), '\n', t.size()) == nullptr &&
+         std::memchr(t.data(), '\r', t.size()) == nullptr && is_json_document(t);
 }
 
 // Writes the annotation for a scalar kind; returns true (for brevity at call sites).
@@ -475,11 +487,14 @@ void quoted(Writer& w, F body) {
 // `*types` and returns true; otherwise leaves `*types` as it was and returns false.
 bool encode_value(const Value& v, Writer& w, Writer* types) {
   switch (v.kind()) {
-    case ValueKind::absent:  // a field present in the object but without a value (e.g. unchanged TOAST)
+    case ValueKind::absent:  // a field present in the object but without a value (e.g. unchanged
+                             // TOAST)
       w.put("null");
       return types && annotate(types, ValueKind::absent);
     case ValueKind::null: w.put("null"); return false;
-    case ValueKind::boolean: w.put(v.as_bool() ? std::string_view("true") : std::string_view("false")); return false;
+    case ValueKind::boolean:
+      w.put(v.as_bool() ? std::string_view("true") : std::string_view("false"));
+      return false;
     case ValueKind::int64: append_int(v.as_int64(), w); return false;
     case ValueKind::uint64:
       append_int(v.as_uint64(), w);
@@ -490,7 +505,9 @@ bool encode_value(const Value& v, Writer& w, Writer* types) {
         append_double(d, w);
         return false;
       }
-      w.put(std::isnan(d) ? std::string_view("\"NaN\"") : d > 0 ? std::string_view("\"Infinity\"") : std::string_view("\"-Infinity\""));
+      w.put(std::isnan(d) ? std::string_view("\"NaN\"")
+            : d > 0       ? std::string_view("\"Infinity\"")
+                          : std::string_view("\"-Infinity\""));
       return types && annotate(types, ValueKind::float64);
     }
     case ValueKind::decimal: append_string(v.as_text(), w); break;
@@ -719,7 +736,8 @@ const Field* first_duplicate_name(const Field* fields, uint32_t n) {
   thread_local std::vector<const Field*> sorted;
   sorted.clear();
   for (uint32_t i = 0; i < n; ++i) sorted.push_back(&fields[i]);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Field* a, const Field* b) { return a->name < b->name; });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const Field* a, const Field* b) { return a->name < b->name; });
   for (size_t i = 1; i < sorted.size(); ++i)
     if (sorted[i]->name == sorted[i - 1]->name) return sorted[i];
   return nullptr;
@@ -765,11 +783,13 @@ class Decoder {
   uint32_t idx_[kMaxDepth + 2] = {};
 };
 
-bool Decoder::decode_typed(simdjson::dom::element e, std::string_view type_name, Value* out, int depth) {
+bool Decoder::decode_typed(simdjson::dom::element e, std::string_view type_name, Value* out,
+                           int depth) {
   using simdjson::dom::element_type;
   const ValueKind kind = value_kind_from_name(type_name);
   if (kind == ValueKind::absent) {
-    if (type_name == "absent") {  // a field present without a value; the JSON placeholder is ignored
+    if (type_name ==
+        "absent") {  // a field present without a value; the JSON placeholder is ignored
       *out = Value();
       return true;
     }
@@ -782,7 +802,9 @@ bool Decoder::decode_typed(simdjson::dom::element e, std::string_view type_name,
       return fail("expected a string holding a " + std::string(type_name) + " value");
     return true;
   };
-  auto bad = [&]() { return fail("bad " + std::string(type_name) + " value '" + std::string(s.substr(0, 64)) + "'"); };
+  auto bad = [&]() {
+    return fail("bad " + std::string(type_name) + " value '" + std::string(s.substr(0, 64)) + "'");
+  };
   switch (kind) {
     case ValueKind::absent: break;
     case ValueKind::null:
@@ -821,7 +843,8 @@ bool Decoder::decode_typed(simdjson::dom::element e, std::string_view type_name,
       }
     case ValueKind::decimal:
       if (et == element_type::INT64 || et == element_type::UINT64 || et == element_type::DOUBLE) {
-        *out = Value::decimal(copy(raw_text(depth)));  // tolerated from other writers: the number's text
+        *out = Value::decimal(
+            copy(raw_text(depth)));  // tolerated from other writers: the number's text
         return true;
       }
       if (!want_string()) return false;
@@ -905,18 +928,22 @@ bool Decoder::decode_typed(simdjson::dom::element e, std::string_view type_name,
   return fail("unsupported type '" + std::string(type_name) + "'");
 }
 
-bool Decoder::decode(simdjson::dom::element e, const simdjson::dom::element* t, Value* out, int depth) {
+bool Decoder::decode(simdjson::dom::element e, const simdjson::dom::element* t, Value* out,
+                     int depth) {
   using simdjson::dom::element_type;
   if (depth > kMaxDepth) return fail("nested too deeply");
   element_type tt = t ? t->type() : element_type::NULL_VALUE;
-  if (tt == element_type::STRING) return decode_typed(e, t->get_string().value_unsafe(), out, depth);
+  if (tt == element_type::STRING)
+    return decode_typed(e, t->get_string().value_unsafe(), out, depth);
   switch (e.type()) {
     case element_type::NULL_VALUE: *out = Value::null(); return true;
     case element_type::BOOL: *out = Value::boolean(e.get_bool().value_unsafe()); return true;
     case element_type::INT64: *out = Value::int64(e.get_int64().value_unsafe()); return true;
     case element_type::UINT64: *out = Value::uint64(e.get_uint64().value_unsafe()); return true;
     case element_type::DOUBLE: *out = Value::float64(e.get_double().value_unsafe()); return true;
-    case element_type::STRING: *out = Value::string(copy(e.get_string().value_unsafe())); return true;
+    case element_type::STRING:
+      *out = Value::string(copy(e.get_string().value_unsafe()));
+      return true;
     case element_type::ARRAY: {
       simdjson::dom::array arr = e.get_array().value_unsafe();
       simdjson::dom::array tarr;

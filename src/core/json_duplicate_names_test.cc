@@ -27,7 +27,8 @@ TEST(JsonDuplicateNames, NestedAndWideObjectsAreCheckedToo) {
   Batch batch(4096);
   EXPECT_FALSE(decode_record_json(R"({"operation":"create","key":{"a":1,"a":2}})", batch).ok());
   EXPECT_FALSE(
-      decode_record_json(R"({"operation":"create","payload":{"after":{"x":{"k":1,"k":1}}}})", batch).ok());
+      decode_record_json(R"({"operation":"create","payload":{"after":{"x":{"k":1,"k":1}}}})", batch)
+          .ok());
   std::string wide = R"({"operation":"create","payload":{"after":{)";
   for (int i = 0; i < 100; ++i) wide += "\"c" + std::to_string(i) + "\":" + std::to_string(i) + ",";
   std::string ok_wide = wide + "\"c100\":0}}}";

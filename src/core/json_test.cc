@@ -40,9 +40,11 @@ struct Builder {
 void expect_records_equal(const Record& a, const Record& b) {
   EXPECT_EQ(a.op, b.op);
   EXPECT_EQ(a.position, b.position);
-  EXPECT_TRUE(a.metadata == b.metadata) << to_debug_string(a.metadata) << " vs " << to_debug_string(b.metadata);
+  EXPECT_TRUE(a.metadata == b.metadata)
+      << to_debug_string(a.metadata) << " vs " << to_debug_string(b.metadata);
   EXPECT_TRUE(a.key == b.key) << to_debug_string(a.key) << " vs " << to_debug_string(b.key);
-  EXPECT_TRUE(a.before == b.before) << to_debug_string(a.before) << " vs " << to_debug_string(b.before);
+  EXPECT_TRUE(a.before == b.before)
+      << to_debug_string(a.before) << " vs " << to_debug_string(b.before);
   EXPECT_TRUE(a.after == b.after) << to_debug_string(a.after) << " vs " << to_debug_string(b.after);
 }
 
@@ -92,7 +94,8 @@ TEST(Json, RoundTripsEveryKind) {
       {"dec_nan", Value::decimal(b.copy("NaN"))},
       {"s", x.str("plain")},
       {"empty", Value::string({})},
-      {"esc", x.str("q\"b\\s/\n\r\t\b\f\x01\x1f\x7f" " end")},
+      {"esc", x.str("q\"b\\s/\n\r\t\b\f\x01\x1f\x7f"
+                    " end")},
       {"nul", x.str(std::string_view("a\0b", 3))},
       {"unicode", x.str("héllo wörld ✓ 日本 😀")},
       {"bytes", Value::bytes(b.copy(std::string_view("\x00\xff\x10 bin\n", 8)))},
@@ -120,16 +123,20 @@ TEST(Json, RoundTripsEveryKind) {
       {"json_multiline", Value::json(b.copy("{\n  \"a\": 1\n}\n"))},
       {"json_spaced", Value::json(b.copy(" true "))},
       {"json_empty", Value::json({})},
-      {"k\"ey\\", x.arr({x.str("s\"]}"), Value::json(b.copy(R"({"x":[1,{"y":"]}\"{"}],"z":-1.5e3})")),
-                         x.obj({{"deep\"", Value::json(b.copy("false"))}}), Value::json(b.copy("[ ]"))})},
+      {"k\"ey\\",
+       x.arr({x.str("s\"]}"), Value::json(b.copy(R"({"x":[1,{"y":"]}\"{"}],"z":-1.5e3})")),
+              x.obj({{"deep\"", Value::json(b.copy("false"))}}), Value::json(b.copy("[ ]"))})},
       {"arr_plain", x.arr({Value::int64(1), x.str("two"), Value::null()})},
-      {"arr_mixed", x.arr({Value::int64(1), Value::date(0), x.arr({Value::float64(nan), Value::boolean(true)}),
-                           x.obj({{"u", x.uuid("00000000-0000-0000-0000-000000000001")}, {"n", Value::int64(2)}})})},
+      {"arr_mixed",
+       x.arr({Value::int64(1), Value::date(0), x.arr({Value::float64(nan), Value::boolean(true)}),
+              x.obj({{"u", x.uuid("00000000-0000-0000-0000-000000000001")},
+                     {"n", Value::int64(2)}})})},
       {"arr_empty", x.arr({})},
       {"obj_empty", x.obj({})},
-      {"nested", x.obj({{"plain", Value::int64(1)},
-                        {"deeper", x.obj({{"dec", Value::decimal(b.copy("1e-5"))}, {"s", x.str("s")}})},
-                        {"plain_obj", x.obj({{"a", Value::int64(1)}})}})},
+      {"nested",
+       x.obj({{"plain", Value::int64(1)},
+              {"deeper", x.obj({{"dec", Value::decimal(b.copy("1e-5"))}, {"s", x.str("s")}})},
+              {"plain_obj", x.obj({{"a", Value::int64(1)}})}})},
       {"absent_field", Value()},
       {"arr_absent", x.arr({Value(), Value::int64(1)})},
       {"types", x.str("a field named types")},
@@ -139,15 +146,18 @@ TEST(Json, RoundTripsEveryKind) {
   Record r;
   r.op = Operation::update;
   r.position = b.copy(std::string_view("\x00\x01pos\xff", 6));
-  r.metadata = x.obj({{"table", x.str("employees")}, {"schema", x.str("public")}, {"lsn", x.str("0/16B3748")}});
-  r.key = x.obj({{"id", Value::uint64(5)}, {"region", x.uuid("123e4567-e89b-12d3-a456-426614174000")}});
+  r.metadata = x.obj(
+      {{"table", x.str("employees")}, {"schema", x.str("public")}, {"lsn", x.str("0/16B3748")}});
+  r.key =
+      x.obj({{"id", Value::uint64(5)}, {"region", x.uuid("123e4567-e89b-12d3-a456-426614174000")}});
   r.before = x.obj({{"id", Value::int64(5)}, {"at", Value::timestamptz(0)}});
   r.after = every;
   std::string line = round_trip(r);
   EXPECT_NE(line.find(R"("d_int":3.0,)"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("d_neg0":-0.0,)"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("date":"2024-02-29")"), std::string::npos) << line;
-  EXPECT_NE(line.find(R"("nan":"NaN","inf":"Infinity","ninf":"-Infinity")"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("nan":"NaN","inf":"Infinity","ninf":"-Infinity")"), std::string::npos)
+      << line;
   EXPECT_NE(line.find(R"("json_obj":{"a": [1, 2.50, "x"], "b": null})"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("umax":18446744073709551615,)"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("esc":"q\"b\\s/\n\r\t\b\f\u0001\u001f)"), std::string::npos) << line;
@@ -166,15 +176,17 @@ TEST(Json, TypesMemberMirrorsOnlyWhatNeedsIt) {
                    {"tags", x.arr({x.str("a"), Value::uint64(3)})},
                    {"score", Value::float64(2.0)}});
   std::string line = round_trip(r);
-  EXPECT_EQ(line,
-            R"({"position":"","operation":"create","key":1,"payload":{"after":{"id":1,"name":"ann",)"
-            R"("born":"1970-01-01","tags":["a",3],"score":2.0}},)"
-            R"("types":{"after":{"born":"date","tags":[null,"uint64"]}}})");
+  EXPECT_EQ(
+      line,
+      R"({"position":"","operation":"create","key":1,"payload":{"after":{"id":1,"name":"ann",)"
+      R"("born":"1970-01-01","tags":["a",3],"score":2.0}},)"
+      R"("types":{"after":{"born":"date","tags":[null,"uint64"]}}})");
 
   // Nothing to annotate: no "types" member at all.
   Record plain;
   plain.op = Operation::snapshot;
-  plain.after = x.obj({{"id", Value::int64(1)}, {"x", Value::float64(0.5)}, {"big", Value::uint64(~0ull)}});
+  plain.after =
+      x.obj({{"id", Value::int64(1)}, {"x", Value::float64(0.5)}, {"big", Value::uint64(~0ull)}});
   line = round_trip(plain);
   EXPECT_EQ(line.find("types"), std::string::npos) << line;
 
@@ -184,8 +196,9 @@ TEST(Json, TypesMemberMirrorsOnlyWhatNeedsIt) {
   k.key = x.uuid("123e4567-e89b-12d3-a456-426614174000");
   k.before = Value::null();
   line = round_trip(k);
-  EXPECT_EQ(line, R"({"position":"","operation":"delete","key":"123e4567-e89b-12d3-a456-426614174000",)"
-                  R"("payload":{"before":null},"types":{"key":"uuid"}})");
+  EXPECT_EQ(line,
+            R"({"position":"","operation":"delete","key":"123e4567-e89b-12d3-a456-426614174000",)"
+            R"("payload":{"before":null},"types":{"key":"uuid"}})");
 }
 
 TEST(Json, AbsentAndNullAreDistinct) {
@@ -242,7 +255,11 @@ TEST(Json, DecodesPlainOpenCdcWithoutTypes) {
   EXPECT_EQ(a.find("list")->size(), 3u);
 
   // Members in any order; several records share the batch.
-  ASSERT_TRUE(decode_record_json(R"({"payload":{"after":{"x":1}},"types":{"after":{"x":"uint64"}},"operation":"create"})", b).ok());
+  ASSERT_TRUE(
+      decode_record_json(
+          R"({"payload":{"after":{"x":1}},"types":{"after":{"x":"uint64"}},"operation":"create"})",
+          b)
+          .ok());
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b.records()[1].after.find("x")->kind(), ValueKind::uint64);
   EXPECT_TRUE(b.records()[1].key.is_absent());
@@ -279,7 +296,8 @@ TEST(Json, MalformedInputIsADataError) {
     Status st = decode_record_json(text, b);
     ASSERT_FALSE(st.ok()) << text;
     EXPECT_EQ(st.error().code(), Errc::data) << text;
-    EXPECT_NE(st.error().message().find(want), std::string::npos) << text << " -> " << st.error().message();
+    EXPECT_NE(st.error().message().find(want), std::string::npos)
+        << text << " -> " << st.error().message();
     EXPECT_EQ(b.size(), 0u) << text;
   }
   // Invalid UTF-8 in a line is rejected.
@@ -334,7 +352,8 @@ TEST(Json, EncodeValueIsNaturalJson) {
   Batch b;
   Builder x{b};
   std::string out;
-  encode_value_json(x.obj({{"a", Value::int64(1)}, {"b", x.arr({Value::date(0), Value::float64(1.0)})}}), out);
+  encode_value_json(
+      x.obj({{"a", Value::int64(1)}, {"b", x.arr({Value::date(0), Value::float64(1.0)})}}), out);
   EXPECT_EQ(out, R"({"a":1,"b":["1970-01-01",1.0]})");
 }
 
@@ -372,8 +391,8 @@ TEST(Json, TemporalTextMatchesCanonicalFormatters) {
     int32_t day = int32_t(int64_t(rng() % 8000000) - 4000000);
     Value v[] = {Value::date(day), Value::time(tod), Value::timetz(tod, off), Value::timestamp(ts),
                  Value::timestamptz(ts)};
-    std::string want[] = {format_date(day), format_time(tod), format_timetz(tod, off), format_timestamp(ts),
-                          format_timestamptz(ts)};
+    std::string want[] = {format_date(day), format_time(tod), format_timetz(tod, off),
+                          format_timestamp(ts), format_timestamptz(ts)};
     for (int k = 0; k < 5; ++k) {
       std::string out;
       encode_value_json(v[k], out);

@@ -42,7 +42,6 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-
 // from_chars takes "-5" but not "+5"; accept the explicit sign but not "+-5".
 bool strip_plus(std::string_view& text) {
   if (text.empty()) return false;
@@ -139,7 +138,8 @@ bool parse_map_text(std::string_view text, std::vector<std::pair<std::string, st
     if (part.empty()) continue;
     size_t sep = part.find('=');
     size_t colon = part.find(':');
-    if (sep == std::string_view::npos || (colon != std::string_view::npos && colon < sep)) sep = colon;
+    if (sep == std::string_view::npos || (colon != std::string_view::npos && colon < sep))
+      sep = colon;
     if (sep == std::string_view::npos) return false;
     auto key = unquote(part.substr(0, sep));
     if (key.empty()) return false;
@@ -161,7 +161,9 @@ std::string value_text(const SettingValue& v) {
     std::string operator()(int64_t i) const { return std::to_string(i); }
     std::string operator()(double d) const { return format_number(d); }
     std::string operator()(bool b) const { return b ? "true" : "false"; }
-    std::string operator()(std::chrono::milliseconds d) const { return std::to_string(d.count()) + "ms"; }
+    std::string operator()(std::chrono::milliseconds d) const {
+      return std::to_string(d.count()) + "ms";
+    }
     std::string operator()(uint64_t n) const { return std::to_string(n); }
     std::string operator()(const std::vector<std::string>& l) const {
       std::string out;
@@ -183,7 +185,8 @@ std::string value_text(const SettingValue& v) {
 }
 
 template <typename T>
-T get_or_default(const std::map<std::string, SettingValue, std::less<>>& values, std::string_view name) {
+T get_or_default(const std::map<std::string, SettingValue, std::less<>>& values,
+                 std::string_view name) {
   auto it = values.find(name);
   if (it == values.end()) return T{};
   if (const T* v = std::get_if<T>(&it->second)) return *v;
@@ -213,7 +216,8 @@ std::string expected_phrase(const SettingSpec& spec) {
 
 // "expected X, got 'text'", without the text for secrets.
 std::string type_error(const SettingSpec& spec, std::string_view text) {
-  if (spec.secret) return "expected " + expected_phrase(spec) + " (value not shown: secret setting)";
+  if (spec.secret)
+    return "expected " + expected_phrase(spec) + " (value not shown: secret setting)";
   return "expected " + expected_phrase(spec) + ", got " + quote_user_text(text);
 }
 
@@ -229,7 +233,8 @@ std::string bound_text(const SettingSpec& spec, double b) {
 bool numeric_value(const SettingValue& v, double* out) {
   if (const auto* i = std::get_if<int64_t>(&v)) return *out = static_cast<double>(*i), true;
   if (const auto* d = std::get_if<double>(&v)) return *out = *d, true;
-  if (const auto* m = std::get_if<std::chrono::milliseconds>(&v)) return *out = static_cast<double>(m->count()), true;
+  if (const auto* m = std::get_if<std::chrono::milliseconds>(&v))
+    return *out = static_cast<double>(m->count()), true;
   if (const auto* z = std::get_if<uint64_t>(&v)) return *out = static_cast<double>(*z), true;
   return false;
 }
@@ -238,7 +243,8 @@ bool numeric_value(const SettingValue& v, double* out) {
 std::string range_error(const SettingSpec& spec, std::string_view text) {
   std::string problem;
   if (spec.min && spec.max) {
-    problem = "must be between " + bound_text(spec, *spec.min) + " and " + bound_text(spec, *spec.max);
+    problem =
+        "must be between " + bound_text(spec, *spec.min) + " and " + bound_text(spec, *spec.max);
   } else if (spec.min) {
     if (*spec.min == 0) problem = "must be 0 or more";
     else if (*spec.min == 1 && spec.type != SettingType::number) problem = "must be greater than 0";
@@ -279,13 +285,19 @@ std::string_view setting_type_name(SettingType t) noexcept {
 std::string Settings::get_string(std::string_view name) const {
   return get_or_default<std::string>(values_, name);
 }
-int64_t Settings::get_int(std::string_view name) const { return get_or_default<int64_t>(values_, name); }
-double Settings::get_number(std::string_view name) const { return get_or_default<double>(values_, name); }
+int64_t Settings::get_int(std::string_view name) const {
+  return get_or_default<int64_t>(values_, name);
+}
+double Settings::get_number(std::string_view name) const {
+  return get_or_default<double>(values_, name);
+}
 bool Settings::get_bool(std::string_view name) const { return get_or_default<bool>(values_, name); }
 std::chrono::milliseconds Settings::get_duration(std::string_view name) const {
   return get_or_default<std::chrono::milliseconds>(values_, name);
 }
-uint64_t Settings::get_size(std::string_view name) const { return get_or_default<uint64_t>(values_, name); }
+uint64_t Settings::get_size(std::string_view name) const {
+  return get_or_default<uint64_t>(values_, name);
+}
 std::vector<std::string> Settings::get_list(std::string_view name) const {
   return get_or_default<std::vector<std::string>>(values_, name);
 }
@@ -302,15 +314,18 @@ std::map<std::string, std::string> Settings::with_prefix(std::string_view prefix
   if (prefix.ends_with('.')) prefix.remove_suffix(1);
   std::string lead = std::string(prefix) + ".";
   std::map<std::string, std::string> out;
-  for (auto it = values_.lower_bound(lead); it != values_.end() && it->first.starts_with(lead); ++it) {
-    if (it->first.size() > lead.size()) out.emplace(it->first.substr(lead.size()), value_text(it->second));
+  for (auto it = values_.lower_bound(lead); it != values_.end() && it->first.starts_with(lead);
+       ++it) {
+    if (it->first.size() > lead.size())
+      out.emplace(it->first.substr(lead.size()), value_text(it->second));
   }
   return out;
 }
 
 std::optional<std::string> parse_duration(std::string_view text, std::chrono::milliseconds* out) {
   std::string_view s = trim(text);
-  const std::string hint = "expected a duration like 250ms, 5s, 2m or 1h, got " + quote_user_text(text);
+  const std::string hint =
+      "expected a duration like 250ms, 5s, 2m or 1h, got " + quote_user_text(text);
   if (s.empty()) return hint;
   double total_ms = 0;
   bool first = true;
@@ -327,7 +342,9 @@ std::optional<std::string> parse_duration(std::string_view text, std::chrono::mi
     else if (unit == "h") scale = 3'600'000;
     else if (unit == "d") scale = 86'400'000;
     else if (unit.empty()) return hint;
-    else return "unknown duration unit '" + std::string(unit) + "' in " + quote_user_text(text) + " (use ms, s, m, h or d)";
+    else
+      return "unknown duration unit '" + std::string(unit) + "' in " + quote_user_text(text) +
+             " (use ms, s, m, h or d)";
     total_ms += n * scale;
     first = false;
   }
@@ -339,7 +356,9 @@ std::optional<std::string> parse_duration(std::string_view text, std::chrono::mi
 
 std::optional<std::string> parse_size(std::string_view text, uint64_t* out) {
   std::string_view s = trim(text);
-  const std::string hint = "expected a size like 512KiB, 64MiB, 1GiB, 10MB or a number of bytes, got " + quote_user_text(text);
+  const std::string hint =
+      "expected a size like 512KiB, 64MiB, 1GiB, 10MB or a number of bytes, got " +
+      quote_user_text(text);
   double n = 0;
   std::string_view number_text = s;
   if (!take_number(s, &n)) return hint;
@@ -351,8 +370,15 @@ std::optional<std::string> parse_size(std::string_view text, uint64_t* out) {
     double scale;
   };
   static constexpr Unit units[] = {
-      {"b", 1},           {"kb", 1e3},           {"mb", 1e6},           {"gb", 1e9},           {"tb", 1e12},
-      {"kib", 1ull << 10}, {"mib", 1ull << 20}, {"gib", 1ull << 30}, {"tib", 1ull << 40},
+      {"b", 1},
+      {"kb", 1e3},
+      {"mb", 1e6},
+      {"gb", 1e9},
+      {"tb", 1e12},
+      {"kib", 1ull << 10},
+      {"mib", 1ull << 20},
+      {"gib", 1ull << 30},
+      {"tib", 1ull << 40},
   };
   double scale = 0;
   if (unit.empty()) {
@@ -377,9 +403,7 @@ namespace {
 std::optional<std::string> parse_scalar_unchecked(const SettingSpec& spec, std::string_view text,
                                                   SettingValue* out) {
   switch (spec.type) {
-    case SettingType::string:
-      *out = std::string(text);
-      return std::nullopt;
+    case SettingType::string: *out = std::string(text); return std::nullopt;
     case SettingType::integer: {
       int64_t v = 0;
       if (!parse_int64(text, &v)) return type_error(spec, text);
@@ -462,7 +486,8 @@ std::optional<std::string> parse_setting_scalar(const SettingSpec& spec, std::st
   SettingValue v;
   if (auto err = parse_scalar_unchecked(spec, text, &v)) {
     bool unit_type = spec.type == SettingType::duration || spec.type == SettingType::size;
-    if (unit_type && spec.min && *spec.min >= 0 && negative_number(text)) return range_error(spec, trim(text));
+    if (unit_type && spec.min && *spec.min >= 0 && negative_number(text))
+      return range_error(spec, trim(text));
     return err;
   }
   if (auto err = check_setting_value(spec, v, trim(text))) return err;
@@ -489,7 +514,8 @@ const SettingSpec* find_setting(std::span<const SettingSpec> spec, std::string_v
   for (const auto& s : spec) {
     if (!is_pattern(s.name)) continue;
     auto prefix = s.name.substr(0, s.name.size() - 1);  // keeps the dot
-    if (name.size() > prefix.size() && name.starts_with(prefix) && (!best || s.name.size() > best->name.size()))
+    if (name.size() > prefix.size() && name.starts_with(prefix) &&
+        (!best || s.name.size() > best->name.size()))
       best = &s;
   }
   return best;
@@ -552,20 +578,24 @@ bool holds_type(SettingType t, const SettingValue& v) {
     case SettingType::size: return std::holds_alternative<uint64_t>(v);
     case SettingType::string_list: return std::holds_alternative<std::vector<std::string>>(v);
     case SettingType::number_map: return std::holds_alternative<std::map<std::string, double>>(v);
-    case SettingType::string_map: return std::holds_alternative<std::map<std::string, std::string>>(v);
+    case SettingType::string_map:
+      return std::holds_alternative<std::map<std::string, std::string>>(v);
   }
   return false;
 }
 
 Error bind_error(std::string_view context, std::string_view name, std::string_view problem) {
-  if (context.empty()) return Error(Errc::config, "setting '" + std::string(name) + "': " + std::string(problem));
-  return Error(Errc::config, std::string(context) + ": " + std::string(name) + ": " + std::string(problem));
+  if (context.empty())
+    return Error(Errc::config, "setting '" + std::string(name) + "': " + std::string(problem));
+  return Error(Errc::config,
+               std::string(context) + ": " + std::string(name) + ": " + std::string(problem));
 }
 
 // Validates one value against its spec as the loader would (for Settings built by hand).
 std::optional<std::string> validate_value(const SettingSpec& spec, const SettingValue& v) {
   if (!holds_type(spec.type, v)) {
-    if (spec.secret) return "expected " + expected_phrase(spec) + " (value not shown: secret setting)";
+    if (spec.secret)
+      return "expected " + expected_phrase(spec) + " (value not shown: secret setting)";
     return "expected " + expected_phrase(spec) + ", got " + quote_user_text(value_text(v));
   }
   if (spec.type == SettingType::enumeration &&
@@ -576,18 +606,20 @@ std::optional<std::string> validate_value(const SettingSpec& spec, const Setting
 
 }  // namespace
 
-Status bind_settings(std::span<const SettingSpec> table, const void* owner, const Settings& settings, void* out,
-                     std::string_view context) {
+Status bind_settings(std::span<const SettingSpec> table, const void* owner,
+                     const Settings& settings, void* out, std::string_view context) {
   for (const auto& [name, value] : settings.values()) {
     if (find_setting(table, name)) continue;
     std::string known;
     for (const auto& k : table) known += (known.empty() ? "" : ", ") + std::string(k.name);
-    return bind_error(context, name, table.empty() ? "unknown setting (this takes no settings)"
-                                                   : "unknown setting (known: " + known + ")");
+    return bind_error(context, name,
+                      table.empty() ? "unknown setting (this takes no settings)"
+                                    : "unknown setting (known: " + known + ")");
   }
   for (const SettingSpec& spec : table) {
     if (spec.owner != owner || !spec.assign)
-      return bind_error(context, spec.name, "internal: not bound to a field of this options struct");
+      return bind_error(context, spec.name,
+                        "internal: not bound to a field of this options struct");
     if (is_pattern(spec.name)) {
       spec.assign(out, spec, SettingValue(settings.with_prefix(spec.name)));
       continue;

@@ -245,8 +245,12 @@ std::string format_timestamptz(int64_t micros) {
   return o;
 }
 
-bool parse_date(std::string_view s, int32_t* days) { return parse_date_prefix(s, days) && s.empty(); }
-bool parse_time(std::string_view s, int64_t* micros) { return parse_time_prefix(s, micros) && s.empty(); }
+bool parse_date(std::string_view s, int32_t* days) {
+  return parse_date_prefix(s, days) && s.empty();
+}
+bool parse_time(std::string_view s, int64_t* micros) {
+  return parse_time_prefix(s, micros) && s.empty();
+}
 bool parse_timetz(std::string_view s, int64_t* micros, int32_t* off) {
   return parse_time_prefix(s, micros) && parse_offset_prefix(s, off) && s.empty();
 }

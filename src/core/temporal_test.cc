@@ -44,9 +44,11 @@ std::string reference_offset(int32_t off) {
 }
 
 std::string reference_timestamp(int64_t micros) {
-  int64_t days = micros / temporal::kMicrosPerDay -
-                 ((micros % temporal::kMicrosPerDay != 0) && ((micros < 0) != (temporal::kMicrosPerDay < 0)));
-  return reference_date(int32_t(days)) + 'T' + reference_time(micros - days * temporal::kMicrosPerDay);
+  int64_t days =
+      micros / temporal::kMicrosPerDay -
+      ((micros % temporal::kMicrosPerDay != 0) && ((micros < 0) != (temporal::kMicrosPerDay < 0)));
+  return reference_date(int32_t(days)) + 'T' +
+         reference_time(micros - days * temporal::kMicrosPerDay);
 }
 
 TEST(Temporal, WritersMatchTheCanonicalTextOverManyValues) {
@@ -54,7 +56,8 @@ TEST(Temporal, WritersMatchTheCanonicalTextOverManyValues) {
   std::uniform_int_distribution<int32_t> any_day(-4000000, 4000000);
   std::uniform_int_distribution<int32_t> near_day(-800000, 3000000);  // ~ -220 .. 10200 AD
   std::uniform_int_distribution<int64_t> in_day(0, temporal::kMicrosPerDay - 1);
-  std::uniform_int_distribution<int64_t> any_time(-temporal::kMicrosPerDay * 200, temporal::kMicrosPerDay * 200);
+  std::uniform_int_distribution<int64_t> any_time(-temporal::kMicrosPerDay * 200,
+                                                  temporal::kMicrosPerDay * 200);
   std::uniform_int_distribution<int32_t> offsets(-20 * 3600, 20 * 3600);
   for (int i = 0; i < 200000; ++i) {
     const int32_t d = (i % 2) ? any_day(rng) : near_day(rng);
@@ -69,17 +72,18 @@ TEST(Temporal, WritersMatchTheCanonicalTextOverManyValues) {
     ASSERT_EQ(format_timestamp(ts), reference_timestamp(ts)) << ts;
     ASSERT_EQ(format_timestamptz(ts), reference_timestamp(ts) + "Z") << ts;
   }
-  for (int32_t d : {0, -1, 1, -719528, -719529, 2932896, 2932897, std::numeric_limits<int32_t>::max(),
-                    std::numeric_limits<int32_t>::min()})
+  for (int32_t d : {0, -1, 1, -719528, -719529, 2932896, 2932897,
+                    std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()})
     EXPECT_EQ(format_date(d), reference_date(d)) << d;
-  for (int64_t t : {int64_t(0), int64_t(1), int64_t(-1), temporal::kMicrosPerDay, int64_t(100) * 3600 * 1000000,
-                    int64_t(-1000000), int64_t(-1500000)})
+  for (int64_t t : {int64_t(0), int64_t(1), int64_t(-1), temporal::kMicrosPerDay,
+                    int64_t(100) * 3600 * 1000000, int64_t(-1000000), int64_t(-1500000)})
     EXPECT_EQ(format_time(t), reference_time(t)) << t;
 }
 
 TEST(Temporal, CanonicalTextRoundTrips) {
   std::mt19937_64 rng(7);
-  std::uniform_int_distribution<int64_t> micros(-62135596800LL * 1000000, 253402300799LL * 1000000);  // 1..9999 AD
+  std::uniform_int_distribution<int64_t> micros(-62135596800LL * 1000000,
+                                                253402300799LL * 1000000);  // 1..9999 AD
   for (int i = 0; i < 50000; ++i) {
     const int64_t ts = micros(rng);
     int64_t back = 0;
@@ -112,10 +116,11 @@ TEST(Temporal, ParsesOffsetsAndSeparatorsAndRejectsMalformedText) {
   EXPECT_EQ(format_date(d), "-0044-03-15");
   ASSERT_TRUE(parse_date("+12345-01-01", &d));
   EXPECT_EQ(format_date(d), "+12345-01-01");
-  for (const char* bad : {"2024-13-01", "2024-00-10", "2024-01-00", "24-01-01", "2024/01/01", "2024-01-01x",
-                          "99999999999-01-01", "1234567890123456789012-01-01", ""})
+  for (const char* bad : {"2024-13-01", "2024-00-10", "2024-01-00", "24-01-01", "2024/01/01",
+                          "2024-01-01x", "99999999999-01-01", "1234567890123456789012-01-01", ""})
     EXPECT_FALSE(parse_date(bad, &d)) << bad;
-  for (const char* bad : {"25:00:00", "12:60", "12:00:00.", "1:00", "12:00:00Z"}) EXPECT_FALSE(parse_time(bad, &t)) << bad;
+  for (const char* bad : {"25:00:00", "12:60", "12:00:00.", "1:00", "12:00:00Z"})
+    EXPECT_FALSE(parse_time(bad, &t)) << bad;
   EXPECT_FALSE(parse_timestamp("2024-01-01", &us));
   EXPECT_FALSE(parse_timestamptz("2024-01-01T00:00:00", &us));
 }
@@ -126,7 +131,8 @@ TEST(Temporal, CalendarHelpers) {
   EXPECT_EQ(temporal::days_in_month(2000, 2), 29u);
   EXPECT_EQ(temporal::days_in_month(2023, 12), 31u);
   EXPECT_EQ(days_from_civil(2000, 1, 1), temporal::kPostgresEpochDays);
-  EXPECT_EQ(int64_t(temporal::kPostgresEpochDays) * temporal::kMicrosPerDay, temporal::kPostgresEpochMicros);
+  EXPECT_EQ(int64_t(temporal::kPostgresEpochDays) * temporal::kMicrosPerDay,
+            temporal::kPostgresEpochMicros);
   EXPECT_EQ(temporal::floor_div(-1, temporal::kMicrosPerDay), -1);
   const auto c = temporal::civil_date(days_from_civil(-4, 2, 29));
   EXPECT_EQ(c.year, -4);

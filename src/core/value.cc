@@ -5,15 +5,16 @@
 #include <cmath>
 #include <cstring>
 
-#include "sluice/record.h"
 #include "sluice/json.h"
+#include "sluice/record.h"
 
 namespace sluice {
 
 namespace {
 constexpr std::string_view kKindNames[] = {
-    "absent", "null", "bool", "int64", "uint64", "float64", "decimal", "string", "bytes",
-    "date", "time", "timetz", "timestamp", "timestamptz", "interval", "uuid", "json", "array", "object"};
+    "absent",   "null",  "bool", "int64", "uint64", "float64",   "decimal",
+    "string",   "bytes", "date", "time",  "timetz", "timestamp", "timestamptz",
+    "interval", "uuid",  "json", "array", "object"};
 }  // namespace
 
 std::string_view value_kind_name(ValueKind kind) noexcept {
@@ -66,7 +67,8 @@ bool operator==(const Value& a, const Value& b) noexcept {
     case ValueKind::timestamptz: return a.u_.i == b.u_.i;
     case ValueKind::timetz: return a.u_.i == b.u_.i && a.aux_ == b.aux_;
     case ValueKind::uint64: return a.u_.u == b.u_.u;
-    case ValueKind::float64: return std::memcmp(&a.u_.d, &b.u_.d, sizeof(double)) == 0 || a.u_.d == b.u_.d;
+    case ValueKind::float64:
+      return std::memcmp(&a.u_.d, &b.u_.d, sizeof(double)) == 0 || a.u_.d == b.u_.d;
     case ValueKind::decimal:
     case ValueKind::string:
     case ValueKind::bytes:
@@ -117,7 +119,8 @@ std::string format_interval(const Interval& iv) {
     int64_t us = iv.micros;
     bool neg = us < 0;
     uint64_t a = neg ? uint64_t(-(us + 1)) + 1 : uint64_t(us);
-    uint64_t h = a / 3600000000ULL, m = (a / 60000000ULL) % 60, s = (a / 1000000ULL) % 60, f = a % 1000000ULL;
+    uint64_t h = a / 3600000000ULL, m = (a / 60000000ULL) % 60, s = (a / 1000000ULL) % 60,
+             f = a % 1000000ULL;
     const char* sg = neg ? "-" : "";
     if (h) fmt::format_to(std::back_inserter(o), "{}{}H", sg, h);
     if (m) fmt::format_to(std::back_inserter(o), "{}{}M", sg, m);
@@ -141,15 +144,26 @@ bool parse_interval(std::string_view s, Interval* iv) {
   if (!eat(s, 'P')) return false;
   bool in_time = false;
   while (!s.empty()) {
-    if (eat(s, 'T')) { in_time = true; continue; }
+    if (eat(s, 'T')) {
+      in_time = true;
+      continue;
+    }
     bool neg = eat(s, '-');
     int64_t whole = 0;
     size_t n = 0;
-    while (!s.empty() && s.front() >= '0' && s.front() <= '9') { whole = whole * 10 + (s.front() - '0'); s.remove_prefix(1); ++n; }
+    while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+      whole = whole * 10 + (s.front() - '0');
+      s.remove_prefix(1);
+      ++n;
+    }
     int64_t frac = 0;
     if (eat(s, '.')) {
       int k = 0;
-      while (!s.empty() && s.front() >= '0' && s.front() <= '9') { if (k < 6) frac = frac * 10 + (s.front() - '0'); ++k; s.remove_prefix(1); }
+      while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+        if (k < 6) frac = frac * 10 + (s.front() - '0');
+        ++k;
+        s.remove_prefix(1);
+      }
       for (; k < 6; ++k) frac *= 10;
     }
     if (n == 0 || s.empty()) return false;

@@ -5,7 +5,8 @@
 
 namespace sluice {
 
-Engine::Engine(EngineOptions options) : options_(options), started_at_(std::chrono::steady_clock::now()) {
+Engine::Engine(EngineOptions options)
+    : options_(options), started_at_(std::chrono::steady_clock::now()) {
   // spdlog builds its registry on first use: do it here, before pipeline threads log at once.
   (void)spdlog::default_logger_raw();
 }
@@ -35,7 +36,8 @@ const Engine::Entry* Engine::find(std::string_view id) const {
 Status Engine::add(std::unique_ptr<Pipeline> pipeline) {
   std::lock_guard lock(mu_);
   if (find(pipeline->options().id))
-    return Error(Errc::invalid_argument, fmt::format("pipeline '{}' exists already", pipeline->options().id));
+    return Error(Errc::invalid_argument,
+                 fmt::format("pipeline '{}' exists already", pipeline->options().id));
   pipeline->register_metrics(metrics_);
   auto e = std::make_unique<Entry>();
   e->pipeline = std::move(pipeline);
@@ -47,11 +49,13 @@ Status Engine::start(std::string_view id) {
   std::lock_guard lock(mu_);
   Entry* e = find(id);
   if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
-  if (e->started) return Error(Errc::invalid_argument, fmt::format("pipeline '{}' was started already", id));
+  if (e->started)
+    return Error(Errc::invalid_argument, fmt::format("pipeline '{}' was started already", id));
   e->started = true;
   e->thread = std::thread([this, e] {
     Status result = e->pipeline->run();
-    if (!result.ok()) spdlog::error("pipeline {}: {}", e->pipeline->options().id, result.error().message());
+    if (!result.ok())
+      spdlog::error("pipeline {}: {}", e->pipeline->options().id, result.error().message());
     std::lock_guard lock(mu_);
     e->result = std::move(result);
     e->ended = true;
@@ -137,12 +141,14 @@ void Engine::check_idle() {
       if (!e->started || e->ended) continue;
       ++running;
       auto since = e->pipeline->idle_since();
-      all_idle = all_idle && since && std::chrono::duration<double>(now - *since) >= options_.idle_exit;
+      all_idle =
+          all_idle && since && std::chrono::duration<double>(now - *since) >= options_.idle_exit;
     }
   }
   if (all_idle && running > 0) {
     idle_stop_ = true;
-    spdlog::info("every source idle for {} s and everything acknowledged: stopping", options_.idle_exit.count());
+    spdlog::info("every source idle for {} s and everything acknowledged: stopping",
+                 options_.idle_exit.count());
     stop_all();
   }
 }

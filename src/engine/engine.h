@@ -24,18 +24,18 @@ namespace sluice {
 // What list()/status() report about one pipeline.
 struct PipelineStatus {
   std::string id;
-  std::string source;       // connector names
+  std::string source;  // connector names
   std::string destination;
   PipelineState state = PipelineState::starting;
-  bool started = false;     // start() was called
-  bool ended = false;       // run() returned
+  bool started = false;        // start() was called
+  bool ended = false;          // run() returned
   std::optional<Error> error;  // why it failed (ended and failed)
   uint64_t records_read = 0;
   uint64_t records_written = 0;
   uint64_t records_filtered = 0;
   uint64_t records_dead_lettered = 0;
   uint64_t records_in_flight = 0;
-  std::string checkpoint;   // last checkpointed position (opaque bytes)
+  std::string checkpoint;  // last checkpointed position (opaque bytes)
   // Since when the source has had nothing to read with everything acknowledged.
   std::optional<std::chrono::steady_clock::time_point> idle_since;
 };

@@ -44,8 +44,8 @@ class TickingSource final : public Source {
   Status open(const ConnectorContext& ctx, const std::optional<std::string>&) override {
     if (ctx.stats) ctx.stats->lag_ms = 1500;
     if (ctx.metrics) {
-      probe_ = ctx.metrics->add({MetricDef::counter("sluice_test_source_reads_total", "Reads.", ctx.metric_labels(),
-                                                    reads_)});
+      probe_ = ctx.metrics->add({MetricDef::counter("sluice_test_source_reads_total", "Reads.",
+                                                    ctx.metric_labels(), reads_)});
     }
     return ok_status();
   }
@@ -92,8 +92,8 @@ class FailingDestination final : public Destination {
   void write(Batch&, WriteDone done) override { done(ok_status()); }
 };
 
-std::unique_ptr<Pipeline> pipeline(const std::string& id, std::unique_ptr<Source> src, std::unique_ptr<Destination> dst,
-                                   CheckpointStore* cps) {
+std::unique_ptr<Pipeline> pipeline(const std::string& id, std::unique_ptr<Source> src,
+                                   std::unique_ptr<Destination> dst, CheckpointStore* cps) {
   PipelineOptions o;
   o.id = id;
   o.source_connector = "ticking";
@@ -101,15 +101,25 @@ std::unique_ptr<Pipeline> pipeline(const std::string& id, std::unique_ptr<Source
   o.max_records = 10;
   o.poll = 20ms;
   o.checkpoint_interval = 10ms;
-  return std::make_unique<Pipeline>(o, std::move(src), std::vector<std::unique_ptr<Processor>>{}, std::move(dst), cps);
+  return std::make_unique<Pipeline>(o, std::move(src), std::vector<std::unique_ptr<Processor>>{},
+                                    std::move(dst), cps);
 }
 
 TEST(Engine, StartsListsAndStopsPipelines) {
   MemoryCheckpoints cps;
   Engine engine;
-  ASSERT_TRUE(engine.add(pipeline("a", std::make_unique<TickingSource>(30), std::make_unique<NullDestination>(), &cps)).ok());
-  ASSERT_TRUE(engine.add(pipeline("b", std::make_unique<TickingSource>(5, true), std::make_unique<NullDestination>(), &cps)).ok());
-  EXPECT_FALSE(engine.add(pipeline("a", std::make_unique<TickingSource>(1), std::make_unique<NullDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("a", std::make_unique<TickingSource>(30),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("b", std::make_unique<TickingSource>(5, true),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
+  EXPECT_FALSE(engine
+                   .add(pipeline("a", std::make_unique<TickingSource>(1),
+                                 std::make_unique<NullDestination>(), &cps))
+                   .ok());
 
   auto listed = engine.list();
   ASSERT_EQ(listed.size(), 2u);
@@ -125,7 +135,8 @@ TEST(Engine, StartsListsAndStopsPipelines) {
   EXPECT_TRUE(engine.running());
 
   // b ends on its own; a runs until stopped.
-  for (int i = 0; i < 500 && !(engine.status("b")->ended && engine.status("a")->records_written == 30); ++i)
+  for (int i = 0;
+       i < 500 && !(engine.status("b")->ended && engine.status("a")->records_written == 30); ++i)
     std::this_thread::sleep_for(5ms);
   auto b = engine.status("b");
   ASSERT_TRUE(b);
@@ -153,8 +164,14 @@ TEST(Engine, IdleExitStopsOnceEveryRunningPipelineIsIdle) {
   o.idle_exit = 200ms;
   o.tick = 10ms;
   Engine engine(o);
-  ASSERT_TRUE(engine.add(pipeline("a", std::make_unique<TickingSource>(20), std::make_unique<NullDestination>(), &cps)).ok());
-  ASSERT_TRUE(engine.add(pipeline("b", std::make_unique<TickingSource>(40), std::make_unique<NullDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("a", std::make_unique<TickingSource>(20),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("b", std::make_unique<TickingSource>(40),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
   const auto t0 = std::chrono::steady_clock::now();
   engine.start_all();
   int ticks = 0;
@@ -174,8 +191,14 @@ TEST(Engine, IdleExitStopsOnceEveryRunningPipelineIsIdle) {
 TEST(Engine, AFailedPipelineIsReportedAndTheOthersKeepRunning) {
   MemoryCheckpoints cps;
   Engine engine;
-  ASSERT_TRUE(engine.add(pipeline("bad", std::make_unique<TickingSource>(1), std::make_unique<FailingDestination>(), &cps)).ok());
-  ASSERT_TRUE(engine.add(pipeline("good", std::make_unique<TickingSource>(10), std::make_unique<NullDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("bad", std::make_unique<TickingSource>(1),
+                                std::make_unique<FailingDestination>(), &cps))
+                  .ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("good", std::make_unique<TickingSource>(10),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
   engine.start_all();
   for (int i = 0; i < 500 && !engine.status("bad")->ended; ++i) std::this_thread::sleep_for(5ms);
   auto bad = engine.status("bad");
@@ -192,18 +215,26 @@ TEST(Engine, AFailedPipelineIsReportedAndTheOthersKeepRunning) {
 TEST(Engine, ComponentsPublishTheirProbesInTheRegistry) {
   MemoryCheckpoints cps;
   Engine engine;
-  ASSERT_TRUE(engine.add(pipeline("p", std::make_unique<TickingSource>(25, true), std::make_unique<NullDestination>(), &cps)).ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("p", std::make_unique<TickingSource>(25, true),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
   const MetricsRegistry& m = engine.metrics();
   // The pipeline's probe exists as soon as it is added.
-  EXPECT_EQ(m.values("sluice_records_written_total", {{"pipeline", "p"}, {"connector", "null"}}).size(), 1u);
-  EXPECT_TRUE(m.values("sluice_test_source_reads_total").empty()) << "the source has not opened yet";
+  EXPECT_EQ(
+      m.values("sluice_records_written_total", {{"pipeline", "p"}, {"connector", "null"}}).size(),
+      1u);
+  EXPECT_TRUE(m.values("sluice_test_source_reads_total").empty())
+      << "the source has not opened yet";
   engine.start_all();
   EXPECT_TRUE(engine.wait());
   EXPECT_EQ(m.sum("sluice_records_written_total"), 25);
   EXPECT_EQ(m.sum("sluice_records_read_total", {{"pipeline", "p"}, {"connector", "ticking"}}), 25);
-  EXPECT_EQ(m.sum("sluice_source_lag_seconds", {{"pipeline", "p"}}), 1.5);  // ConnectorStats, registered by the runtime
+  EXPECT_EQ(m.sum("sluice_source_lag_seconds", {{"pipeline", "p"}}),
+            1.5);  // ConnectorStats, registered by the runtime
   // A probe the source registered itself, with its context's labels.
-  EXPECT_GE(m.sum("sluice_test_source_reads_total", {{"pipeline", "p"}, {"connector", "ticking"}}), 3);
+  EXPECT_GE(m.sum("sluice_test_source_reads_total", {{"pipeline", "p"}, {"connector", "ticking"}}),
+            3);
   EXPECT_EQ(m.sum("sluice_pipeline_up", {{"pipeline", "p"}}), 0);
 
   ProgressLine progress(m);
@@ -218,7 +249,8 @@ TEST(MetricsRegistry, FamiliesKeepFirstRegistrationOrderAndProbesLeaveWithTheirR
   std::atomic<uint64_t> a{1}, b{2};
   auto first = r.add({MetricDef::counter("x_total", "X.", {{"k", "1"}}, a),
                       MetricDef::gauge("y", "Y.", {{"k", "1"}}, [] { return MetricValue(-1.0); })});
-  auto second = std::make_unique<MetricsRegistry::Registration>(r.add({MetricDef::counter("x_total", "X.", {{"k", "2"}}, b)}));
+  auto second = std::make_unique<MetricsRegistry::Registration>(
+      r.add({MetricDef::counter("x_total", "X.", {{"k", "2"}}, b)}));
   std::vector<std::string> seen;
   r.visit([&](const MetricDef& family, const std::vector<const MetricDef*>& members) {
     for (const MetricDef* m : members) seen.push_back(family.name + "/" + m->labels.front().second);

@@ -39,8 +39,10 @@ std::string ProgressLine::render(double elapsed) {
   const double dt = std::max(1e-9, std::chrono::duration<double>(now - last_).count());
   last_ = now;
   uint64_t written = 0, in_flight = 0;
-  for (const auto& [labels, v] : registry_.values("sluice_records_written_total")) written += uint64_t(as_int(v));
-  for (const auto& [labels, v] : registry_.values("sluice_records_in_flight")) in_flight += uint64_t(as_int(v));
+  for (const auto& [labels, v] : registry_.values("sluice_records_written_total"))
+    written += uint64_t(as_int(v));
+  for (const auto& [labels, v] : registry_.values("sluice_records_in_flight"))
+    in_flight += uint64_t(as_int(v));
   const uint64_t delta = written >= last_written_ ? written - last_written_ : 0;
   std::string line = fmt::format("{} records written  {}/s  in flight {}", thousands(written),
                                  thousands(uint64_t(double(delta) / dt)), thousands(in_flight));
@@ -59,8 +61,9 @@ std::string ProgressLine::render(double elapsed) {
     const int64_t d = as_int(done_v.front().second), t = as_int(total_v.front().second);
     if (d >= 0 && t > 0) {
       const double eta = d > 0 ? elapsed * double(t - std::min(d, t)) / double(d) : 0;
-      line += fmt::format("  snapshot {}/{} ({:.0f}%) ETA {}", thousands(uint64_t(d)), thousands(uint64_t(t)),
-                          100.0 * double(d) / double(t), duration_text(eta));
+      line +=
+          fmt::format("  snapshot {}/{} ({:.0f}%) ETA {}", thousands(uint64_t(d)),
+                      thousands(uint64_t(t)), 100.0 * double(d) / double(t), duration_text(eta));
     }
   }
   return line;

@@ -70,7 +70,8 @@ class FieldExclude final : public Processor {
 Result<std::unique_ptr<Processor>> make_field_exclude(const Settings& s) {
   SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s, "field.exclude"));
   const std::vector<std::string>& fields = o.fields;
-  if (fields.empty()) return Error(Errc::config, "field.exclude: fields: needs at least one field path");
+  if (fields.empty())
+    return Error(Errc::config, "field.exclude: fields: needs at least one field path");
   std::vector<ExcludeGroup> groups;
   std::vector<RecordPart> whole_parts;
   for (const std::string& text : fields) {
@@ -87,7 +88,8 @@ Result<std::unique_ptr<Processor>> make_field_exclude(const Settings& s) {
     if (g == nullptr) g = &groups.emplace_back(ExcludeGroup{path->part, std::move(parent), {}});
     if (!contains(g->names, path->leaf())) g->names.push_back(path->leaf());
   }
-  std::unique_ptr<Processor> p = std::make_unique<FieldExclude>(std::move(groups), std::move(whole_parts));
+  std::unique_ptr<Processor> p =
+      std::make_unique<FieldExclude>(std::move(groups), std::move(whole_parts));
   return p;
 }
 

@@ -17,7 +17,8 @@ std::string_view record_part_name(RecordPart part) noexcept {
 namespace {
 
 bool part_from_name(std::string_view name, RecordPart* part) noexcept {
-  for (RecordPart p : {RecordPart::key, RecordPart::before, RecordPart::after, RecordPart::metadata}) {
+  for (RecordPart p :
+       {RecordPart::key, RecordPart::before, RecordPart::after, RecordPart::metadata}) {
     if (record_part_name(p) == name) {
       *part = p;
       return true;
@@ -30,7 +31,8 @@ bool part_from_name(std::string_view name, RecordPart* part) noexcept {
 
 Result<FieldPath> parse_field_path(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return Error(Errc::config, "invalid field path '" + std::string(text) + "': " + std::string(why));
+    return Error(Errc::config,
+                 "invalid field path '" + std::string(text) + "': " + std::string(why));
   };
   if (text.empty()) return bad("empty");
   FieldPath path;
@@ -48,8 +50,9 @@ Result<FieldPath> parse_field_path(std::string_view text) {
     return path;
   }
   if (!part_from_name(head, &path.part))
-    return bad("unknown record part '" + std::string(head) +
-               "' (paths start with key., before., after. or metadata.; a bare name means after.NAME)");
+    return bad(
+        "unknown record part '" + std::string(head) +
+        "' (paths start with key., before., after. or metadata.; a bare name means after.NAME)");
   std::string_view rest = text.substr(dot + 1);
   if (rest.empty()) return bad("ends with '.'");
   if (path.part == RecordPart::metadata) {

@@ -3,12 +3,14 @@
 //   after.address.city      part=after     names=[address, city]
 //   city                    part=after     names=[city]          (a bare name means after.NAME)
 //   key.id / before.x       part=key/before
-//   metadata.opencdc.readAt part=metadata  names=[opencdc.readAt] (metadata is a flat map whose keys
+//   metadata.opencdc.readAt part=metadata  names=[opencdc.readAt] (metadata is a flat map whose
+//   keys
 //                                                                  contain dots: never split)
 //   after                   part=after     names=[]              (the whole part)
 //
 // Values are immutable views, so editing a nested field builds new Field arrays in the batch arena
-// for the edited object and each enclosing object; untouched siblings are shared, not copied deeply.
+// for the edited object and each enclosing object; untouched siblings are shared, not copied
+// deeply.
 #pragma once
 
 #include <cstdint>
@@ -58,8 +60,8 @@ Field* copy_fields(Arena& arena, const Value& obj, uint32_t extra);
 Value with_field(Arena& arena, const Value& obj, std::string_view name, Value v);
 
 // Applies `edit` to the object reached from `root` through `parent` names, then rebuilds each
-// enclosing object around the result. `edit(const Value& object) -> std::optional<Value>` returns the
-// replacement, or nullopt for "no change". Returns false (root untouched) when nothing changed,
+// enclosing object around the result. `edit(const Value& object) -> std::optional<Value>` returns
+// the replacement, or nullopt for "no change". Returns false (root untouched) when nothing changed,
 // including when `root` or an intermediate value is absent or not an object.
 template <typename Edit>
 bool edit_object(Arena& arena, Value& root, std::span<const std::string> parent, Edit&& edit);
@@ -71,8 +73,8 @@ namespace detail {
 Value with_field_value(Arena& arena, const Value& obj, size_t index, Value v);
 
 template <typename Edit>
-std::optional<Value> edited_object(Arena& arena, const Value& obj, std::span<const std::string> parent,
-                                   Edit& edit) {
+std::optional<Value> edited_object(Arena& arena, const Value& obj,
+                                   std::span<const std::string> parent, Edit& edit) {
   if (!obj.is_object()) return std::nullopt;
   if (parent.empty()) return edit(obj);
   std::span<const Field> fields = obj.fields();

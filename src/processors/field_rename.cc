@@ -56,7 +56,10 @@ class FieldRename final : public Processor {
         std::span<const Field> fields = obj.fields();
         bool any = false;  // most records lack the source (other tables): no copy for them
         for (const Field& f : fields)
-          if (index_of(g.from, f.name) >= 0) { any = true; break; }
+          if (index_of(g.from, f.name) >= 0) {
+            any = true;
+            break;
+          }
         if (!any) return std::nullopt;
         Field* out = arena.allocate_array<Field>(fields.size());
         uint32_t n = 0;
@@ -71,7 +74,8 @@ class FieldRename final : public Processor {
         }
         return Value::object(out, n);
       };
-      for (Record& r : batch.records()) edit_object(arena, record_part(r, g.part), g.parent, rename);
+      for (Record& r : batch.records())
+        edit_object(arena, record_part(r, g.part), g.parent, rename);
     }
     return ok_status();
   }
@@ -89,8 +93,8 @@ Result<std::unique_ptr<Processor>> make_field_rename(const Settings& s) {
     Result<FieldPath> path = parse_field_path(from_text);
     if (!path) return path.error().with_context("field.rename: mapping: ");
     if (path->whole_part())
-      return bad_setting("'" + from_text + "' names the whole " + std::string(record_part_name(path->part)) +
-                         "; name a field in it");
+      return bad_setting("'" + from_text + "' names the whole " +
+                         std::string(record_part_name(path->part)) + "; name a field in it");
     if (to.empty()) return bad_setting("new name for '" + from_text + "' is empty");
     // Metadata keys contain dots ("opencdc.readAt"); elsewhere a dot means a path was given.
     if (path->part != RecordPart::metadata && to.find('.') != std::string::npos)

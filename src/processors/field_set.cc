@@ -86,12 +86,16 @@ class FieldSet final : public Processor {
     // Name and text are copied into each batch once: records must not point into the processor,
     // which may be torn down while a destination or the DLQ still holds the batch.
     const std::string_view name = arena.copy(path_.leaf());
-    const Value value = path_.part == RecordPart::metadata ? Value::string(arena.copy(text_)) : bind(arena);
-    auto set = [&](const Value& obj) -> std::optional<Value> { return with_field(arena, obj, name, value); };
+    const Value value =
+        path_.part == RecordPart::metadata ? Value::string(arena.copy(text_)) : bind(arena);
+    auto set = [&](const Value& obj) -> std::optional<Value> {
+      return with_field(arena, obj, name, value);
+    };
 
     for (Record& r : batch.records()) {
       Value& root = record_part(r, path_.part);
-      // Absent metadata is an empty map, not a missing object; an absent key/before/after is left so.
+      // Absent metadata is an empty map, not a missing object; an absent key/before/after is left
+      // so.
       if (path_.part == RecordPart::metadata && root.is_absent()) {
         root = with_field(arena, Value(), name, value);
         continue;
@@ -122,10 +126,12 @@ Result<std::unique_ptr<Processor>> make_field_set(const Settings& s) {
   if (!path) return path.error().with_context("field.set: field: ");
   if (path->whole_part())
     return bad_setting("field", "'" + path->text + "' names the whole " +
-                                    std::string(record_part_name(path->part)) + "; name a field in it");
+                                    std::string(record_part_name(path->part)) +
+                                    "; name a field in it");
   Result<Value> value = typed_value(o.type, o.value);
   if (!value) return std::move(value).error();
-  std::unique_ptr<Processor> p = std::make_unique<FieldSet>(std::move(*path), std::move(o.value), *value);
+  std::unique_ptr<Processor> p =
+      std::make_unique<FieldSet>(std::move(*path), std::move(o.value), *value);
   return p;
 }
 

@@ -5,7 +5,8 @@
 //                   ▼
 //           field condition holds? ──▶ kept or dropped by `action`
 //
-// Dropped records are erased from the batch in one stable pass; the batch position still covers them.
+// Dropped records are erased from the batch in one stable pass; the batch position still covers
+// them.
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -29,8 +30,15 @@ namespace {
 enum class Cmp { eq, ne, lt, le, gt, ge, exists, missing, in };
 
 constexpr std::array<std::pair<std::string_view, Cmp>, 9> kCmpNames = {{
-    {"eq", Cmp::eq}, {"ne", Cmp::ne}, {"lt", Cmp::lt}, {"le", Cmp::le}, {"gt", Cmp::gt},
-    {"ge", Cmp::ge}, {"exists", Cmp::exists}, {"missing", Cmp::missing}, {"in", Cmp::in},
+    {"eq", Cmp::eq},
+    {"ne", Cmp::ne},
+    {"lt", Cmp::lt},
+    {"le", Cmp::le},
+    {"gt", Cmp::gt},
+    {"ge", Cmp::ge},
+    {"exists", Cmp::exists},
+    {"missing", Cmp::missing},
+    {"in", Cmp::in},
 }};
 
 // Options bound to the settings table below (defaults written there, once); finalize() checks how
@@ -50,7 +58,8 @@ struct Options {
 
 constexpr auto kSettings = settings_table<Options>(
     setting<&Options::operations>(
-        "operations", "Operations to keep (snapshot, create, update, delete); records with any other are dropped."),
+        "operations",
+        "Operations to keep (snapshot, create, update, delete); records with any other are dropped."),
     setting<&Options::field>(
         "field",
         "Field the condition tests: after.NAME, before.NAME, key.NAME, metadata.NAME (a bare NAME means "
@@ -62,8 +71,9 @@ constexpr auto kSettings = settings_table<Options>(
         "for null, missing only for an absent field.")
         .one_of("eq,ne,lt,le,gt,ge,exists,missing,in")
         .with_default("eq"),
-    setting<&Options::value>("value",
-                             "Constant to compare with, read as the field's kind; for op in, a comma-separated list."),
+    setting<&Options::value>(
+        "value",
+        "Constant to compare with, read as the field's kind; for op in, a comma-separated list."),
     setting<&Options::action>(
         "action",
         "keep: keep the records where the condition holds, drop the others; drop: drop those where it "
@@ -165,7 +175,8 @@ std::optional<int> compare_integer(Int v, const Operand& o) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   PlainDecimal field;
-  if (ec == std::errc() && o.decimal && parse_plain_decimal(std::string_view(buf, size_t(end - buf)), &field))
+  if (ec == std::errc() && o.decimal &&
+      parse_plain_decimal(std::string_view(buf, size_t(end - buf)), &field))
     return compare_plain_decimal(field, *o.decimal);
   if (o.approx) return three_way(static_cast<long double>(v), *o.approx);
   return std::nullopt;
@@ -194,8 +205,10 @@ std::optional<int> compare(const Value& v, const Operand& o) {
       return three_way(v.as_double(), *o.f64);
     case ValueKind::decimal: {
       PlainDecimal field;
-      if (o.decimal && parse_plain_decimal(v.as_text(), &field)) return compare_plain_decimal(field, *o.decimal);
-      std::optional<long double> x = to_long_double(v.as_text());  // exponent, Infinity; NaN unordered
+      if (o.decimal && parse_plain_decimal(v.as_text(), &field))
+        return compare_plain_decimal(field, *o.decimal);
+      std::optional<long double> x =
+          to_long_double(v.as_text());  // exponent, Infinity; NaN unordered
       if (!x || !o.approx) return std::nullopt;
       return three_way(*x, *o.approx);
     }
@@ -217,7 +230,9 @@ std::optional<int> compare(const Value& v, const Operand& o) {
     case ValueKind::timetz: {
       // By UTC instant, then by offset (as PostgreSQL does), so distinct zones are never equal.
       if (!o.timetz) return std::nullopt;
-      auto key = [](int64_t micros, int32_t off) { return std::pair(micros - int64_t(off) * 1000000, off); };
+      auto key = [](int64_t micros, int32_t off) {
+        return std::pair(micros - int64_t(off) * 1000000, off);
+      };
       auto a = key(v.as_micros(), v.tz_offset_seconds());
       auto b = key(o.timetz->first, o.timetz->second);
       return a < b ? -1 : (b < a ? 1 : 0);
@@ -239,8 +254,7 @@ std::optional<int> compare(const Value& v, const Operand& o) {
     case ValueKind::absent:
     case ValueKind::null:
     case ValueKind::array:
-    case ValueKind::object:
-      break;
+    case ValueKind::object: break;
   }
   return std::nullopt;
 }
@@ -249,7 +263,10 @@ class Filter final : public Processor {
  public:
   Filter(uint8_t operations, std::optional<FieldPath> path, Cmp cmp,
          std::vector<std::unique_ptr<Operand>> operands, bool keep)
-      : operations_(operations), path_(std::move(path)), cmp_(cmp), operands_(std::move(operands)),
+      : operations_(operations),
+        path_(std::move(path)),
+        cmp_(cmp),
+        operands_(std::move(operands)),
         keep_(keep) {}
 
   Status process(Batch& batch) override {
@@ -269,7 +286,8 @@ class Filter final : public Processor {
     const Value v = lookup_field(r, *path_);
     if (cmp_ == Cmp::exists) return !v.is_absent();
     if (cmp_ == Cmp::missing) return v.is_absent();
-    if (v.is_absent() || v.is_null()) return cmp_ == Cmp::ne;  // null equals nothing, orders nowhere
+    if (v.is_absent() || v.is_null())
+      return cmp_ == Cmp::ne;  // null equals nothing, orders nowhere
     if (cmp_ == Cmp::in) {
       for (const auto& o : operands_)
         if (std::optional<int> c = compare(v, *o); c && *c == 0) return true;
@@ -313,7 +331,8 @@ Status finalize(Options& o) {
         rest = rest.substr(comma + 1);
       }
     }
-    if (o.operation_bits == 0) return bad_setting("operations", "empty list would drop every record");
+    if (o.operation_bits == 0)
+      return bad_setting("operations", "empty list would drop every record");
   }
 
   if (!o.field.empty()) {
@@ -322,22 +341,26 @@ Status finalize(Options& o) {
     o.path = std::move(*p);
   }
 
-  auto cmp_it = std::find_if(kCmpNames.begin(), kCmpNames.end(), [&](const auto& e) { return e.first == o.op; });
+  auto cmp_it = std::find_if(kCmpNames.begin(), kCmpNames.end(),
+                             [&](const auto& e) { return e.first == o.op; });
   if (cmp_it == kCmpNames.end())
-    return bad_setting("op", "unknown comparison '" + o.op + "' (eq, ne, lt, le, gt, ge, exists, missing, in)");
+    return bad_setting(
+        "op", "unknown comparison '" + o.op + "' (eq, ne, lt, le, gt, ge, exists, missing, in)");
   o.cmp = cmp_it->second;
 
   if (o.action != "keep" && o.action != "drop")
     return bad_setting("action", "unknown action '" + o.action + "' (keep, drop)");
 
   if (!o.path) {
-    if (o.operation_bits == 0) return Error(Errc::config, "filter: needs `operations` or `field` (or both)");
+    if (o.operation_bits == 0)
+      return Error(Errc::config, "filter: needs `operations` or `field` (or both)");
     if (o.value) return bad_setting("value", "compares a field: set `field` too");
     // Without a condition there is nothing for `drop` to apply to; say so rather than keep only the
     // listed operations, which is the opposite of what `action: drop` reads like.
     if (o.action == "drop")
-      return bad_setting("action", "drop needs a `field` condition; to drop operations, list the ones "
-                                   "to keep in `operations`");
+      return bad_setting("action",
+                         "drop needs a `field` condition; to drop operations, list the ones "
+                         "to keep in `operations`");
   } else if (o.cmp != Cmp::exists && o.cmp != Cmp::missing) {
     if (o.path->whole_part())
       return bad_setting("field", "'" + o.path->text + "' names the whole " +
@@ -364,15 +387,16 @@ Result<std::unique_ptr<Processor>> make_filter(const Settings& s) {
   SLUICE_TRY(finalize(o));
   std::vector<std::unique_ptr<Operand>> operands;
   for (const std::string& text : o.operands) operands.push_back(std::make_unique<Operand>(text));
-  std::unique_ptr<Processor> p = std::make_unique<Filter>(o.operation_bits, std::move(o.path), o.cmp,
-                                                          std::move(operands), o.action == "keep");
+  std::unique_ptr<Processor> p = std::make_unique<Filter>(
+      o.operation_bits, std::move(o.path), o.cmp, std::move(operands), o.action == "keep");
   return p;
 }
 
 }  // namespace
 
 ProcessorSpec filter_processor() {
-  return {"filter", "Keeps or drops records by operation or by a field condition.", kSettings, make_filter};
+  return {"filter", "Keeps or drops records by operation or by a field condition.", kSettings,
+          make_filter};
 }
 
 }  // namespace sluice

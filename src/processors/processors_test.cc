@@ -46,8 +46,13 @@ void run(Processor& p, Batch& b) {
 
 // {"id": 1, "name": "ada", "address": {"city": "Paris", "zip": "75001"}}
 Value person(Batch& b, int64_t id = 1, std::string_view name = "ada") {
-  Value address = b.object(2).add("city", Value::string("Paris")).add("zip", Value::string("75001")).build();
-  return b.object(3).add("id", Value::int64(id)).add("name", Value::string(name)).add("address", address).build();
+  Value address =
+      b.object(2).add("city", Value::string("Paris")).add("zip", Value::string("75001")).build();
+  return b.object(3)
+      .add("id", Value::int64(id))
+      .add("name", Value::string(name))
+      .add("address", address)
+      .build();
 }
 
 Record& add_record(Batch& b, Operation op, Value after, Value before = Value()) {
@@ -56,7 +61,10 @@ Record& add_record(Batch& b, Operation op, Value after, Value before = Value()) 
   r.key = b.object(1).add("id", after.is_object() ? *after.find("id") : Value::int64(0)).build();
   r.before = before;
   r.after = after;
-  r.metadata = b.object(2).add("table", Value::string("people")).add("opencdc.readAt", Value::string("17")).build();
+  r.metadata = b.object(2)
+                   .add("table", Value::string("people"))
+                   .add("opencdc.readAt", Value::string("17"))
+                   .build();
   return r;
 }
 
@@ -133,9 +141,12 @@ TEST(ScalarText, ReadsYamlLikeScalars) {
   EXPECT_EQ(parse_scalar_value("42"), Value::int64(42));
   EXPECT_EQ(parse_scalar_value("-7"), Value::int64(-7));
   EXPECT_EQ(parse_scalar_value("0x1F"), Value::int64(31));
-  EXPECT_EQ(parse_scalar_value("-9223372036854775808"), Value::int64(std::numeric_limits<int64_t>::min()));
-  EXPECT_EQ(parse_scalar_value("18446744073709551615"), Value::uint64(std::numeric_limits<uint64_t>::max()));
-  EXPECT_EQ(parse_scalar_value("123456789012345678901234567890"), Value::decimal("123456789012345678901234567890"));
+  EXPECT_EQ(parse_scalar_value("-9223372036854775808"),
+            Value::int64(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(parse_scalar_value("18446744073709551615"),
+            Value::uint64(std::numeric_limits<uint64_t>::max()));
+  EXPECT_EQ(parse_scalar_value("123456789012345678901234567890"),
+            Value::decimal("123456789012345678901234567890"));
   EXPECT_EQ(parse_scalar_value("3.5"), Value::float64(3.5));
   EXPECT_EQ(parse_scalar_value("1e3"), Value::float64(1000.0));
   EXPECT_EQ(parse_scalar_value("-.inf"), Value::float64(-std::numeric_limits<double>::infinity()));
@@ -191,8 +202,11 @@ TEST(FieldSet, LeavesTheOriginalValueUntouched) {
 
 TEST(FieldSet, InfersTheKindFromTheText) {
   const std::vector<std::pair<std::string, Value>> cases = {
-      {"null", Value::null()},       {"true", Value::boolean(true)}, {"42", Value::int64(42)},
-      {"-2.5", Value::float64(-2.5)}, {"hello world", Value::string("hello world")},
+      {"null", Value::null()},
+      {"true", Value::boolean(true)},
+      {"42", Value::int64(42)},
+      {"-2.5", Value::float64(-2.5)},
+      {"hello world", Value::string("hello world")},
   };
   for (const auto& [text, want] : cases) {
     Batch b;
@@ -221,18 +235,25 @@ TEST(FieldSet, ForcesTheKindWithType) {
 }
 
 TEST(FieldSet, RejectsAValueThatIsNotOfTheForcedType) {
-  for (auto [type, text] : {std::pair{"int64", "4.5"}, {"int64", "99999999999999999999"}, {"float64", "x"},
-                            {"bool", "yes please"}, {"decimal", "12,5"}, {"json", "{a:"}}) {
-    std::string err = make_error(field_set_processor(), {{"field", "after.v"}, {"value", text}, {"type", type}});
+  for (auto [type, text] : {std::pair{"int64", "4.5"},
+                            {"int64", "99999999999999999999"},
+                            {"float64", "x"},
+                            {"bool", "yes please"},
+                            {"decimal", "12,5"},
+                            {"json", "{a:"}}) {
+    std::string err =
+        make_error(field_set_processor(), {{"field", "after.v"}, {"value", text}, {"type", type}});
     EXPECT_NE(err.find("field.set: value:"), std::string::npos) << err;
   }
 }
 
 TEST(FieldSet, ValidatesTheFieldPathAndType) {
-  EXPECT_NE(make_error(field_set_processor(), {{"field", "payload.x"}, {"value", "1"}}).find("field.set: field:"),
+  EXPECT_NE(make_error(field_set_processor(), {{"field", "payload.x"}, {"value", "1"}})
+                .find("field.set: field:"),
             std::string::npos);
-  EXPECT_NE(make_error(field_set_processor(), {{"field", "after"}, {"value", "1"}}).find("whole after"),
-            std::string::npos);
+  EXPECT_NE(
+      make_error(field_set_processor(), {{"field", "after"}, {"value", "1"}}).find("whole after"),
+      std::string::npos);
   Settings s;
   s.set("field", std::string("after.x"));
   s.set("value", std::string("1"));
@@ -290,7 +311,8 @@ TEST(FieldSet, BatchOutlivesTheProcessor) {
   Batch b;
   add_record(b, Operation::create, person(b));
   {
-    auto p = make(field_set_processor(), {{"field", "after.long_name"}, {"value", std::string(100, 'z')}});
+    auto p = make(field_set_processor(),
+                  {{"field", "after.long_name"}, {"value", std::string(100, 'z')}});
     run(*p, b);
   }  // the processor's strings are gone; the batch holds its own copies
   EXPECT_EQ(*b.records()[0].after.find("long_name"), Value::string(std::string(100, 'z')));
@@ -302,7 +324,9 @@ TEST(FieldRename, RenamesInPlaceAndIgnoresMissingSources) {
   Batch b;
   add_record(b, Operation::create, person(b));
   add_record(b, Operation::create, b.object(1).add("id", Value::int64(2)).build());
-  run(*make(field_rename_processor(), {{"mapping", "{after.name: full_name, after.missing: other}"}}), b);
+  run(*make(field_rename_processor(),
+            {{"mapping", "{after.name: full_name, after.missing: other}"}}),
+      b);
   EXPECT_EQ(names(b.records()[0].after), (Names{"id", "full_name", "address"}));
   EXPECT_EQ(*b.records()[0].after.find("full_name"), Value::string("ada"));
   EXPECT_EQ(names(b.records()[1].after), (Names{"id"}));
@@ -328,9 +352,10 @@ TEST(FieldRename, RenamesWithinOneObjectTogether) {
 TEST(FieldRename, RenamesNestedKeyBeforeAndMetadataFields) {
   Batch b;
   add_record(b, Operation::update, person(b), person(b));
-  run(*make(field_rename_processor(), {{"mapping",
-                                        "{after.address.city: town, key.id: pk, before.name: old_name, "
-                                        "metadata.opencdc.readAt: read.at}"}}),
+  run(*make(field_rename_processor(),
+            {{"mapping",
+              "{after.address.city: town, key.id: pk, before.name: old_name, "
+              "metadata.opencdc.readAt: read.at}"}}),
       b);
   const Record& r = b.records()[0];
   EXPECT_EQ(names(*r.after.find("address")), (Names{"town", "zip"}));
@@ -349,7 +374,9 @@ TEST(FieldRename, LeavesAbsentPartsAbsent) {
 }
 
 TEST(FieldRename, ValidatesTheMapping) {
-  auto err = [](std::string mapping) { return make_error(field_rename_processor(), {{"mapping", mapping}}); };
+  auto err = [](std::string mapping) {
+    return make_error(field_rename_processor(), {{"mapping", mapping}});
+  };
   EXPECT_NE(err("{after.name: after.full_name}").find("field.rename: mapping:"), std::string::npos);
   EXPECT_NE(err("{payload.name: n}").find("field.rename: mapping:"), std::string::npos);
   EXPECT_NE(err("{after: n}").find("whole after"), std::string::npos);
@@ -363,8 +390,10 @@ TEST(FieldRename, ValidatesTheMapping) {
 TEST(FieldExclude, RemovesFieldsFromEveryPart) {
   Batch b;
   add_record(b, Operation::update, person(b), person(b));
-  run(*make(field_exclude_processor(),
-            {{"fields", "[name, before.id, key.id, metadata.opencdc.readAt, after.address.zip, after.nope]"}}),
+  run(*make(
+          field_exclude_processor(),
+          {{"fields",
+            "[name, before.id, key.id, metadata.opencdc.readAt, after.address.zip, after.nope]"}}),
       b);
   const Record& r = b.records()[0];
   EXPECT_EQ(names(r.after), (Names{"id", "address"}));
@@ -396,9 +425,11 @@ TEST(FieldExclude, SharesUntouchedObjects) {
 }
 
 TEST(FieldExclude, ValidatesPaths) {
-  EXPECT_NE(make_error(field_exclude_processor(), {{"fields", "[after.x, payload.y]"}}).find("field.exclude: fields:"),
+  EXPECT_NE(make_error(field_exclude_processor(), {{"fields", "[after.x, payload.y]"}})
+                .find("field.exclude: fields:"),
             std::string::npos);
-  EXPECT_NE(make_error(field_exclude_processor(), {{"fields", "[after..y]"}}).find("field.exclude: fields:"),
+  EXPECT_NE(make_error(field_exclude_processor(), {{"fields", "[after..y]"}})
+                .find("field.exclude: fields:"),
             std::string::npos);
 }
 
@@ -439,21 +470,28 @@ TEST(Filter, AcceptsOperationsAsOneCommaSeparatedString) {
   add_numbered(b, Operation::snapshot, 0);
   add_numbered(b, Operation::update, 1);
   add_numbered(b, Operation::remove, 2);
-  EXPECT_EQ(kept(*make(filter_processor(), {{"operations", "snapshot,update"}}), b), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(kept(*make(filter_processor(), {{"operations", "snapshot,update"}}), b),
+            (std::vector<int64_t>{0, 1}));
 }
 
 TEST(Filter, RejectsUnknownOperationsAndIncompleteConditions) {
-  EXPECT_NE(make_error(filter_processor(), {{"operations", "[create, insert]"}}).find("filter: operations:"),
+  EXPECT_NE(make_error(filter_processor(), {{"operations", "[create, insert]"}})
+                .find("filter: operations:"),
             std::string::npos);
   EXPECT_NE(make_error(filter_processor(), {}).find("filter:"), std::string::npos);
-  EXPECT_NE(make_error(filter_processor(), {{"field", "after.x"}}).find("filter: value:"), std::string::npos);
-  EXPECT_NE(make_error(filter_processor(), {{"field", "payload.x"}, {"value", "1"}}).find("filter: field:"),
+  EXPECT_NE(make_error(filter_processor(), {{"field", "after.x"}}).find("filter: value:"),
             std::string::npos);
-  EXPECT_NE(make_error(filter_processor(), {{"field", "after"}, {"value", "1"}}).find("filter: field:"),
+  EXPECT_NE(make_error(filter_processor(), {{"field", "payload.x"}, {"value", "1"}})
+                .find("filter: field:"),
             std::string::npos);
-  EXPECT_NE(make_error(filter_processor(), {{"operations", "delete"}, {"action", "drop"}}).find("filter: action:"),
+  EXPECT_NE(
+      make_error(filter_processor(), {{"field", "after"}, {"value", "1"}}).find("filter: field:"),
+      std::string::npos);
+  EXPECT_NE(make_error(filter_processor(), {{"operations", "delete"}, {"action", "drop"}})
+                .find("filter: action:"),
             std::string::npos);
-  EXPECT_NE(make_error(filter_processor(), {{"operations", "delete"}, {"value", "3"}}).find("filter: value:"),
+  EXPECT_NE(make_error(filter_processor(), {{"operations", "delete"}, {"value", "3"}})
+                .find("filter: value:"),
             std::string::npos);
   Settings s;
   s.set("field", std::string("after.x"));
@@ -465,10 +503,13 @@ TEST(Filter, RejectsUnknownOperationsAndIncompleteConditions) {
 }
 
 // Records with after.n = 1..5; the ids kept by `op value`.
-std::vector<int64_t> kept_by(const std::string& op, const std::string& value, const std::string& action = "keep") {
+std::vector<int64_t> kept_by(const std::string& op, const std::string& value,
+                             const std::string& action = "keep") {
   Batch b;
   for (int64_t n = 1; n <= 5; ++n) add_numbered(b, Operation::create, n);
-  return kept(*make(filter_processor(), {{"field", "after.n"}, {"op", op}, {"value", value}, {"action", action}}), b);
+  return kept(*make(filter_processor(),
+                    {{"field", "after.n"}, {"op", op}, {"value", value}, {"action", action}}),
+              b);
 }
 
 TEST(Filter, ComparesIntegersWithEveryOp) {
@@ -480,11 +521,11 @@ TEST(Filter, ComparesIntegersWithEveryOp) {
   EXPECT_EQ(kept_by("gt", "3"), (V{4, 5}));
   EXPECT_EQ(kept_by("ge", "3"), (V{3, 4, 5}));
   EXPECT_EQ(kept_by("in", "1, 4,9"), (V{1, 4}));
-  EXPECT_EQ(kept_by("lt", "2.5"), (V{1, 2}));    // exact against a fraction
+  EXPECT_EQ(kept_by("lt", "2.5"), (V{1, 2}));  // exact against a fraction
   EXPECT_EQ(kept_by("eq", "3.000"), (V{3}));
-  EXPECT_EQ(kept_by("ge", "4e0"), (V{4, 5}));    // exponent form
+  EXPECT_EQ(kept_by("ge", "4e0"), (V{4, 5}));  // exponent form
   EXPECT_EQ(kept_by("lt", "-.inf"), (V{}));
-  EXPECT_EQ(kept_by("eq", "three"), (V{}));      // not a number: equals nothing
+  EXPECT_EQ(kept_by("eq", "three"), (V{}));  // not a number: equals nothing
   EXPECT_EQ(kept_by("ne", "three"), (V{1, 2, 3, 4, 5}));
   EXPECT_EQ(kept_by("gt", "three"), (V{}));
 }
@@ -512,16 +553,17 @@ TEST(Filter, ComparesLargeUnsignedAndDecimalNumbersExactly) {
   EXPECT_TRUE(holds(big, "eq", "18446744073709551615"));
   EXPECT_TRUE(holds(big, "gt", "18446744073709551614"));
   EXPECT_TRUE(holds(big, "gt", "-1"));
-  EXPECT_TRUE(holds(Value::int64(std::numeric_limits<int64_t>::max()), "lt", "9223372036854775808"));
+  EXPECT_TRUE(
+      holds(Value::int64(std::numeric_limits<int64_t>::max()), "lt", "9223372036854775808"));
   EXPECT_TRUE(holds(Value::int64(-5), "lt", "18446744073709551615"));
 
   const Value dec = Value::decimal("12345678901234567890.10");
   EXPECT_TRUE(holds(dec, "eq", "12345678901234567890.1"));
   EXPECT_TRUE(holds(dec, "lt", "12345678901234567890.100001"));
   EXPECT_TRUE(holds(dec, "gt", "12345678901234567890"));
-  EXPECT_TRUE(holds(Value::decimal("1.5E3"), "eq", "1500"));   // exponent form: numeric
+  EXPECT_TRUE(holds(Value::decimal("1.5E3"), "eq", "1500"));  // exponent form: numeric
   EXPECT_TRUE(holds(Value::decimal("Infinity"), "gt", "1e300"));
-  EXPECT_FALSE(holds(Value::decimal("NaN"), "eq", "NaN"));      // unordered, never equal
+  EXPECT_FALSE(holds(Value::decimal("NaN"), "eq", "NaN"));  // unordered, never equal
   EXPECT_TRUE(holds(Value::decimal("NaN"), "ne", "1"));
 }
 
@@ -599,7 +641,7 @@ TEST(Filter, NullAndMissingFieldsEqualNothing) {
     EXPECT_FALSE(holds(v, "lt", "1"));
     EXPECT_FALSE(holds(v, "ge", "1"));
     EXPECT_FALSE(holds(v, "in", "1,null"));
-    EXPECT_EQ(holds(v, "exists"), is_null);   // null exists
+    EXPECT_EQ(holds(v, "exists"), is_null);  // null exists
     EXPECT_EQ(holds(v, "missing"), !is_null);
   }
   EXPECT_TRUE(holds(Value::int64(0), "exists"));
@@ -610,13 +652,15 @@ TEST(Filter, TestsWholePartsForExistence) {
   Batch b;
   add_numbered(b, Operation::create, 1);
   add_numbered(b, Operation::remove, 2);
-  EXPECT_EQ(kept(*make(filter_processor(), {{"field", "after"}, {"op", "missing"}}), b), (std::vector<int64_t>{2}));
+  EXPECT_EQ(kept(*make(filter_processor(), {{"field", "after"}, {"op", "missing"}}), b),
+            (std::vector<int64_t>{2}));
 }
 
 TEST(Filter, FiltersOnMetadataKeyAndBefore) {
   Batch b;
   for (int64_t i = 1; i <= 3; ++i) {
-    Record& r = add_record(b, Operation::update, person(b, i), person(b, i, i == 2 ? "bob" : "ada"));
+    Record& r =
+        add_record(b, Operation::update, person(b, i), person(b, i, i == 2 ? "bob" : "ada"));
     r.metadata = b.object(1).add("table", Value::string(i == 3 ? "orders" : "people")).build();
   }
   auto ids = [](const Batch& batch) {
@@ -636,7 +680,10 @@ TEST(Filter, FiltersOnNestedFields) {
   Batch b;
   add_record(b, Operation::create, person(b, 1));
   Record& r = add_record(b, Operation::create, person(b, 2));
-  r.after = b.object(2).add("id", Value::int64(2)).add("address", b.object(1).add("city", Value::string("Lyon")).build()).build();
+  r.after = b.object(2)
+                .add("id", Value::int64(2))
+                .add("address", b.object(1).add("city", Value::string("Lyon")).build())
+                .build();
   run(*make(filter_processor(), {{"field", "after.address.city"}, {"value", "Lyon"}}), b);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(*b.records()[0].after.find("id"), Value::int64(2));

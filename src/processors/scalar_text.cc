@@ -168,7 +168,8 @@ bool parse_plain_decimal(std::string_view s, PlainDecimal* out) noexcept {
 int compare_plain_decimal(const PlainDecimal& a, const PlainDecimal& b) noexcept {
   if (a.negative != b.negative) return a.negative ? -1 : 1;
   int magnitude;
-  if (a.integer.size() != b.integer.size()) magnitude = a.integer.size() < b.integer.size() ? -1 : 1;
+  if (a.integer.size() != b.integer.size())
+    magnitude = a.integer.size() < b.integer.size() ? -1 : 1;
   else if (int c = a.integer.compare(b.integer); c != 0) magnitude = c;
   else magnitude = a.fraction.compare(b.fraction);  // no trailing zeros: lexicographic is numeric
   magnitude = (magnitude > 0) - (magnitude < 0);

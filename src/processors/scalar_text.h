@@ -9,8 +9,8 @@
 
 namespace sluice {
 
-bool parse_yaml_null(std::string_view s) noexcept;                // null Null NULL ~
-bool parse_yaml_bool(std::string_view s, bool* out) noexcept;     // true/True/TRUE, false/False/FALSE
+bool parse_yaml_null(std::string_view s) noexcept;             // null Null NULL ~
+bool parse_yaml_bool(std::string_view s, bool* out) noexcept;  // true/True/TRUE, false/False/FALSE
 // [-+]?digits, 0x hex, 0o octal (YAML 1.2 core); false on overflow.
 bool parse_int64_text(std::string_view s, int64_t* out) noexcept;
 bool parse_uint64_text(std::string_view s, uint64_t* out) noexcept;  // [+]?digits

@@ -49,7 +49,8 @@ class BoundedQueue {
     not_full_.notify_all();
   }
 
-  // Wakes a waiting pop_unless() so it re-checks its predicate (no lost wake-up: the lock is taken).
+  // Wakes a waiting pop_unless() so it re-checks its predicate (no lost wake-up: the lock is
+  // taken).
   void wake() {
     std::lock_guard lock(mu_);
     not_empty_.notify_all();

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <mutex>
 
-#include "support/sqlite_handles.h"
 #include "sluice/checkpoint.h"
+#include "support/sqlite_handles.h"
 
 namespace sluice {
 
@@ -32,14 +32,16 @@ class SqliteCheckpointStore final : public CheckpointStore {
                         "prepare the checkpoint query");
         !s)
       return s;
-    if (Status s = prep(save_,
-                        "INSERT INTO checkpoints(pipeline, position, updated_at) VALUES(?1, ?2, ?3) "
-                        "ON CONFLICT(pipeline) DO UPDATE SET position = excluded.position, "
-                        "updated_at = excluded.updated_at",
-                        "prepare the checkpoint upsert");
+    if (Status s =
+            prep(save_,
+                 "INSERT INTO checkpoints(pipeline, position, updated_at) VALUES(?1, ?2, ?3) "
+                 "ON CONFLICT(pipeline) DO UPDATE SET position = excluded.position, "
+                 "updated_at = excluded.updated_at",
+                 "prepare the checkpoint upsert");
         !s)
       return s;
-    return prep(erase_, "DELETE FROM checkpoints WHERE pipeline = ?1", "prepare the checkpoint delete");
+    return prep(erase_, "DELETE FROM checkpoints WHERE pipeline = ?1",
+                "prepare the checkpoint delete");
   }
 
   Result<std::optional<std::string>> load(std::string_view pipeline_id) override {
@@ -65,10 +67,8 @@ class SqliteCheckpointStore final : public CheckpointStore {
     sqlite::ResetOnExit reset(st);
     bind_text(st, 1, pipeline_id);
     // zeroblob keeps an empty position NOT NULL (a null pointer would bind NULL).
-    if (position.empty())
-      sqlite3_bind_zeroblob(st, 2, 0);
-    else
-      sqlite3_bind_blob64(st, 2, position.data(), position.size(), SQLITE_STATIC);
+    if (position.empty()) sqlite3_bind_zeroblob(st, 2, 0);
+    else sqlite3_bind_blob64(st, 2, position.data(), position.size(), SQLITE_STATIC);
     sqlite3_bind_int64(st, 3, now_ms);
     int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE) return failure(rc, "save the checkpoint of", pipeline_id);
@@ -91,8 +91,9 @@ class SqliteCheckpointStore final : public CheckpointStore {
   }
 
   Error failure(int rc, std::string_view what, std::string_view pipeline_id) const {
-    Error e = sqlite::make_error(rc, fmt::format("checkpoint store \"{}\": cannot {} pipeline \"{}\": {}",
-                                                 db_.path(), what, pipeline_id, db_.errmsg()));
+    Error e =
+        sqlite::make_error(rc, fmt::format("checkpoint store \"{}\": cannot {} pipeline \"{}\": {}",
+                                           db_.path(), what, pipeline_id, db_.errmsg()));
     // Whatever SQLite's code, a checkpoint that cannot be written is a local I/O problem.
     return Error(Errc::io, e.message(), e.retriable());
   }

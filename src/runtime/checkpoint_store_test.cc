@@ -100,8 +100,8 @@ TEST_F(CheckpointStoreTest, UsesWalAndTheDocumentedTable) {
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
   sqlite3_finalize(st);
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT pipeline, position, updated_at FROM checkpoints", -1, &st,
-                               nullptr),
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT pipeline, position, updated_at FROM checkpoints", -1,
+                               &st, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
   EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "p");

@@ -47,32 +47,41 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
   const PipelineMetrics& m = metrics_;
   // The names, labels and order /metrics has always had (dashboards and tests depend on them).
   probes_.push_back(registry.add({
-      MetricDef::counter("sluice_records_read_total", "Records read from the source.", labels(src), m.records_read),
-      MetricDef::counter("sluice_records_filtered_total", "Records dropped by processors.", labels(src),
-                         m.records_filtered),
-      MetricDef::counter("sluice_records_written_total", "Records durably written by the destination.", labels(dst),
+      MetricDef::counter("sluice_records_read_total", "Records read from the source.", labels(src),
+                         m.records_read),
+      MetricDef::counter("sluice_records_filtered_total", "Records dropped by processors.",
+                         labels(src), m.records_filtered),
+      MetricDef::counter("sluice_records_written_total",
+                         "Records durably written by the destination.", labels(dst),
                          m.records_written),
-      MetricDef::counter("sluice_bytes_written_total", "Approximate payload bytes written by the destination.",
-                         labels(dst), m.bytes_written),
-      MetricDef::counter("sluice_batches_written_total", "Batches durably written by the destination.", labels(dst),
+      MetricDef::counter("sluice_bytes_written_total",
+                         "Approximate payload bytes written by the destination.", labels(dst),
+                         m.bytes_written),
+      MetricDef::counter("sluice_batches_written_total",
+                         "Batches durably written by the destination.", labels(dst),
                          m.batches_written),
-      MetricDef::counter("sluice_errors_total", "Batch writes that failed.", labels(dst), m.write_errors),
-      MetricDef::counter("sluice_write_retries_total", "Batch writes retried after a retriable error.", labels(dst),
+      MetricDef::counter("sluice_errors_total", "Batch writes that failed.", labels(dst),
+                         m.write_errors),
+      MetricDef::counter("sluice_write_retries_total",
+                         "Batch writes retried after a retriable error.", labels(dst),
                          m.write_retries),
-      MetricDef::counter("sluice_dlq_records_total", "Records the destination rejected, sent to the dead-letter queue.",
+      MetricDef::counter("sluice_dlq_records_total",
+                         "Records the destination rejected, sent to the dead-letter queue.",
                          labels(dst), m.dlq_records),
-      MetricDef::counter("sluice_checkpoints_total", "Checkpoints persisted.", labels(src), m.checkpoints),
+      MetricDef::counter("sluice_checkpoints_total", "Checkpoints persisted.", labels(src),
+                         m.checkpoints),
       MetricDef::latency("sluice_batch_write_seconds",
-                         "Time from handing a batch to the destination until it is durable.", labels(dst),
-                         m.write_latency),
-      MetricDef::gauge("sluice_checkpoint_age_seconds", "Seconds since the last checkpoint was persisted (-1: none yet).",
+                         "Time from handing a batch to the destination until it is durable.",
+                         labels(dst), m.write_latency),
+      MetricDef::gauge("sluice_checkpoint_age_seconds",
+                       "Seconds since the last checkpoint was persisted (-1: none yet).",
                        labels(src),
                        [&m] {
                          const int64_t last = m.last_checkpoint_unix_ms.load();
                          return MetricValue(last ? double(now_unix_ms() - last) / 1000.0 : -1.0);
                        }),
-      MetricDef::gauge("sluice_records_in_flight", "Records read but not yet durably written.", labels(src),
-                       [this] { return MetricValue(in_flight_records()); }),
+      MetricDef::gauge("sluice_records_in_flight", "Records read but not yet durably written.",
+                       labels(src), [this] { return MetricValue(in_flight_records()); }),
   }));
   // The source's standard probe: what it stores in ConnectorContext::stats.
   const ConnectorStats& s = metrics_.source_stats;
@@ -80,15 +89,17 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
   done.emplace_back("kind", "done");
   total.emplace_back("kind", "total");
   probes_.push_back(registry.add({
-      MetricDef::gauge("sluice_source_lag_seconds", "Age of the newest change read from the source (-1: unknown).",
-                       labels(src),
+      MetricDef::gauge("sluice_source_lag_seconds",
+                       "Age of the newest change read from the source (-1: unknown).", labels(src),
                        [&s] {
                          const int64_t lag = s.lag_ms.load();
                          return MetricValue(lag < 0 ? -1.0 : double(lag) / 1000.0);
                        }),
-      MetricDef::gauge("sluice_snapshot_rows", "Snapshot rows done and estimated total (-1: no snapshot).", done,
+      MetricDef::gauge("sluice_snapshot_rows",
+                       "Snapshot rows done and estimated total (-1: no snapshot).", done,
                        [&s] { return MetricValue(s.snapshot_rows_done.load()); }),
-      MetricDef::gauge("sluice_snapshot_rows", "Snapshot rows done and estimated total (-1: no snapshot).", total,
+      MetricDef::gauge("sluice_snapshot_rows",
+                       "Snapshot rows done and estimated total (-1: no snapshot).", total,
                        [&s] { return MetricValue(s.snapshot_rows_total.load()); }),
   }));
   probes_.push_back(registry.add({
@@ -96,8 +107,9 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                        {{"pipeline", options_.id}},
                        [this] {
                          const auto st = state();
-                         return MetricValue(
-                             int64_t(st == PipelineState::running || st == PipelineState::starting ? 1 : 0));
+                         return MetricValue(int64_t(
+                             st == PipelineState::running || st == PipelineState::starting ? 1
+                                                                                           : 0));
                        }),
   }));
 }
@@ -143,8 +155,10 @@ Status Pipeline::run() {
     checkpoint_position_ = *checkpoint;
   }
 
-  ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats, registry_};
-  ConnectorContext dest_ctx{options_.id, options_.destination_connector, &metrics_.destination_stats, registry_};
+  ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats,
+                              registry_};
+  ConnectorContext dest_ctx{options_.id, options_.destination_connector,
+                            &metrics_.destination_stats, registry_};
   // The destination opens first: one that stores positions (in the same transaction as the rows)
   // decides where the source resumes.
   if (Status st = destination_->open(dest_ctx); !st.ok()) {
@@ -162,9 +176,12 @@ Status Pipeline::run() {
     }
     if (stored.value()) {
       if (!checkpoint || *checkpoint != *stored.value()) {
-        spdlog::info("pipeline {}: using the position stored in the destination ({}); the checkpoint store "
-                     "is updated to match",
-                     options_.id, checkpoint ? "it differs from the checkpoint store's" : "the checkpoint store has none");
+        spdlog::info(
+            "pipeline {}: using the position stored in the destination ({}); the checkpoint store "
+            "is updated to match",
+            options_.id,
+            checkpoint ? "it differs from the checkpoint store's"
+                       : "the checkpoint store has none");
         if (Status st = checkpoints_->save(options_.id, *stored.value()); !st.ok()) {
           destination_->close();
           metrics_.state = static_cast<int>(PipelineState::failed);
@@ -197,7 +214,8 @@ Status Pipeline::run() {
   metrics_.state = static_cast<int>(PipelineState::running);
   spdlog::info("pipeline {}: started ({} → {}){}", options_.id, options_.source_connector,
                options_.destination_connector,
-               checkpoint ? fmt::format(", resuming from checkpoint (position stored in the {})", resumed_from)
+               checkpoint ? fmt::format(", resuming from checkpoint (position stored in the {})",
+                                        resumed_from)
                           : std::string());
 
   std::jthread acker([this](std::stop_token st) { acker_loop(st); });
@@ -211,9 +229,8 @@ Status Pipeline::run() {
   {
     // Every batch handed to the destination comes back through on_written (or is released).
     std::unique_lock lock(pool_mu_);
-    bool drained = pool_cv_.wait_for(lock, std::chrono::seconds(60), [&] {
-      return free_batches_.size() == all_batches_.size();
-    });
+    bool drained = pool_cv_.wait_for(lock, std::chrono::seconds(60),
+                                     [&] { return free_batches_.size() == all_batches_.size(); });
     if (!drained) {
       lock.unlock();
       fail(Error(Errc::timeout, "destination did not complete in-flight batches within 60 s"));
@@ -242,7 +259,8 @@ Status Pipeline::run() {
 
 Batch* Pipeline::take_batch(std::stop_token stop) {
   std::unique_lock lock(pool_mu_);
-  pool_cv_.wait(lock, stop, [&] { return !free_batches_.empty() || all_batches_.size() < max_in_flight_; });
+  pool_cv_.wait(lock, stop,
+                [&] { return !free_batches_.empty() || all_batches_.size() < max_in_flight_; });
   if (stop.stop_requested()) return nullptr;
   if (!free_batches_.empty()) {
     Batch* b = free_batches_.back();
@@ -408,7 +426,8 @@ std::optional<Status> Pipeline::issue(const std::shared_ptr<WriteAttempt>& attem
 
 bool Pipeline::needs_recovery(const Status& status) const noexcept {
   if (status.ok()) return false;
-  if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq && dlq_)
+  if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq &&
+      dlq_)
     return true;
   return status.error().retriable();
 }
@@ -419,19 +438,23 @@ bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status stat
     on_written(batch, attempt->started, std::move(status));
     return false;
   }
-  if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq && dlq_) {
+  if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq &&
+      dlq_) {
     const uint64_t dlq_before = metrics_.dlq_records.load();
     Status isolated = isolate_rejected(*batch, status.error());
-    on_written(batch, attempt->started, std::move(isolated), metrics_.dlq_records.load() - dlq_before);
+    on_written(batch, attempt->started, std::move(isolated),
+               metrics_.dlq_records.load() - dlq_before);
     return false;
   }
   // A retriable error (connection lost, deadlock, busy): the batch is idempotent, write it again.
   metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
   if (!attempt->backoff) attempt->backoff.emplace();
   Backoff& backoff = *attempt->backoff;
-  const bool give_up = options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
+  const bool give_up =
+      options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
   spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
-               options_.destination_connector, status.error().message(), backoff.next_delay().count());
+               options_.destination_connector, status.error().message(),
+               backoff.next_delay().count());
   if (give_up || !backoff.wait(stop_.get_token())) {
     on_written(batch, attempt->started, std::move(status));
     return false;
@@ -473,7 +496,8 @@ void Pipeline::drain_async() {
     // Every batch not in the pool is with the destination (the queue is drained). When they do
     // not come back in time, run() reports the timeout.
     const bool settled = pool_cv_.wait_for(lock, std::chrono::seconds(60), [&] {
-      return redo_pending_.load(std::memory_order_acquire) || free_batches_.size() == all_batches_.size();
+      return redo_pending_.load(std::memory_order_acquire) ||
+             free_batches_.size() == all_batches_.size();
     });
     if (!settled) return;
     if (!redo_pending_.load(std::memory_order_acquire)) return;
@@ -490,8 +514,8 @@ Status Pipeline::write_with_retry(Batch& batch) {
     Status st = result.get();
     if (st.ok() || !st.error().retriable()) return st;
     metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id, options_.destination_connector,
-                 st.error().message());
+    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id,
+                 options_.destination_connector, st.error().message());
     if (!backoff.wait(stop)) return st;
   }
 }
@@ -503,8 +527,8 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
   // Depth-first over halves keeps the records the destination accepts in their original order;
   // the sub-write that ends with the batch's last record is the last write of all and carries
   // the batch's position.
-  std::function<Status(std::span<const Record>, const Error&)> split = [&](std::span<const Record> part,
-                                                                          const Error& err) -> Status {
+  std::function<Status(std::span<const Record>, const Error&)> split =
+      [&](std::span<const Record> part, const Error& err) -> Status {
     if (part.size() == 1) return dead_letter(part.front(), err);
     const size_t mid = part.size() / 2;
     for (std::span<const Record> half : {part.first(mid), part.subspan(mid)}) {
@@ -550,14 +574,16 @@ Status Pipeline::dead_letter(const Record& record, const Error& error) {
   std::future<Status> result = done->get_future();
   dlq_->write(dl, [done](Status st) { done->set_value(std::move(st)); });
   Status st = result.get();
-  if (!st.ok()) return st.error().with_context("dead-letter queue (" + options_.dlq_connector + "): ");
+  if (!st.ok())
+    return st.error().with_context("dead-letter queue (" + options_.dlq_connector + "): ");
   metrics_.dlq_records.fetch_add(1, std::memory_order_relaxed);
-  spdlog::warn("pipeline {}: record sent to the dead-letter queue: {}", options_.id, error.message());
+  spdlog::warn("pipeline {}: record sent to the dead-letter queue: {}", options_.id,
+               error.message());
   return ok_status();
 }
 
-void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status,
-                          uint64_t dead_lettered) {
+void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point started,
+                          Status status, uint64_t dead_lettered) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_.write_latency.observe(seconds);

@@ -1,6 +1,6 @@
-// Counters of one pipeline (its probe): written by the pipeline's threads; Pipeline::register_metrics
-// publishes them in the metrics registry, from which /metrics and the progress line read. All
-// relaxed atomics: figures, not synchronisation.
+// Counters of one pipeline (its probe): written by the pipeline's threads;
+// Pipeline::register_metrics publishes them in the metrics registry, from which /metrics and the
+// progress line read. All relaxed atomics: figures, not synchronisation.
 #pragma once
 
 #include <atomic>

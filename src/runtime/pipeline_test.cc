@@ -50,7 +50,8 @@ class MemoryCheckpoints final : public CheckpointStore {
 // Emits `total` records, position = record number, one batch per read up to max_records.
 class CountingSource final : public Source {
  public:
-  explicit CountingSource(int total, std::vector<std::string>* acks = nullptr) : total_(total), acks_(acks) {}
+  explicit CountingSource(int total, std::vector<std::string>* acks = nullptr)
+      : total_(total), acks_(acks) {}
   Status open(const ConnectorContext&, const std::optional<std::string>& cp) override {
     if (cp) next_ = std::stoi(*cp);
     return ok_status();
@@ -200,7 +201,8 @@ TEST(Pipeline, BatchesRespectMaxRecordsAndResumeFromCheckpoint) {
 Result<std::unique_ptr<Source>> generator(std::map<std::string, std::string> text) {
   const ConnectorSpec* spec = Registry::builtin().connector("generator");
   Settings s;
-  if (auto err = settings_from_text(spec->source_settings, text, &s)) return Error(Errc::config, *err);
+  if (auto err = settings_from_text(spec->source_settings, text, &s))
+    return Error(Errc::config, *err);
   return spec->make_source(s);
 }
 
@@ -215,7 +217,8 @@ TEST(Pipeline, SlowDestinationBoundsRecordsInFlight) {
   uint64_t max_gap = 0;
   for (int i = 0; i < 30; ++i) {
     std::this_thread::sleep_for(10ms);
-    const uint64_t read = p.metrics().records_read.load(), written = p.metrics().records_written.load();
+    const uint64_t read = p.metrics().records_read.load(),
+                   written = p.metrics().records_written.load();
     max_gap = std::max(max_gap, read - std::min(read, written));
   }
   p.request_stop();
@@ -284,7 +287,9 @@ class CollectingDestination final : public Destination {
 class IdSource final : public Source {
  public:
   IdSource(int n, std::set<int> bad) : n_(n), bad_(std::move(bad)) {}
-  Status open(const ConnectorContext&, const std::optional<std::string>&) override { return ok_status(); }
+  Status open(const ConnectorContext&, const std::optional<std::string>&) override {
+    return ok_status();
+  }
   Result<ReadStatus> read(Batch& b, const ReadRequest& req, std::stop_token) override {
     while (next_ < n_ && b.size() < req.max_records) {
       Record& r = b.add();
@@ -311,8 +316,8 @@ TEST(Pipeline, RejectedRecordsGoToTheDeadLetterQueueAndTheRestLandsInOrder) {
   PipelineOptions o = options(100);
   o.on_error = PipelineOptions::OnError::dlq;
   o.dlq_connector = "test";
-  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {}, std::move(dest), &cps,
-             std::move(dlq));
+  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {},
+             std::move(dest), &cps, std::move(dlq));
   Status st = p.run();
   ASSERT_TRUE(st.ok()) << st.error().message();
   std::vector<int64_t> expected;
@@ -340,7 +345,8 @@ TEST(Pipeline, RejectedRecordStopsThePipelineWithTheCheckpointBeforeItsBatch) {
 // Stores positions like `checkpoint_in_destination: true`: reports `stored` for pipeline "t".
 class PositionStoringDestination final : public Destination {
  public:
-  explicit PositionStoringDestination(std::optional<std::string> stored) : stored_(std::move(stored)) {}
+  explicit PositionStoringDestination(std::optional<std::string> stored)
+      : stored_(std::move(stored)) {}
   Status open(const ConnectorContext&) override {
     opened = true;
     return ok_status();
@@ -457,7 +463,8 @@ class ContractDestination final : public Destination {
       done(std::move(st));
       return;
     }
-    completions_.post([done = std::move(done), st = std::move(st)]() mutable { done(std::move(st)); });
+    completions_.post(
+        [done = std::move(done), st = std::move(st)]() mutable { done(std::move(st)); });
   }
   std::vector<int64_t> ids_copy() {
     std::lock_guard l(mu);
@@ -465,9 +472,9 @@ class ContractDestination final : public Destination {
   }
 
   std::mutex mu;
-  std::vector<int64_t> ids;             // records accepted, in order
-  std::vector<std::string> committed;   // positions committed, in order
-  std::vector<size_t> write_sizes;      // every write, accepted or not
+  std::vector<int64_t> ids;            // records accepted, in order
+  std::vector<std::string> committed;  // positions committed, in order
+  std::vector<size_t> write_sizes;     // every write, accepted or not
   int retriable_failures = 0;
 
  private:
@@ -481,7 +488,8 @@ class ContractDestination final : public Destination {
     }
     for (const Record& r : b.records())
       if (r.key.find("id")->as_int64() < 0)
-        return Error(Errc::data, "id " + std::to_string(r.key.find("id")->as_int64()) + " rejected");
+        return Error(Errc::data,
+                     "id " + std::to_string(r.key.find("id")->as_int64()) + " rejected");
     for (const Record& r : b.records()) ids.push_back(r.key.find("id")->as_int64());
     if (stores_ && b.has_position()) committed.push_back(b.position());
     return ok_status();
@@ -498,7 +506,8 @@ class DropFrom final : public Processor {
   explicit DropFrom(int64_t from) : from_(from) {}
   Status process(Batch& b) override {
     auto& rs = b.records();
-    rs.erase(std::remove_if(rs.begin(), rs.end(), [&](const Record& r) { return r.key.find("id")->as_int64() >= from_; }),
+    rs.erase(std::remove_if(rs.begin(), rs.end(),
+                            [&](const Record& r) { return r.key.find("id")->as_int64() >= from_; }),
              rs.end());
     return ok_status();
   }
@@ -519,7 +528,8 @@ TEST_P(RuntimeContract, RetriableErrorsAreRetried) {
   MemoryCheckpoints cps;
   auto dest = std::make_unique<ContractDestination>(async(), false, /*transient_failures=*/2);
   ContractDestination* d = dest.get();
-  Pipeline p(options(10), std::make_unique<IdSource>(50, std::set<int>{}), {}, std::move(dest), &cps);
+  Pipeline p(options(10), std::make_unique<IdSource>(50, std::set<int>{}), {}, std::move(dest),
+             &cps);
   Status st = p.run();
   ASSERT_TRUE(st.ok()) << st.error().message();
   std::vector<int64_t> expected;
@@ -543,8 +553,8 @@ TEST_P(RuntimeContract, RejectedRecordsGoToTheDeadLetterQueue) {
   PipelineOptions o = options(100);
   o.on_error = PipelineOptions::OnError::dlq;
   o.dlq_connector = "test";
-  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {}, std::move(dest), &cps,
-             std::move(dlq));
+  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {},
+             std::move(dest), &cps, std::move(dlq));
   Status st = p.run();
   ASSERT_TRUE(st.ok()) << st.error().message();
   std::vector<int64_t> expected;
@@ -560,7 +570,8 @@ TEST_P(RuntimeContract, RejectedRecordsGoToTheDeadLetterQueue) {
 TEST_P(RuntimeContract, RejectedRecordWithoutADeadLetterQueueStopsBeforeItsBatch) {
   MemoryCheckpoints cps;
   auto dest = std::make_unique<ContractDestination>(async(), false);
-  Pipeline p(options(100), std::make_unique<IdSource>(250, std::set<int>{150}), {}, std::move(dest), &cps);
+  Pipeline p(options(100), std::make_unique<IdSource>(250, std::set<int>{150}), {}, std::move(dest),
+             &cps);
   Status st = p.run();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("id -150 rejected"), std::string::npos);
@@ -570,7 +581,8 @@ TEST_P(RuntimeContract, RejectedRecordWithoutADeadLetterQueueStopsBeforeItsBatch
 // The parent's position is committed once, by the last write of the isolation: also when the
 // batch's last record is the rejected one (then by an empty write after it).
 TEST_P(RuntimeContract, DeadLetterIsolationCommitsTheParentPositionOnceAtTheEnd) {
-  for (const std::set<int>& bad : {std::set<int>{3}, std::set<int>{9}, std::set<int>{1, 9}, std::set<int>{4, 5}}) {
+  for (const std::set<int>& bad :
+       {std::set<int>{3}, std::set<int>{9}, std::set<int>{1, 9}, std::set<int>{4, 5}}) {
     SCOPED_TRACE(::testing::PrintToString(bad));
     MemoryCheckpoints cps;
     auto dest = std::make_unique<ContractDestination>(async(), /*stores=*/true);
@@ -596,7 +608,8 @@ TEST_P(RuntimeContract, BatchEmptiedByProcessorsAdvancesADestinationThatStoresPo
   ContractDestination* d = dest.get();
   std::vector<std::unique_ptr<Processor>> procs;
   procs.push_back(std::make_unique<DropFrom>(20));
-  Pipeline p(options(10), std::make_unique<CountingSource>(30), std::move(procs), std::move(dest), &cps);
+  Pipeline p(options(10), std::make_unique<CountingSource>(30), std::move(procs), std::move(dest),
+             &cps);
   Status st = p.run();
   ASSERT_TRUE(st.ok()) << st.error().message();
   EXPECT_EQ(d->committed, (std::vector<std::string>{"10", "20", "30"}));
@@ -611,7 +624,8 @@ TEST_P(RuntimeContract, BatchEmptiedByProcessorsIsNotWrittenToOtherDestinations)
   ContractDestination* d = dest.get();
   std::vector<std::unique_ptr<Processor>> procs;
   procs.push_back(std::make_unique<DropFrom>(20));
-  Pipeline p(options(10), std::make_unique<CountingSource>(30), std::move(procs), std::move(dest), &cps);
+  Pipeline p(options(10), std::make_unique<CountingSource>(30), std::move(procs), std::move(dest),
+             &cps);
   ASSERT_TRUE(p.run().ok());
   EXPECT_EQ(d->write_sizes, (std::vector<size_t>{10, 10}));
   EXPECT_EQ(cps.saved["t"], "30");

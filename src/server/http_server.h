@@ -10,7 +10,9 @@
 #include "engine/engine.h"
 #include "sluice/result.h"
 
-namespace httplib { class Server; }
+namespace httplib {
+class Server;
+}
 
 namespace sluice {
 

@@ -35,7 +35,10 @@ class Backoff {
     return std::chrono::milliseconds(dist(rng_));
   }
 
-  void reset() { next_ = initial_; attempts_ = 0; }
+  void reset() {
+    next_ = initial_;
+    attempts_ = 0;
+  }
   int attempts() const { return attempts_; }
   std::chrono::milliseconds next_delay() const { return next_; }
 

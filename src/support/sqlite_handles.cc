@@ -30,9 +30,10 @@ Status create_parent_directories(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(parent, ec);
   if (ec)
-    return Error(Errc::io, fmt::format("cannot create directory \"{}\" for \"{}\": {}; create it or "
-                                       "choose a path in a writable directory",
-                                       parent.string(), path, ec.message()));
+    return Error(Errc::io,
+                 fmt::format("cannot create directory \"{}\" for \"{}\": {}; create it or "
+                             "choose a path in a writable directory",
+                             parent.string(), path, ec.message()));
   return ok_status();
 }
 
@@ -40,7 +41,8 @@ Result<Db> Db::open(const std::string& path, const OpenOptions& options) {
   if (path.empty()) return Error(Errc::invalid_argument, "SQLite path is empty; set a file path");
   if (Status s = create_parent_directories(path); !s) return std::move(s).error();
   if (std::error_code ec; !is_special_path(path) && std::filesystem::is_directory(path, ec))
-    return Error(Errc::io, fmt::format("SQLite path \"{}\" is a directory; give a file path", path));
+    return Error(Errc::io,
+                 fmt::format("SQLite path \"{}\" is a directory; give a file path", path));
 
   Db db;
   db.path_ = path;
@@ -82,8 +84,8 @@ Status Db::exec(const std::string& sql, std::string_view what) {
 
 Result<Stmt> Db::prepare(std::string_view sql, std::string_view what) {
   sqlite3_stmt* s = nullptr;
-  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                              &s, nullptr);
+  int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &s, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(s);
     return make_error(rc, fmt::format("SQLite file \"{}\": cannot {}: {}", path_, what, errmsg()));
@@ -139,15 +141,14 @@ Error make_error(int rc, std::string message) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      message += "; another connection holds the database lock (raise busy_timeout or stop the "
-                 "other writer)";
+      message +=
+          "; another connection holds the database lock (raise busy_timeout or stop the "
+          "other writer)";
       break;
     case SQLITE_READONLY:
       message += "; make the file and its directory writable by this user";
       break;
-    case SQLITE_FULL:
-      message += "; free disk space";
-      break;
+    case SQLITE_FULL: message += "; free disk space"; break;
     default: break;
   }
   return Error(errc_for(rc), std::move(message), retriable(rc));

@@ -50,7 +50,7 @@ class ResetOnExit {
 };
 
 struct OpenOptions {
-  std::string journal_mode = "wal";  // PRAGMA journal_mode
+  std::string journal_mode = "wal";    // PRAGMA journal_mode
   std::string synchronous = "normal";  // PRAGMA synchronous
   std::chrono::milliseconds busy_timeout{5000};
 };

@@ -40,10 +40,12 @@ class KeyedDestination {
   virtual std::optional<Rows> read(const std::filesystem::path& dir, const std::string& table,
                                    const std::vector<std::string>& columns) = 0;
   // The position stored with checkpoint_in_destination for `pipeline` ("" if none).
-  virtual std::string stored_position(const std::filesystem::path& dir, const std::string& pipeline) = 0;
-  // Sets text column `column` of the row with integer key id = `id` of `table` behind sluice's back.
-  virtual bool set_text(const std::filesystem::path& dir, const std::string& table, const std::string& column,
-                        int id, const std::string& value) = 0;
+  virtual std::string stored_position(const std::filesystem::path& dir,
+                                      const std::string& pipeline) = 0;
+  // Sets text column `column` of the row with integer key id = `id` of `table` behind sluice's
+  // back.
+  virtual bool set_text(const std::filesystem::path& dir, const std::string& table,
+                        const std::string& column, int id, const std::string& value) = 0;
   // A record after image the destination rejects once `table` has the columns id (integer key),
   // v (text) and n (integer) — JSON text of `after`, and of the record's key.
   virtual std::pair<std::string, std::string> rejected(int id) const = 0;
@@ -66,14 +68,16 @@ class PostgresKeyed final : public KeyedDestination {
     return read_pg_table(db_.sql(), "public", table, columns);
   }
   std::string stored_position(const std::filesystem::path&, const std::string& pipeline) override {
-    if (db_.sql().scalar("SELECT to_regclass('public.sluice_checkpoints') IS NOT NULL") != "t") return "";
-    return db_.sql().scalar("SELECT encode(position, 'escape') FROM public.sluice_checkpoints WHERE pipeline = " +
-                            sql_literal(pipeline));
+    if (db_.sql().scalar("SELECT to_regclass('public.sluice_checkpoints') IS NOT NULL") != "t")
+      return "";
+    return db_.sql().scalar(
+        "SELECT encode(position, 'escape') FROM public.sluice_checkpoints WHERE pipeline = " +
+        sql_literal(pipeline));
   }
-  bool set_text(const std::filesystem::path&, const std::string& table, const std::string& column, int id,
-                const std::string& value) override {
-    return db_.sql().exec("UPDATE " + pg_ident(table) + " SET " + pg_ident(column) + " = " + sql_literal(value) +
-                          " WHERE id = " + std::to_string(id));
+  bool set_text(const std::filesystem::path&, const std::string& table, const std::string& column,
+                int id, const std::string& value) override {
+    return db_.sql().exec("UPDATE " + pg_ident(table) + " SET " + pg_ident(column) + " = " +
+                          sql_literal(value) + " WHERE id = " + std::to_string(id));
   }
   // A string into the bigint column n.
   std::pair<std::string, std::string> rejected(int id) const override {
@@ -97,13 +101,14 @@ class MysqlKeyed final : public KeyedDestination {
     return read_mysql_table(db_.sql(), table, columns);
   }
   std::string stored_position(const std::filesystem::path&, const std::string& pipeline) override {
-    auto rows = db_.sql().query("SELECT position FROM sluice_checkpoints WHERE pipeline = " + sql_literal(pipeline), true);
+    auto rows = db_.sql().query(
+        "SELECT position FROM sluice_checkpoints WHERE pipeline = " + sql_literal(pipeline), true);
     return rows.empty() || !rows[0][0] ? "" : *rows[0][0];
   }
-  bool set_text(const std::filesystem::path&, const std::string& table, const std::string& column, int id,
-                const std::string& value) override {
-    return db_.sql().exec("UPDATE " + my_ident(table) + " SET " + my_ident(column) + " = " + sql_literal(value) +
-                          " WHERE id = " + std::to_string(id));
+  bool set_text(const std::filesystem::path&, const std::string& table, const std::string& column,
+                int id, const std::string& value) override {
+    return db_.sql().exec("UPDATE " + my_ident(table) + " SET " + my_ident(column) + " = " +
+                          sql_literal(value) + " WHERE id = " + std::to_string(id));
   }
   // A string into the BIGINT column n (strict mode).
   std::pair<std::string, std::string> rejected(int id) const override {
@@ -125,21 +130,23 @@ class SqliteKeyed final : public KeyedDestination {
                            const std::vector<std::string>& columns) override {
     return read_sqlite_table(dir / "out.db", table, columns);
   }
-  std::string stored_position(const std::filesystem::path& dir, const std::string& pipeline) override {
+  std::string stored_position(const std::filesystem::path& dir,
+                              const std::string& pipeline) override {
     try {
       SqliteFile db(dir / "out.db");
-      return db.text("SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = " + sql_literal(pipeline));
+      return db.text("SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = " +
+                     sql_literal(pipeline));
     } catch (const std::exception&) {
       return "";
     }
   }
-  bool set_text(const std::filesystem::path& dir, const std::string& table, const std::string& column, int id,
-                const std::string& value) override {
+  bool set_text(const std::filesystem::path& dir, const std::string& table,
+                const std::string& column, int id, const std::string& value) override {
     sqlite3* db = nullptr;
     if (sqlite3_open((dir / "out.db").c_str(), &db) != SQLITE_OK) return false;
     sqlite3_busy_timeout(db, 5000);
-    const std::string sql = "UPDATE " + pg_ident(table) + " SET " + pg_ident(column) + " = " + sql_literal(value) +
-                            " WHERE id = " + std::to_string(id);
+    const std::string sql = "UPDATE " + pg_ident(table) + " SET " + pg_ident(column) + " = " +
+                            sql_literal(value) + " WHERE id = " + std::to_string(id);
     char* err = nullptr;
     const bool ok = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err) == SQLITE_OK;
     if (!ok) ADD_FAILURE() << "SQLite: " << (err ? err : "?") << " in " << sql;
@@ -165,9 +172,11 @@ std::string json_str(const std::string& s) {
 }
 
 // One OpenCDC JSON line. `key`, `before`, `after`: JSON objects ("" leaves the member out).
-std::string record(const std::string& op, const std::string& table, const std::string& key, const std::string& after,
-                   const std::string& before = "", const std::string& more_metadata = "") {
-  std::string s = "{\"operation\":\"" + op + "\",\"metadata\":{\"table\":" + json_str(table) + more_metadata + "}";
+std::string record(const std::string& op, const std::string& table, const std::string& key,
+                   const std::string& after, const std::string& before = "",
+                   const std::string& more_metadata = "") {
+  std::string s = "{\"operation\":\"" + op + "\",\"metadata\":{\"table\":" + json_str(table) +
+                  more_metadata + "}";
   if (!key.empty()) s += ",\"key\":" + key;
   s += ",\"payload\":{";
   if (!before.empty()) s += "\"before\":" + before;
@@ -177,12 +186,15 @@ std::string record(const std::string& op, const std::string& table, const std::s
 
 std::string id_key(int id) { return "{\"id\":" + std::to_string(id) + "}"; }
 std::string item(int id, const std::string& v, std::optional<int> n) {
-  return "{\"id\":" + std::to_string(id) + ",\"v\":" + json_str(v) + (n ? ",\"n\":" + std::to_string(*n) : "") + "}";
+  return "{\"id\":" + std::to_string(id) + ",\"v\":" + json_str(v) +
+         (n ? ",\"n\":" + std::to_string(*n) : "") + "}";
 }
 std::string create(int id, const std::string& v, std::optional<int> n = std::nullopt) {
   return record("create", "items", id_key(id), item(id, v, n));
 }
-std::string update(int id, const std::string& after) { return record("update", "items", id_key(id), after); }
+std::string update(int id, const std::string& after) {
+  return record("update", "items", id_key(id), after);
+}
 std::string remove(int id) { return record("delete", "items", id_key(id), ""); }
 
 Row row(std::vector<std::optional<std::string>> v) { return Row(std::move(v)); }
@@ -194,7 +206,8 @@ class KeyedDestinationContract : public ::testing::TestWithParam<KeyedDestinatio
     ASSERT_TRUE(dest_->ready());
   }
 
-  PipelineFile pipeline(size_t max_records = 3, bool follow = false, bool checkpoint_in_destination = false) {
+  PipelineFile pipeline(size_t max_records = 3, bool follow = false,
+                        bool checkpoint_in_destination = false) {
     PipelineFile f;
     PipelineYaml& p = f.pipeline(kId);
     p.source("file").set("path", "in.jsonl");
@@ -229,13 +242,15 @@ class KeyedDestinationContract : public ::testing::TestWithParam<KeyedDestinatio
 // ── the contract ────────────────────────────────────────────────────────────
 
 TEST_P(KeyedDestinationContract, UpsertInsertsThenReplacesByKey) {
-  run(create(1, "a", 1) + create(2, "b", 2) + update(1, item(1, "a2", 10)) + record("snapshot", "items", id_key(3), item(3, "c", 3)) +
+  run(create(1, "a", 1) + create(2, "b", 2) + update(1, item(1, "a2", 10)) +
+      record("snapshot", "items", id_key(3), item(3, "c", 3)) +
       create(2, "b2", 20));  // a create of an existing key replaces it
   EXPECT_EQ(items(), (Rows{row({"1", "a2", "10"}), row({"2", "b2", "20"}), row({"3", "c", "3"})}));
 }
 
 TEST_P(KeyedDestinationContract, DeleteRemovesTheRowAndAMissingKeyIsNoError) {
-  run(create(1, "a", 1) + create(2, "b", 2) + create(3, "c", 3) + remove(2) + remove(99) + create(4, "d", 4) + remove(4));
+  run(create(1, "a", 1) + create(2, "b", 2) + create(3, "c", 3) + remove(2) + remove(99) +
+      create(4, "d", 4) + remove(4));
   EXPECT_EQ(items(), (Rows{row({"1", "a", "1"}), row({"3", "c", "3"})}));
 }
 
@@ -245,15 +260,17 @@ TEST_P(KeyedDestinationContract, UpdateThatMovesTheKeyRemovesTheOldRow) {
       record("update", "items", id_key(1), item(10, "moved", 1)) +
       // before carries the old key
       record("update", "items", id_key(20), item(20, "moved too", 2), item(2, "b", 2)));
-  EXPECT_EQ(items(), (Rows{row({"10", "moved", "1"}), row({"20", "moved too", "2"}), row({"3", "c", "3"})}));
+  EXPECT_EQ(items(),
+            (Rows{row({"10", "moved", "1"}), row({"20", "moved too", "2"}), row({"3", "c", "3"})}));
 }
 
 TEST_P(KeyedDestinationContract, AbsentFieldKeepsTheStoredValueAndNullClearsIt) {
   run(create(1, "a", 1) + create(2, "b", 2) + create(3, "c", 3) +
-      update(1, "{\"id\":1,\"v\":\"a2\"}") +            // n absent: kept
+      update(1, "{\"id\":1,\"v\":\"a2\"}") +             // n absent: kept
       update(2, "{\"id\":2,\"v\":\"b2\",\"n\":null}") +  // n null: cleared
       update(3, "{\"id\":3,\"n\":30}"));                 // v absent
-  EXPECT_EQ(items(), (Rows{row({"1", "a2", "1"}), row({"2", "b2", std::nullopt}), row({"3", "c", "30"})}));
+  EXPECT_EQ(items(),
+            (Rows{row({"1", "a2", "1"}), row({"2", "b2", std::nullopt}), row({"3", "c", "30"})}));
 }
 
 TEST_P(KeyedDestinationContract, TruncateEmptiesTheTable) {
@@ -263,8 +280,9 @@ TEST_P(KeyedDestinationContract, TruncateEmptiesTheTable) {
 }
 
 TEST_P(KeyedDestinationContract, ReplayingTheSameChangesIsIdempotent) {
-  const std::string changes = create(1, "a", 1) + create(2, "b", 2) + update(1, item(1, "a2", 11)) + remove(2) +
-                              create(3, "c", 3) + record("update", "items", id_key(3), item(30, "c2", 3)) +
+  const std::string changes = create(1, "a", 1) + create(2, "b", 2) + update(1, item(1, "a2", 11)) +
+                              remove(2) + create(3, "c", 3) +
+                              record("update", "items", id_key(3), item(30, "c2", 3)) +
                               create(2, "b3", 22);
   run(changes);
   const Rows once = items();
@@ -279,12 +297,14 @@ TEST_P(KeyedDestinationContract, ReplayingTheSameChangesIsIdempotent) {
 }
 
 TEST_P(KeyedDestinationContract, NewFieldAddsAColumn) {
-  run(create(1, "a") + create(2, "b") + create(3, "c", 3) +                          // n arrives in a later batch
-      record("create", "items", id_key(4), "{\"id\":4,\"v\":\"d\",\"n\":4,\"extra\":\"x\"}") +  // extra mid-batch
+  run(create(1, "a") + create(2, "b") + create(3, "c", 3) +  // n arrives in a later batch
+      record("create", "items", id_key(4),
+             "{\"id\":4,\"v\":\"d\",\"n\":4,\"extra\":\"x\"}") +  // extra mid-batch
       create(5, "e", 5));
   EXPECT_EQ(items({"id", "v", "n", "extra"}),
-            (Rows{row({"1", "a", std::nullopt, std::nullopt}), row({"2", "b", std::nullopt, std::nullopt}),
-                  row({"3", "c", "3", std::nullopt}), row({"4", "d", "4", "x"}), row({"5", "e", "5", std::nullopt})}));
+            (Rows{row({"1", "a", std::nullopt, std::nullopt}),
+                  row({"2", "b", std::nullopt, std::nullopt}), row({"3", "c", "3", std::nullopt}),
+                  row({"4", "d", "4", "x"}), row({"5", "e", "5", std::nullopt})}));
 }
 
 TEST_P(KeyedDestinationContract, CompositeAndQuotedKeys) {
@@ -294,11 +314,14 @@ TEST_P(KeyedDestinationContract, CompositeAndQuotedKeys) {
     return "{\"a\\\"b\":" + std::to_string(a) + ",\"k 2\":" + json_str(b) + "}";
   };
   auto after = [](int a, const std::string& b, const std::string& v) {
-    return "{\"a\\\"b\":" + std::to_string(a) + ",\"k 2\":" + json_str(b) + ",\"select\":" + json_str(v) + "}";
+    return "{\"a\\\"b\":" + std::to_string(a) + ",\"k 2\":" + json_str(b) +
+           ",\"select\":" + json_str(v) + "}";
   };
-  run(record("create", table, key(1, "x"), after(1, "x", "1x")) + record("create", table, key(1, "y"), after(1, "y", "1y")) +
+  run(record("create", table, key(1, "x"), after(1, "x", "1x")) +
+      record("create", table, key(1, "y"), after(1, "y", "1y")) +
       record("create", table, key(2, "x"), after(2, "x", "2x")) +
-      record("update", table, key(1, "y"), after(1, "y", "1y'")) +  // same first part, other row untouched
+      record("update", table, key(1, "y"),
+             after(1, "y", "1y'")) +  // same first part, other row untouched
       record("delete", table, key(2, "x"), "") +
       record("update", table, key(1, "x"), after(3, "x", "moved")));  // one part of the key moves
   auto rows = dest_->read(dir_.path(), table, {"a\"b", "k 2", "select"});
@@ -314,7 +337,8 @@ TEST_P(KeyedDestinationContract, CheckpointInDestinationSurvivesKill9WithTheExac
   // it lands exactly.
   std::vector<std::string> lines;
   for (int i = 1; i <= 300; ++i) lines.push_back(create(i, "v" + std::to_string(i), i));
-  for (int i = 1; i <= 300; i += 7) lines.push_back(update(i, item(i, "u" + std::to_string(i), -i)));
+  for (int i = 1; i <= 300; i += 7)
+    lines.push_back(update(i, item(i, "u" + std::to_string(i), -i)));
   for (int i = 2; i <= 300; i += 11) lines.push_back(remove(i));
   for (int i = 301; i <= 330; ++i) lines.push_back(create(i, "late" + std::to_string(i), i));
   std::vector<size_t> end_offset;  // byte offset just past each line
@@ -355,10 +379,13 @@ TEST_P(KeyedDestinationContract, CheckpointInDestinationSurvivesKill9WithTheExac
   Process again({"run", "p.yaml", "--idle-exit", "1"}, dir_.path());
   ASSERT_EQ(again.wait_for(60s), 0) << again.stderr_text();
   std::map<int, Row> want;
-  for (int i = 1; i <= 300; ++i) want[i] = row({std::to_string(i), "v" + std::to_string(i), std::to_string(i)});
-  for (int i = 1; i <= 300; i += 7) want[i] = row({std::to_string(i), "u" + std::to_string(i), std::to_string(-i)});
+  for (int i = 1; i <= 300; ++i)
+    want[i] = row({std::to_string(i), "v" + std::to_string(i), std::to_string(i)});
+  for (int i = 1; i <= 300; i += 7)
+    want[i] = row({std::to_string(i), "u" + std::to_string(i), std::to_string(-i)});
   for (int i = 2; i <= 300; i += 11) want.erase(i);
-  for (int i = 301; i <= 330; ++i) want[i] = row({std::to_string(i), "late" + std::to_string(i), std::to_string(i)});
+  for (int i = 301; i <= 330; ++i)
+    want[i] = row({std::to_string(i), "late" + std::to_string(i), std::to_string(i)});
   want[3][1] = "changed behind sluice's back";  // its create lies before the stored position
   Rows expected;
   for (auto& [id, r] : want) expected.push_back(r);
@@ -372,9 +399,11 @@ TEST_P(KeyedDestinationContract, RejectedValueGoesToTheDeadLetterQueueAndTheRest
   PipelineFile f = pipeline(4);
   f.pipeline(kId).on_error = "dlq";
   f.pipeline(kId).dlq("file").set("path", "dead.jsonl");
-  run(create(1, "a", 1) + create(2, "b", 2) + create(3, "c", 3) + bad + create(5, "e", 5) + create(6, "f", 6), f);
-  EXPECT_EQ(items(), (Rows{row({"1", "a", "1"}), row({"2", "b", "2"}), row({"3", "c", "3"}), row({"5", "e", "5"}),
-                           row({"6", "f", "6"})}));
+  run(create(1, "a", 1) + create(2, "b", 2) + create(3, "c", 3) + bad + create(5, "e", 5) +
+          create(6, "f", 6),
+      f);
+  EXPECT_EQ(items(), (Rows{row({"1", "a", "1"}), row({"2", "b", "2"}), row({"3", "c", "3"}),
+                           row({"5", "e", "5"}), row({"6", "f", "6"})}));
   const Rows dead = read_jsonl_file(dir_ / "dead.jsonl");
   ASSERT_EQ(dead.size(), 1u) << show(dead);
   const std::string& line = *dead[0][0];
@@ -383,18 +412,23 @@ TEST_P(KeyedDestinationContract, RejectedValueGoesToTheDeadLetterQueueAndTheRest
   EXPECT_NE(line.find("\"v\":\"bad\""), std::string::npos) << line;
 }
 
-std::string kind_name(const ::testing::TestParamInfo<KeyedDestinationKind>& info) { return info.param.name; }
+std::string kind_name(const ::testing::TestParamInfo<KeyedDestinationKind>& info) {
+  return info.param.name;
+}
 
 // ── one line per destination ────────────────────────────────────────────────
 
 INSTANTIATE_TEST_SUITE_P(Postgres, KeyedDestinationContract,
-                         ::testing::Values(KeyedDestinationKind{"postgres", [] { return std::make_unique<PostgresKeyed>(); }}),
+                         ::testing::Values(KeyedDestinationKind{
+                             "postgres", [] { return std::make_unique<PostgresKeyed>(); }}),
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Mysql, KeyedDestinationContract,
-                         ::testing::Values(KeyedDestinationKind{"mysql", [] { return std::make_unique<MysqlKeyed>(); }}),
+                         ::testing::Values(KeyedDestinationKind{
+                             "mysql", [] { return std::make_unique<MysqlKeyed>(); }}),
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Sqlite, KeyedDestinationContract,
-                         ::testing::Values(KeyedDestinationKind{"sqlite", [] { return std::make_unique<SqliteKeyed>(); }}),
+                         ::testing::Values(KeyedDestinationKind{
+                             "sqlite", [] { return std::make_unique<SqliteKeyed>(); }}),
                          kind_name);
 
 }  // namespace

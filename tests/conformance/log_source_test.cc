@@ -69,12 +69,13 @@ class PostgresLog final : public LogSource {
   bool exec(const std::string& sql) override { return db_.sql().exec(sql); }
   Rows rows(const std::string& sql) override { return db_.sql().query(sql); }
   std::string insert_range(int from, int to) const override {
-    return "INSERT INTO t SELECT g, g % 13, 'seed' FROM generate_series(" + std::to_string(from) + ", " +
-           std::to_string(to) + ") g";
+    return "INSERT INTO t SELECT g, g % 13, 'seed' FROM generate_series(" + std::to_string(from) +
+           ", " + std::to_string(to) + ") g";
   }
   bool drop_replication_connection() override {
-    const std::string pid =
-        db_.admin().scalar("SELECT active_pid FROM pg_replication_slots WHERE slot_name = " + sql_literal(slot_) + " AND active");
+    const std::string pid = db_.admin().scalar(
+        "SELECT active_pid FROM pg_replication_slots WHERE slot_name = " + sql_literal(slot_) +
+        " AND active");
     return !pid.empty() && db_.admin().scalar("SELECT pg_terminate_backend(" + pid + ")") == "t";
   }
 
@@ -88,8 +89,9 @@ class MysqlLog final : public LogSource {
   MysqlLog() : db_(unique_name("ls_" + current_test_slug(), 64)) {
     // A user of its own, so its binlog connection is told apart from other tests' on the server.
     if (db_.ok())
-      url_ = db_.user_url("ls", {"GRANT SELECT ON {db}.* TO {user}",
-                                 "GRANT BINLOG MONITOR, REPLICATION SLAVE, RELOAD ON *.* TO {user}"});
+      url_ =
+          db_.user_url("ls", {"GRANT SELECT ON {db}.* TO {user}",
+                              "GRANT BINLOG MONITOR, REPLICATION SLAVE, RELOAD ON *.* TO {user}"});
     user_ = MyUrl::parse(url_.empty() ? db_.url() : url_).user;
   }
   bool ready() const override { return db_.ok() && !url_.empty(); }
@@ -109,11 +111,12 @@ class MysqlLog final : public LogSource {
   bool exec(const std::string& sql) override { return db_.sql().exec(sql); }
   Rows rows(const std::string& sql) override { return db_.sql().query(sql); }
   std::string insert_range(int from, int to) const override {
-    return "INSERT INTO t SELECT seq, seq % 13, 'seed' FROM seq_" + std::to_string(from) + "_to_" + std::to_string(to);
+    return "INSERT INTO t SELECT seq, seq % 13, 'seed' FROM seq_" + std::to_string(from) + "_to_" +
+           std::to_string(to);
   }
   bool drop_replication_connection() override {
-    auto ids = db_.admin().query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = " + sql_literal(user_) +
-                                 " AND COMMAND LIKE 'Binlog Dump%'");
+    auto ids = db_.admin().query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = " +
+                                 sql_literal(user_) + " AND COMMAND LIKE 'Binlog Dump%'");
     bool killed = false;
     for (const Row& r : ids) killed = db_.admin().exec("KILL " + *r[0], true) || killed;
     return killed;
@@ -130,7 +133,8 @@ class MysqlLog final : public LogSource {
 // a delete of earlier ids.
 class Writer {
  public:
-  Writer(std::function<bool(const std::string&)> exec, int first_id) : exec_(std::move(exec)), next_(first_id) {
+  Writer(std::function<bool(const std::string&)> exec, int first_id)
+      : exec_(std::move(exec)), next_(first_id) {
     thread_ = std::thread([this] { run(); });
   }
   ~Writer() { stop(); }
@@ -147,9 +151,12 @@ class Writer {
     while (!stop_) {
       const int a = next_, b = next_ + 1;
       next_ += 2;
-      const bool good = exec_("BEGIN") && exec_("INSERT INTO t VALUES (" + std::to_string(a) + ", 1, 'w'), (" + std::to_string(b) + ", 2, 'w')") &&
-                        exec_("UPDATE t SET v = v + 1, note = 'u' WHERE id = " + std::to_string(rng() % a)) &&
-                        exec_("DELETE FROM t WHERE id = " + std::to_string(rng() % a)) && exec_("COMMIT");
+      const bool good =
+          exec_("BEGIN") &&
+          exec_("INSERT INTO t VALUES (" + std::to_string(a) + ", 1, 'w'), (" + std::to_string(b) +
+                ", 2, 'w')") &&
+          exec_("UPDATE t SET v = v + 1, note = 'u' WHERE id = " + std::to_string(rng() % a)) &&
+          exec_("DELETE FROM t WHERE id = " + std::to_string(rng() % a)) && exec_("COMMIT");
       if (!good) {
         failed_ = true;
         return;
@@ -183,7 +190,9 @@ class LogSourceContract : public ::testing::TestWithParam<LogSourceKind> {
   }
 
   Rows source_rows() { return sorted(src_->rows("SELECT id, v, note FROM t")); }
-  Rows destination_rows() { return read_sqlite_table(dir_ / "out.db", "t", {"id", "v", "note"}).value_or(Rows{}); }
+  Rows destination_rows() {
+    return read_sqlite_table(dir_ / "out.db", "t", {"id", "v", "note"}).value_or(Rows{});
+  }
 
   // Waits until the SQLite copy equals the source table; reports the difference otherwise.
   void expect_converges(Process& p, std::chrono::seconds timeout = 60s) {
@@ -194,8 +203,9 @@ class LogSourceContract : public ::testing::TestWithParam<LogSourceKind> {
           return destination_rows() == want;
         },
         timeout, 100ms);
-    EXPECT_TRUE(equal) << "source " << want.size() << " rows, destination " << destination_rows().size()
-                       << "; stderr:\n" << p.stderr_text();
+    EXPECT_TRUE(equal) << "source " << want.size() << " rows, destination "
+                       << destination_rows().size() << "; stderr:\n"
+                       << p.stderr_text();
   }
   size_t destination_count() { return destination_rows().size(); }
 
@@ -251,7 +261,8 @@ TEST_P(LogSourceContract, Kill9DuringTheStreamResumesToTheExactEndState) {
   {
     Process p({"run", "p.yaml"}, dir_.path());
     const int steps = writer.steps();
-    ASSERT_TRUE(wait_until([&] { return destination_count() > 500 && writer.steps() > steps + 50; }, 60s))
+    ASSERT_TRUE(
+        wait_until([&] { return destination_count() > 500 && writer.steps() > steps + 50; }, 60s))
         << p.stderr_text();
     p.kill9();
   }
@@ -272,28 +283,34 @@ TEST_P(LogSourceContract, ReconnectsAfterTheReplicationConnectionDrops) {
   expect_converges(p);
   ASSERT_TRUE(src_->exec(src_->insert_range(101, 110)));
   expect_converges(p);  // streaming now
-  ASSERT_TRUE(wait_until([&] { return src_->drop_replication_connection(); }, 10s)) << "no replication connection";
+  ASSERT_TRUE(wait_until([&] { return src_->drop_replication_connection(); }, 10s))
+      << "no replication connection";
   ASSERT_TRUE(src_->exec(src_->insert_range(111, 200)));
   ASSERT_TRUE(src_->exec("UPDATE t SET note = 'after the drop' WHERE id <= 50"));
   expect_converges(p);
   EXPECT_TRUE(p.running()) << p.stderr_text();
   // A second drop, once reconnected.
-  ASSERT_TRUE(wait_until([&] { return src_->drop_replication_connection(); }, 30s)) << "did not reconnect";
+  ASSERT_TRUE(wait_until([&] { return src_->drop_replication_connection(); }, 30s))
+      << "did not reconnect";
   ASSERT_TRUE(src_->exec("DELETE FROM t WHERE id > 150"));
   expect_converges(p);
   p.terminate();
   EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
 }
 
-std::string kind_name(const ::testing::TestParamInfo<LogSourceKind>& info) { return info.param.name; }
+std::string kind_name(const ::testing::TestParamInfo<LogSourceKind>& info) {
+  return info.param.name;
+}
 
 // ── one line per source ─────────────────────────────────────────────────────
 
 INSTANTIATE_TEST_SUITE_P(Postgres, LogSourceContract,
-                         ::testing::Values(LogSourceKind{"postgres", [] { return std::make_unique<PostgresLog>(); }}),
+                         ::testing::Values(LogSourceKind{
+                             "postgres", [] { return std::make_unique<PostgresLog>(); }}),
                          kind_name);
 INSTANTIATE_TEST_SUITE_P(Mysql, LogSourceContract,
-                         ::testing::Values(LogSourceKind{"mysql", [] { return std::make_unique<MysqlLog>(); }}),
+                         ::testing::Values(LogSourceKind{
+                             "mysql", [] { return std::make_unique<MysqlLog>(); }}),
                          kind_name);
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "e2e/harness.h"
-#include "support/pipeline_file.h"
 #include "sluice/json.h"
+#include "support/pipeline_file.h"
 
 namespace sluice::e2e {
 namespace {
@@ -17,7 +17,8 @@ std::string input_lines() {
     // Record 7 has no key: the sqlite destination rejects it (it upserts by key).
     std::string key = i == 7 ? "" : "\"key\":{\"id\":" + std::to_string(i) + "},";
     out += "{\"operation\":\"create\",\"metadata\":{\"table\":\"items\"}," + key +
-           "\"payload\":{\"after\":{\"id\":" + std::to_string(i) + ",\"v\":\"x" + std::to_string(i) + "\"}}}\n";
+           "\"payload\":{\"after\":{\"id\":" + std::to_string(i) + ",\"v\":\"x" +
+           std::to_string(i) + "\"}}}\n";
   }
   return out;
 }
@@ -48,7 +49,8 @@ TEST(DeadLetter, RejectedRecordGoesToTheQueueWithItsErrorAndTheRestLands) {
   EXPECT_EQ(std::count(dead.begin(), dead.end(), '\n'), 1);
   const Record& r = b.records().front();
   EXPECT_EQ(r.after.find("id")->as_int64(), 7);
-  EXPECT_NE(r.meta("sluice.error").find("no key"), std::string_view::npos) << r.meta("sluice.error");
+  EXPECT_NE(r.meta("sluice.error").find("no key"), std::string_view::npos)
+      << r.meta("sluice.error");
   EXPECT_EQ(r.meta("sluice.pipeline"), "dl");
   EXPECT_NE(read_file(dir / "stderr.txt").find("1 to the dead-letter queue"), std::string::npos);
   std::filesystem::remove_all(dir);
@@ -62,7 +64,8 @@ TEST(DeadLetter, OnErrorStopFailsAndKeepsTheCheckpointBeforeTheRejectedBatch) {
   const std::string err = read_file(dir / "stderr.txt");
   EXPECT_NE(err.find("no key"), std::string::npos) << err;
   Db db(dir / "out.db");
-  // Record 7 is in the first batch of 8: nothing of it landed (the table's creation rolled back too).
+  // Record 7 is in the first batch of 8: nothing of it landed (the table's creation rolled back
+  // too).
   EXPECT_EQ(db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'items'"), 0);
   Db cp(dir / "cp.db");
   EXPECT_EQ(cp.scalar("SELECT count(*) FROM checkpoints"), 0);

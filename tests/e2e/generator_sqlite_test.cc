@@ -7,8 +7,8 @@
 
 #include "connectors/generator/employees.h"
 #include "e2e/harness.h"
-#include "support/pipeline_file.h"
 #include "sluice/value.h"
+#include "support/pipeline_file.h"
 
 namespace sluice::e2e {
 namespace {
@@ -18,10 +18,13 @@ using namespace std::chrono_literals;
 std::string pipeline_yaml(int64_t count, const std::string& operations, double rate = 0,
                           bool checkpoint_in_destination = false) {
   test::PipelineFile f;
-  test::ConnectorYaml& src = f.pipeline("gen-to-sqlite").source("generator").set("count", count).set("rate", rate);
+  test::ConnectorYaml& src =
+      f.pipeline("gen-to-sqlite").source("generator").set("count", count).set("rate", rate);
   src.set("seed", 7);
-  if (!operations.empty()) src.set("operations", test::Yaml::raw(operations));  // a flow map as written
-  test::ConnectorYaml& dst = f.pipeline("gen-to-sqlite").destination("sqlite").set("path", "out.db");
+  if (!operations.empty())
+    src.set("operations", test::Yaml::raw(operations));  // a flow map as written
+  test::ConnectorYaml& dst =
+      f.pipeline("gen-to-sqlite").destination("sqlite").set("path", "out.db");
   dst.set("table", "employees");
   if (checkpoint_in_destination) dst.set("checkpoint_in_destination", true);
   return f.yaml();
@@ -40,8 +43,10 @@ std::map<int64_t, uint64_t> expected_state(int64_t count, double c, double u, do
   return rows;
 }
 
-// Compares the whole table with the expected rows, value by value. Returns the number of mismatches.
-int verify_table(const std::filesystem::path& db_path, const std::map<int64_t, uint64_t>& expected) {
+// Compares the whole table with the expected rows, value by value. Returns the number of
+// mismatches.
+int verify_table(const std::filesystem::path& db_path,
+                 const std::map<int64_t, uint64_t>& expected) {
   Db db(db_path);
   int bad = 0;
   auto it = expected.begin();
@@ -61,14 +66,17 @@ int verify_table(const std::filesystem::path& db_path, const std::map<int64_t, u
         const auto row = generator::employee_row(7, id, it->second);
         ++it;
         const std::string got = column_text(st, 1) + "|" + column_text(st, 2) + "|" +
-                                std::to_string(sqlite3_column_int64(st, 3)) + "|" + column_text(st, 4) + "|" +
-                                column_text(st, 5) + "|" + std::to_string(sqlite3_column_double(st, 6)) + "|" +
+                                std::to_string(sqlite3_column_int64(st, 3)) + "|" +
+                                column_text(st, 4) + "|" + column_text(st, 5) + "|" +
+                                std::to_string(sqlite3_column_double(st, 6)) + "|" +
                                 column_text(st, 7) + "|" + column_text(st, 8);
-        const std::string want = row.name() + "|" + row.email() + "|" + (row.full_time ? "1" : "0") + "|" +
-                                 std::string(row.position) + "|" + format_date(row.hire_date) + "|" +
-                                 std::to_string(row.salary) + "|" + format_timestamptz(row.updated_at) + "|" +
-                                 format_timestamptz(row.created_at);
-        if (got != want && bad++ < 5) ADD_FAILURE() << "row " << id << ":\n got  " << got << "\n want " << want;
+        const std::string want =
+            row.name() + "|" + row.email() + "|" + (row.full_time ? "1" : "0") + "|" +
+            std::string(row.position) + "|" + format_date(row.hire_date) + "|" +
+            std::to_string(row.salary) + "|" + format_timestamptz(row.updated_at) + "|" +
+            format_timestamptz(row.created_at);
+        if (got != want && bad++ < 5)
+          ADD_FAILURE() << "row " << id << ":\n got  " << got << "\n want " << want;
       });
   EXPECT_TRUE(ok) << "query failed";
   if (rows != int64_t(expected.size())) {
@@ -110,7 +118,8 @@ TEST(GeneratorToSqlite, KillNineMidRunThenResumeLosesAndDuplicatesNothing) {
   write_file(dir / "p.yaml", pipeline_yaml(1000000, ""));
   {
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, 150000)) << "no checkpoint before exit: " << p.stderr_text();
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, 150000))
+        << "no checkpoint before exit: " << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
@@ -137,7 +146,8 @@ TEST(GeneratorToSqlite, CrashThenLostCheckpointStoreResumesFromTheDestinationsPo
   write_file(dir / "p.yaml", pipeline_yaml(50000, "", 20000, /*checkpoint_in_destination=*/true));
   {
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, 5000)) << "no checkpoint before exit: " << p.stderr_text();
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, 5000))
+        << "no checkpoint before exit: " << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
@@ -145,7 +155,8 @@ TEST(GeneratorToSqlite, CrashThenLostCheckpointStoreResumesFromTheDestinationsPo
   std::string in_dest;
   {
     Db db(dir / "out.db");
-    in_dest = db.text("SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = 'gen-to-sqlite'");
+    in_dest = db.text(
+        "SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = 'gen-to-sqlite'");
     ASSERT_FALSE(in_dest.empty());
     // The destination commits a position before the store saves it, and its rows are exactly
     // those up to it.
@@ -161,12 +172,16 @@ TEST(GeneratorToSqlite, CrashThenLostCheckpointStoreResumesFromTheDestinationsPo
   Process p2({"run", "p.yaml"}, dir);
   ASSERT_EQ(p2.wait_for(300s), 0) << p2.stderr_text();
   const std::string log = p2.stderr_text();
-  EXPECT_NE(log.find("resuming from checkpoint (position stored in the destination)"), std::string::npos) << log;
+  EXPECT_NE(log.find("resuming from checkpoint (position stored in the destination)"),
+            std::string::npos)
+      << log;
   EXPECT_EQ(checkpoint(dir), "50000");
   {
     Db db(dir / "out.db");
-    EXPECT_EQ(db.text("SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = 'gen-to-sqlite'"),
-              "50000");
+    EXPECT_EQ(
+        db.text(
+            "SELECT CAST(position AS TEXT) FROM sluice_checkpoints WHERE pipeline = 'gen-to-sqlite'"),
+        "50000");
   }
   EXPECT_EQ(verify_table(dir / "out.db", expected_state(50000, 1, 0, 0)), 0);
   std::filesystem::remove_all(dir);
@@ -207,9 +222,10 @@ TEST(GeneratorToSqlite, SigtermDrainsCheckpointsAndExitsZero) {
 
 TEST(Cli, BadConfigIsOneLineWithLocationAndExitTwo) {
   auto dir = make_temp_dir("badcfg");
-  write_file(dir / "bad.yaml",
-             "version: 1\npipelines:\n  - id: x\n    source: {connector: generator, settings: {count: ten}}\n"
-             "    destination: {connector: discard}\n");
+  write_file(
+      dir / "bad.yaml",
+      "version: 1\npipelines:\n  - id: x\n    source: {connector: generator, settings: {count: ten}}\n"
+      "    destination: {connector: discard}\n");
   Process p({"validate", "bad.yaml"}, dir);
   EXPECT_EQ(p.wait_for(30s), 2);
   const std::string err = p.stderr_text();
@@ -217,8 +233,9 @@ TEST(Cli, BadConfigIsOneLineWithLocationAndExitTwo) {
   EXPECT_NE(err.find("count"), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 
-  write_file(dir / "unknown.yaml",
-             "version: 1\npipelines:\n  - id: x\n    source: {connector: nosuch}\n    destination: {connector: discard}\n");
+  write_file(
+      dir / "unknown.yaml",
+      "version: 1\npipelines:\n  - id: x\n    source: {connector: nosuch}\n    destination: {connector: discard}\n");
   Process p2({"run", "unknown.yaml"}, dir);
   EXPECT_EQ(p2.wait_for(30s), 2);
   EXPECT_NE(p2.stderr_text().find("nosuch"), std::string::npos);

@@ -25,7 +25,8 @@ TEST(Observability, MetricsAndHealthWhileRunning) {
   std::smatch m;
   for (int i = 0; i < 500 && port == 0; ++i) {
     std::string err = p.stderr_text();
-    if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/metrics"))) port = std::stoi(m[1]);
+    if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/metrics")))
+      port = std::stoi(m[1]);
     else std::this_thread::sleep_for(10ms);
   }
   ASSERT_GT(port, 0) << p.stderr_text();
@@ -36,15 +37,23 @@ TEST(Observability, MetricsAndHealthWhileRunning) {
     ASSERT_TRUE(res) << "GET /metrics failed";
     ASSERT_EQ(res->status, 200);
     body = res->body;
-    if (std::regex_search(body, m, std::regex("sluice_records_written_total\\{pipeline=\"m\",connector=\"discard\"\\} ([0-9]+)")) &&
+    if (std::regex_search(
+            body, m,
+            std::regex(
+                "sluice_records_written_total\\{pipeline=\"m\",connector=\"discard\"\\} ([0-9]+)")) &&
         std::stoll(m[1]) > 0)
       break;
     std::this_thread::sleep_for(50ms);
   }
-  EXPECT_TRUE(std::regex_search(body, m, std::regex("sluice_records_written_total\\{pipeline=\"m\",connector=\"discard\"\\} [1-9]")))
+  EXPECT_TRUE(std::regex_search(
+      body, m,
+      std::regex("sluice_records_written_total\\{pipeline=\"m\",connector=\"discard\"\\} [1-9]")))
       << body;
   EXPECT_NE(body.find("# TYPE sluice_batch_write_seconds histogram"), std::string::npos);
-  EXPECT_NE(body.find("sluice_batch_write_seconds_bucket{pipeline=\"m\",connector=\"discard\",le=\"+Inf\"}"), std::string::npos);
+  EXPECT_NE(
+      body.find(
+          "sluice_batch_write_seconds_bucket{pipeline=\"m\",connector=\"discard\",le=\"+Inf\"}"),
+      std::string::npos);
   EXPECT_NE(body.find("sluice_checkpoint_age_seconds{pipeline=\"m\""), std::string::npos);
   auto health = client.Get("/healthz");
   ASSERT_TRUE(health);

@@ -23,7 +23,8 @@ TEST(PipelineFileBuilder, StringsNeedingQuotesReachTheBinaryIntact) {
   p.destination("sqlite").set("path", out).set("table", "{{table}}_copy");
   p.max_records(10).linger_ms(5);
   f.write(dir / "p.yaml");
-  ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir.path()), 0) << read_file(dir / "stderr.txt") << f.yaml();
+  ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir.path()), 0)
+      << read_file(dir / "stderr.txt") << f.yaml();
   EXPECT_EQ(read_sqlite_table(dir / out, "t_copy", {"id", "v"}), (Rows{{"1", "a"}}));
   EXPECT_EQ(stored_checkpoint(dir / "state/checkpoints.db", "ids.may-use_these"), "100");
 }

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "e2e/harness.h"
-#include "support/pipeline_file.h"
 #include "sluice/json.h"
+#include "support/pipeline_file.h"
 
 namespace sluice::e2e {
 namespace {

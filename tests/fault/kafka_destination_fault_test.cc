@@ -18,14 +18,16 @@ constexpr int kRowsPerTx = 50;
 
 std::function<bool(Conn&, uint64_t)> inserts() {
   return [](Conn& c, uint64_t i) {
-    return c.exec("INSERT INTO t SELECT g, g % 97 FROM generate_series(" + std::to_string(i * kRowsPerTx + 1) + ", " +
-                  std::to_string((i + 1) * kRowsPerTx) + ") g");
+    return c.exec("INSERT INTO t SELECT g, g % 97 FROM generate_series(" +
+                  std::to_string(i * kRowsPerTx + 1) + ", " + std::to_string((i + 1) * kRowsPerTx) +
+                  ") g");
   };
 }
 
 // Runs the pipeline, kills it with SIGKILL twice while a writer inserts, restarts it, and returns
 // (per id) how many messages the topic holds.
-std::map<int64_t, int> kill_and_resume(TestDb& db, const std::string& id, bool transactions, int64_t* rows) {
+std::map<int64_t, int> kill_and_resume(TestDb& db, const std::string& id, bool transactions,
+                                       int64_t* rows) {
   std::map<int64_t, int> seen;
   EXPECT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int)"));
   const std::string topic = test::unique_topic(id);
@@ -50,8 +52,9 @@ std::map<int64_t, int> kill_and_resume(TestDb& db, const std::string& id, bool t
     Process p({"run", "p.yaml"}, dir);
     const std::string before = checkpoint_of(dir, id);
     // Killed once changes are flowing: a checkpoint beyond the one it started from.
-    EXPECT_TRUE(wait_for_checkpoint(p, dir, id, [&](const std::string& c) { return starts_with(c, "cdc ") && c != before; },
-                                    120s))
+    EXPECT_TRUE(wait_for_checkpoint(
+        p, dir, id, [&](const std::string& c) { return starts_with(c, "cdc ") && c != before; },
+        120s))
         << p.stderr_text();
     const uint64_t at = writer.steps();
     EXPECT_TRUE(wait_until([&] { return writer.steps() >= at + 20; }, 60s));
@@ -69,7 +72,8 @@ std::map<int64_t, int> kill_and_resume(TestDb& db, const std::string& id, bool t
   Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
   EXPECT_EQ(p.wait_for(180s), 0) << p.stderr_text();
   if (transactions) {
-    EXPECT_NE(p.stderr_text().find("position stored in the destination"), std::string::npos) << p.stderr_text();
+    EXPECT_NE(p.stderr_text().find("position stored in the destination"), std::string::npos)
+        << p.stderr_text();
   }
 
   auto msgs = test::consume_all(topic, size_t(*rows), 120s, /*read_committed=*/true);
@@ -113,9 +117,10 @@ TEST(KafkaDestinationFault, KillMinus9WithTransactionsDeliversEveryChangeExactly
 TEST(KafkaDestinationFault, ADeliveryTheBrokerRefusesStopsThePipelineBeforeItsBatch) {
   TestDb db("kd_refused");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
-                            "INSERT INTO t SELECT g, CASE WHEN g = 5 THEN repeat('y', 5000) ELSE 'ok' END "
-                            "FROM generate_series(1, 10) g"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
+                    "INSERT INTO t SELECT g, CASE WHEN g = 5 THEN repeat('y', 5000) ELSE 'ok' END "
+                    "FROM generate_series(1, 10) g"));
   const std::string topic = test::unique_topic("kd_refused");
   test::TopicsCleanup cleanup({topic});
   // The broker refuses records above 2,000 bytes; the producer's own limit (1 MB) lets it through.

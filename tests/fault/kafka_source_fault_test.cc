@@ -67,8 +67,9 @@ TEST(KafkaSourceFault, KillNineMidStreamTwiceThenRestartLosesNothingAndEndsEqual
 
   {  // 1: killed at its first checkpoint.
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_kill", [](const std::string& c) { return !c.empty(); }))
-        << p.stderr_text();
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_kill", [](const std::string& c) {
+      return !c.empty();
+    })) << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
@@ -78,16 +79,19 @@ TEST(KafkaSourceFault, KillNineMidStreamTwiceThenRestartLosesNothingAndEndsEqual
     auto second = changes(rng, 40000, 4000, 2, want);
     test::produce(topic, second);
     produced += second.size();
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_kill", [&](const std::string& c) { return c != before; }))
-        << p.stderr_text();
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_kill", [&](const std::string& c) {
+      return c != before;
+    })) << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
   // 3: to the end.
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
 
   std::map<int64_t, std::string> got;
-  for (const Row& r : db.sql().query("SELECT id, v FROM items ORDER BY id")) got[std::stoll(*r[0])] = r[1] ? *r[1] : "<null>";
+  for (const Row& r : db.sql().query("SELECT id, v FROM items ORDER BY id"))
+    got[std::stoll(*r[0])] = r[1] ? *r[1] : "<null>";
   EXPECT_EQ(got.size(), want.size());
   EXPECT_TRUE(got == want) << "the destination differs from the input";
   auto committed = test::committed_offsets("sluice-ks_kill", topic, 3);

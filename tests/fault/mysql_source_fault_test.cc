@@ -9,7 +9,9 @@ namespace {
 const char* kCompareMy = "SELECT id, v, note FROM t ORDER BY id";
 const char* kCompareLite = "SELECT id, v, note FROM t ORDER BY id";
 
-std::string checkpoint(const std::filesystem::path& dir, const std::string& id) { return pgtest::checkpoint_of(dir, id); }
+std::string checkpoint(const std::filesystem::path& dir, const std::string& id) {
+  return pgtest::checkpoint_of(dir, id);
+}
 
 TEST(MysqlSourceFault, KillDuringSnapshotThenResumeConverges) {
   TestDb db("fault_snap");
@@ -38,9 +40,11 @@ TEST(MysqlSourceFault, KillDuringSnapshotThenResumeConverges) {
   ASSERT_TRUE(db.sql().exec("DELETE FROM t WHERE id % 1000 = 1"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (100000, 1, 'new')"));
   e2e::Process p({"run", "p.yaml"}, dir);
-  const bool same = pgtest::wait_until([&] {
-    return diff_mysql_sqlite(db.sql(), kCompareMy, dir / "out.db", kCompareLite, false) == 0;
-  }, 180s, 250ms);
+  const bool same = pgtest::wait_until(
+      [&] {
+        return diff_mysql_sqlite(db.sql(), kCompareMy, dir / "out.db", kCompareLite, false) == 0;
+      },
+      180s, 250ms);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.stderr_text();
   EXPECT_TRUE(same);
@@ -61,12 +65,15 @@ TEST(MysqlSourceFault, KillDuringCdcAndInsideATransactionThenResumeConverges) {
   }
   {
     e2e::Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(pgtest::wait_for_checkpoint(p, dir, "cdc", [](const std::string& c) { return c.starts_with("cdc "); }))
-        << p.stderr_text();
-    // One large transaction: batches of 100 checkpoint "n changes into it" positions.
-    ASSERT_TRUE(db.sql().exec("BEGIN; INSERT INTO t SELECT seq, 7, 'big' FROM seq_10000_to_39999; UPDATE t SET v = 9 WHERE id < 500; COMMIT"));
     ASSERT_TRUE(pgtest::wait_for_checkpoint(p, dir, "cdc", [](const std::string& c) {
-      return c.starts_with("cdc ") && std::count(c.begin(), c.end(), ' ') == 6;  // inside the transaction
+      return c.starts_with("cdc ");
+    })) << p.stderr_text();
+    // One large transaction: batches of 100 checkpoint "n changes into it" positions.
+    ASSERT_TRUE(db.sql().exec(
+        "BEGIN; INSERT INTO t SELECT seq, 7, 'big' FROM seq_10000_to_39999; UPDATE t SET v = 9 WHERE id < 500; COMMIT"));
+    ASSERT_TRUE(pgtest::wait_for_checkpoint(p, dir, "cdc", [](const std::string& c) {
+      return c.starts_with("cdc ") &&
+             std::count(c.begin(), c.end(), ' ') == 6;  // inside the transaction
     })) << p.stderr_text();
     p.signal(SIGKILL);
     p.wait();
@@ -83,9 +90,11 @@ TEST(MysqlSourceFault, KillDuringCdcAndInsideATransactionThenResumeConverges) {
     ASSERT_FALSE(writer.failed());
   }
   e2e::Process p({"run", "p.yaml"}, dir);
-  const bool same = pgtest::wait_until([&] {
-    return diff_mysql_sqlite(db.sql(), kCompareMy, dir / "out.db", kCompareLite, false) == 0;
-  }, 180s, 250ms);
+  const bool same = pgtest::wait_until(
+      [&] {
+        return diff_mysql_sqlite(db.sql(), kCompareMy, dir / "out.db", kCompareLite, false) == 0;
+      },
+      180s, 250ms);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.stderr_text();
   EXPECT_TRUE(same);
@@ -112,7 +121,8 @@ class PrivateMariadb : public ::testing::Test {
     delete url_;
   }
   static std::string services(const std::string& verb) {
-    const std::string cmd = "SLUICE_SERVICES_DIR=" + dir_->string() + " SLUICE_MYSQL_PORT=" + std::to_string(port_) + " " +
+    const std::string cmd = "SLUICE_SERVICES_DIR=" + dir_->string() +
+                            " SLUICE_MYSQL_PORT=" + std::to_string(port_) + " " +
                             SLUICE_SOURCE_DIR + "/scripts/services " + verb + " mariadb 2>&1";
     std::string out;
     if (FILE* f = popen(cmd.c_str(), "r")) {
@@ -140,7 +150,10 @@ TEST_F(PrivateMariadb, ServerRestartMidStreamIsRetriedAndResumesExactly) {
   u.db = "restart_db";
   MyConn sql(u.str());
   ASSERT_TRUE(sql.exec("CREATE TABLE t (id INT PRIMARY KEY)"));
-  auto src = make_source({{"url", u.str()}, {"tables", "*"}, {"snapshot.mode", "never"}, {"heartbeat.interval", "1s"}});
+  auto src = make_source({{"url", u.str()},
+                          {"tables", "*"},
+                          {"snapshot.mode", "never"},
+                          {"heartbeat.interval", "1s"}});
   ASSERT_TRUE(src);
   ASSERT_TRUE(src->open(context("restart"), std::nullopt).ok());
   Reader reader(*src);
@@ -158,7 +171,8 @@ TEST_F(PrivateMariadb, ServerRestartMidStreamIsRetriedAndResumesExactly) {
   ASSERT_TRUE(reader.read_count(5, 120s));
   ASSERT_TRUE(reader.drain());
   ASSERT_EQ(reader.records().size(), 5u);
-  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(field(reader.records()[i]->after, "id"), Value::int64(int64_t(i) + 1));
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(field(reader.records()[i]->after, "id"), Value::int64(int64_t(i) + 1));
   src->close();
   again.exec("DROP DATABASE restart_db");
 }
@@ -174,8 +188,10 @@ TEST_F(PrivateMariadb, BinlogFormatStatementIsRefused) {
   src->close();
   admin.exec("SET GLOBAL binlog_format = ROW");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message().find("binlog_format is STATEMENT"), std::string::npos) << st.error().message();
-  EXPECT_NE(st.error().message().find("binlog_format=ROW"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("binlog_format is STATEMENT"), std::string::npos)
+      << st.error().message();
+  EXPECT_NE(st.error().message().find("binlog_format=ROW"), std::string::npos)
+      << st.error().message();
 }
 
 }  // namespace

@@ -29,8 +29,10 @@ void expect_single_error(const std::string& err, const std::string& pipeline,
   ASSERT_EQ(errors.size(), 1u) << err;
   EXPECT_EQ(summaries.size(), 1u) << err;
   EXPECT_TRUE(others.empty()) << "unexpected lines:\n" << err;
-  EXPECT_NE(errors[0].find("pipeline " + pipeline + ": postgres source: "), std::string::npos) << errors[0];
-  for (const std::string& w : words) EXPECT_NE(errors[0].find(w), std::string::npos) << "no '" << w << "' in: " << errors[0];
+  EXPECT_NE(errors[0].find("pipeline " + pipeline + ": postgres source: "), std::string::npos)
+      << errors[0];
+  for (const std::string& w : words)
+    EXPECT_NE(errors[0].find(w), std::string::npos) << "no '" << w << "' in: " << errors[0];
 }
 
 int run_expect_failure(const std::filesystem::path& dir, std::string* err) {
@@ -47,7 +49,8 @@ int closed_port() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   a.sin_port = 0;
   socklen_t len = sizeof(a);
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     close(s);
     return 1;
   }
@@ -99,8 +102,10 @@ TEST(PostgresFaults, WrongPasswordFailsWithOneLineNamingTheCredentials) {
 TEST(PostgresFaults, RoleWithoutReplicationFailsWithTheGrantToRun) {
   TestDb db("norepl");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.admin().exec("DROP ROLE IF EXISTS sluice_t_norepl; CREATE ROLE sluice_t_norepl LOGIN PASSWORD 'pw1'"));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); GRANT SELECT ON t TO sluice_t_norepl"));
+  ASSERT_TRUE(db.admin().exec(
+      "DROP ROLE IF EXISTS sluice_t_norepl; CREATE ROLE sluice_t_norepl LOGIN PASSWORD 'pw1'"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); GRANT SELECT ON t TO sluice_t_norepl"));
   auto dir = e2e::make_temp_dir("pg-norepl");
   PipelineFile f;
   f.id = "norepl";
@@ -110,7 +115,8 @@ TEST(PostgresFaults, RoleWithoutReplicationFailsWithTheGrantToRun) {
   std::string err;
   EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
   expect_single_error(err, "norepl",
-                      {"sluice_t_norepl", "lacks the REPLICATION attribute", "ALTER ROLE \"sluice_t_norepl\" WITH REPLICATION"});
+                      {"sluice_t_norepl", "lacks the REPLICATION attribute",
+                       "ALTER ROLE \"sluice_t_norepl\" WITH REPLICATION"});
   EXPECT_EQ(slot_count(db.admin(), "sluice_norepl"), "0");
   db.sql().exec("DROP TABLE t");
   EXPECT_TRUE(db.admin().exec("DROP ROLE sluice_t_norepl"));
@@ -128,7 +134,8 @@ TEST(PostgresFaults, MissingTableFailsWithOneLineNamingTheTableAndSetting) {
   e2e::write_file(dir / "p.yaml", f.yaml());
   std::string err;
   EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
-  expect_single_error(err, "missing_table", {"\"public\".\"nosuch\" does not exist", "check `tables`"});
+  expect_single_error(err, "missing_table",
+                      {"\"public\".\"nosuch\" does not exist", "check `tables`"});
   EXPECT_EQ(slot_count(db.admin(), "sluice_missing_table"), "0");
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication"), "0");
   std::filesystem::remove_all(dir);
@@ -147,8 +154,9 @@ TEST(PostgresFaults, WalLevelNotLogicalFailsWithTheSettingToChange) {
   e2e::write_file(dir / "p.yaml", f.yaml());
   std::string err;
   EXPECT_EQ(run_expect_failure(dir, &err), 1) << err;
-  expect_single_error(err, "nological", {"wal_level is 'replica'", "set wal_level = logical in postgresql.conf",
-                                         "restart PostgreSQL"});
+  expect_single_error(err, "nological",
+                      {"wal_level is 'replica'", "set wal_level = logical in postgresql.conf",
+                       "restart PostgreSQL"});
   std::filesystem::remove_all(dir);
 }
 
@@ -165,18 +173,25 @@ TEST(PostgresFaults, SlotInUseByAnotherProcessFailsTheSecondPipelineOnly) {
   e2e::write_file(dir1 / "p.yaml", f.yaml());
   e2e::write_file(dir2 / "p.yaml", f.yaml());
   Process first({"run", "p.yaml"}, dir1);
-  ASSERT_TRUE(wait_for_checkpoint(first, dir1, "slot_in_use", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << first.stderr_text();
-  ASSERT_TRUE(wait_until([&] {
-    return db.sql().scalar("SELECT active FROM pg_replication_slots WHERE slot_name = 'sluice_slot_in_use'") == "t";
-  }, 10s));
+  ASSERT_TRUE(wait_for_checkpoint(first, dir1, "slot_in_use", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << first.stderr_text();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return db.sql().scalar(
+                   "SELECT active FROM pg_replication_slots WHERE slot_name = 'sluice_slot_in_use'") ==
+               "t";
+      },
+      10s));
   std::string err;
   EXPECT_EQ(run_expect_failure(dir2, &err), 1) << err;
-  expect_single_error(err, "slot_in_use", {"replication slot sluice_slot_in_use is in use", "set a different `slot`"});
+  expect_single_error(err, "slot_in_use",
+                      {"replication slot sluice_slot_in_use is in use", "set a different `slot`"});
   // The first one is unaffected: still running, still streaming.
   EXPECT_EQ(first.wait_for(0ms), -1) << first.stderr_text();
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2)"));
-  EXPECT_TRUE(wait_until([&] { return e2e::Db(dir1 / "out.db").scalar("SELECT count(*) FROM t") == 2; }, 30s))
+  EXPECT_TRUE(wait_until(
+      [&] { return e2e::Db(dir1 / "out.db").scalar("SELECT count(*) FROM t") == 2; }, 30s))
       << first.stderr_text();
   first.signal(SIGTERM);
   EXPECT_EQ(first.wait_for(60s), 0) << first.stderr_text();
@@ -189,7 +204,8 @@ TEST(PostgresFaults, SlotInUseByAnotherProcessFailsTheSecondPipelineOnly) {
 TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
   TestDb db("dropped");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id bigserial PRIMARY KEY, n int NOT NULL, s text NOT NULL)"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id bigserial PRIMARY KEY, n int NOT NULL, s text NOT NULL)"));
   auto dir = e2e::make_temp_dir("pg-dropped");
   PipelineFile f;
   f.id = "dropped";
@@ -198,13 +214,16 @@ TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
   f.max_records = 300;
   e2e::write_file(dir / "p.yaml", f.yaml());
   Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "dropped", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "dropped", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   Writer writer(
       db.url(),
       [](Conn& c, uint64_t i) {
-        return c.exec("BEGIN; INSERT INTO t (n, s) SELECT g, md5(g::text) FROM generate_series(1, 200) g;"
-                      "UPDATE t SET n = n + 1 WHERE id = " + std::to_string(i * 7 + 1) + "; COMMIT;");
+        return c.exec(
+            "BEGIN; INSERT INTO t (n, s) SELECT g, md5(g::text) FROM generate_series(1, 200) g;"
+            "UPDATE t SET n = n + 1 WHERE id = " +
+            std::to_string(i * 7 + 1) + "; COMMIT;");
       },
       5ms);
   int terminated = 0;
@@ -212,10 +231,14 @@ TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
   for (int round = 0; round < 4; ++round) {
     // Wait until the source streams again (a new walsender holds the slot), then cut it off.
     std::string pid;
-    ASSERT_TRUE(wait_until([&] {
-      pid = db.sql().scalar("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_dropped' AND active");
-      return !pid.empty() && pid != last_pid;
-    }, 30s)) << p.stderr_text();
+    ASSERT_TRUE(wait_until(
+        [&] {
+          pid = db.sql().scalar(
+              "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_dropped' AND active");
+          return !pid.empty() && pid != last_pid;
+        },
+        30s))
+        << p.stderr_text();
     last_pid = pid;
     const uint64_t at = writer.steps();
     ASSERT_TRUE(wait_until([&] { return writer.steps() >= at + 5; }, 30s));
@@ -231,8 +254,8 @@ TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
   size_t reconnects = 0;
   for (const auto& l : lines_of(err)) reconnects += l.find("(reconnecting)") != std::string::npos;
   EXPECT_GE(reconnects, 1u) << err;
-  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, n::text, s FROM t ORDER BY t.id", dir / "out.db",
-                           "SELECT id, n, s FROM t ORDER BY id"),
+  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, n::text, s FROM t ORDER BY t.id",
+                           dir / "out.db", "SELECT id, n, s FROM t ORDER BY id"),
             0);
   std::filesystem::remove_all(dir);
 }
@@ -253,22 +276,29 @@ TEST(PostgresFaults, ReconnectWaitsWhileTheDroppedConnectionStillHoldsTheSlot) {
   f.tables = {"public.t"};
   e2e::write_file(dir / "p.yaml", f.yaml());
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "busy_slot", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "busy_slot", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   int held = 0;
   for (int round = 0; round < 5 && held == 0; ++round) {
     std::string pid;
-    ASSERT_TRUE(wait_until([&] {
-      pid = db.sql().scalar("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_busy_slot' AND active");
-      return !pid.empty();
-    }, 30s)) << p.stderr_text();
+    ASSERT_TRUE(wait_until(
+        [&] {
+          pid = db.sql().scalar(
+              "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_busy_slot' AND active");
+          return !pid.empty();
+        },
+        30s))
+        << p.stderr_text();
     PGconn* holder = PQconnectdb((db.url() + "?replication=database").c_str());
     ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
     ASSERT_EQ(db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")"), "t");
     bool got = false;
-    for (const auto until = std::chrono::steady_clock::now() + 5s; !got && std::chrono::steady_clock::now() < until;) {
-      PGresult* r = PQexec(holder, "START_REPLICATION SLOT sluice_busy_slot LOGICAL 0/0 "
-                                   "(proto_version '1', publication_names 'sluice_busy_slot')");
+    for (const auto until = std::chrono::steady_clock::now() + 5s;
+         !got && std::chrono::steady_clock::now() < until;) {
+      PGresult* r = PQexec(holder,
+                           "START_REPLICATION SLOT sluice_busy_slot LOGICAL 0/0 "
+                           "(proto_version '1', publication_names 'sluice_busy_slot')");
       got = PQresultStatus(r) == PGRES_COPY_BOTH;
       PQclear(r);
       if (!got) std::this_thread::sleep_for(1ms);
@@ -281,10 +311,13 @@ TEST(PostgresFaults, ReconnectWaitsWhileTheDroppedConnectionStillHoldsTheSlot) {
   }
   ASSERT_GE(held, 1) << "sluice always took the slot back first; the case was not exercised";
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, g FROM generate_series(101, 200) g"));
-  EXPECT_TRUE(wait_until([&] {
-    auto rows = test::read_sqlite_table(dir / "out.db", "t", {"id"});
-    return rows && rows->size() == 200;
-  }, 60s, 100ms)) << p.stderr_text();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto rows = test::read_sqlite_table(dir / "out.db", "t", {"id"});
+        return rows && rows->size() == 200;
+      },
+      60s, 100ms))
+      << p.stderr_text();
   EXPECT_TRUE(p.running()) << p.stderr_text();
   p.terminate();
   EXPECT_EQ(p.wait_for(60s), 0) << p.stderr_text();
@@ -303,27 +336,37 @@ TEST(PostgresFaults, CleanupDropsTheSlotThePublicationAndTheCheckpoint) {
   e2e::write_file(dir / "p.yaml", f.yaml());
   {
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, "cleanup", [](const std::string& c) { return starts_with(c, "cdc "); }))
-        << p.stderr_text();
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, "cleanup", [](const std::string& c) {
+      return starts_with(c, "cdc ");
+    })) << p.stderr_text();
     EXPECT_EQ(slot_count(db.admin(), "sluice_cleanup"), "1");
-    EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_cleanup'"), "1");
+    EXPECT_EQ(
+        db.sql().scalar("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_cleanup'"),
+        "1");
     // While the pipeline runs, cleanup refuses.
     Process c({"cleanup", "p.yaml"}, dir);
     EXPECT_EQ(c.wait_for(60s), 1);
-    EXPECT_NE(c.stderr_text().find("stop the pipeline first"), std::string::npos) << c.stderr_text();
+    EXPECT_NE(c.stderr_text().find("stop the pipeline first"), std::string::npos)
+        << c.stderr_text();
     EXPECT_EQ(slot_count(db.admin(), "sluice_cleanup"), "1");
     p.signal(SIGTERM);
     ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
   }
   ASSERT_FALSE(checkpoint_of(dir, "cleanup").empty());
-  ASSERT_TRUE(wait_until([&] {
-    return db.sql().scalar("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_cleanup' AND active") == "0";
-  }, 10s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return db.sql().scalar(
+                   "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_cleanup' AND active") ==
+               "0";
+      },
+      10s));
   Process c({"cleanup", "p.yaml"}, dir);
   EXPECT_EQ(c.wait_for(60s), 0) << c.stderr_text();
-  EXPECT_NE(e2e::read_file(dir / "stdout.txt").find("pipeline cleanup: cleaned up"), std::string::npos);
+  EXPECT_NE(e2e::read_file(dir / "stdout.txt").find("pipeline cleanup: cleaned up"),
+            std::string::npos);
   EXPECT_EQ(slot_count(db.admin(), "sluice_cleanup"), "0");
-  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_cleanup'"), "0");
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_cleanup'"),
+            "0");
   EXPECT_EQ(checkpoint_of(dir, "cleanup"), "");
   std::filesystem::remove_all(dir);
 }

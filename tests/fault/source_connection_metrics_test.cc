@@ -20,7 +20,8 @@ int metrics_port(Process& p) {
   std::smatch m;
   for (int i = 0; i < 500; ++i) {
     const std::string err = p.stderr_text();
-    if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/metrics"))) return std::stoi(m[1]);
+    if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/metrics")))
+      return std::stoi(m[1]);
     std::this_thread::sleep_for(10ms);
   }
   return 0;
@@ -56,8 +57,9 @@ TEST(SourceConnectionMetrics, ATerminatedWalsenderIsCountedAsAReconnectAndThePip
   Process p({"run", "p.yaml"}, dir);
   const int port = metrics_port(p);
   ASSERT_GT(port, 0) << p.stderr_text();
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "conn_metrics", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "conn_metrics", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
 
   const std::string labels = "{pipeline=\"conn_metrics\",connector=\"postgres\"}";
   const std::string connected = "sluice_source_connected" + labels;
@@ -67,33 +69,55 @@ TEST(SourceConnectionMetrics, ATerminatedWalsenderIsCountedAsAReconnectAndThePip
   EXPECT_NE(body.find("# TYPE sluice_source_connected gauge"), std::string::npos) << body;
   EXPECT_NE(body.find("# TYPE sluice_source_reconnects_total counter"), std::string::npos) << body;
   EXPECT_NE(body.find("# TYPE sluice_source_down_seconds gauge"), std::string::npos) << body;
-  EXPECT_EQ(series(body, "sluice_source_phase{pipeline=\"conn_metrics\",connector=\"postgres\",phase=\"stream\"}"), 1)
+  EXPECT_EQ(
+      series(
+          body,
+          "sluice_source_phase{pipeline=\"conn_metrics\",connector=\"postgres\",phase=\"stream\"}"),
+      1)
       << body;
-  EXPECT_EQ(series(body, "sluice_source_phase{pipeline=\"conn_metrics\",connector=\"postgres\",phase=\"snapshot\"}"), 0)
+  EXPECT_EQ(
+      series(
+          body,
+          "sluice_source_phase{pipeline=\"conn_metrics\",connector=\"postgres\",phase=\"snapshot\"}"),
+      0)
       << body;
   EXPECT_EQ(series(body, reconnects), 0) << body;
   // The stream opens on the first read after the snapshot; wait until the walsender is there.
   std::string pid;
-  ASSERT_TRUE(wait_until([&] {
-    pid = db.sql().scalar("SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_conn_metrics' AND active");
-    return !pid.empty();
-  }, 30s)) << p.stderr_text();
-  EXPECT_TRUE(wait_until([&] { return series(scrape(port), connected) == 1; }, 10s)) << scrape(port);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        pid = db.sql().scalar(
+            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_conn_metrics' AND active");
+        return !pid.empty();
+      },
+      30s))
+      << p.stderr_text();
+  EXPECT_TRUE(wait_until([&] { return series(scrape(port), connected) == 1; }, 10s))
+      << scrape(port);
 
   ASSERT_EQ(db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")"), "t");
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, g FROM generate_series(101, 200) g"));
-  EXPECT_TRUE(wait_until([&] {
-    body = scrape(port);
-    return series(body, reconnects) >= 1 && series(body, connected) == 1;
-  }, 60s, 100ms)) << body << p.stderr_text();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        body = scrape(port);
+        return series(body, reconnects) >= 1 && series(body, connected) == 1;
+      },
+      60s, 100ms))
+      << body << p.stderr_text();
   EXPECT_EQ(series(body, "sluice_source_down_seconds" + labels), 0) << body;
-  EXPECT_TRUE(wait_until([&] {
-    auto rows = test::read_sqlite_table(dir / "out.db", "t", {"id"});
-    return rows && rows->size() == 200;
-  }, 60s, 100ms)) << p.stderr_text();
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto rows = test::read_sqlite_table(dir / "out.db", "t", {"id"});
+        return rows && rows->size() == 200;
+      },
+      60s, 100ms))
+      << p.stderr_text();
   // The existing series are still there, unchanged in name and labels.
   body = scrape(port);
-  EXPECT_GE(series(body, "sluice_records_written_total{pipeline=\"conn_metrics\",connector=\"sqlite\"}"), 200) << body;
+  EXPECT_GE(
+      series(body, "sluice_records_written_total{pipeline=\"conn_metrics\",connector=\"sqlite\"}"),
+      200)
+      << body;
   EXPECT_TRUE(p.running()) << p.stderr_text();
   p.terminate();
   EXPECT_EQ(p.wait_for(60s), 0) << p.stderr_text();

@@ -20,7 +20,8 @@ namespace {
 // Arbitrary bytes: NUL, high bytes, a quote and a backslash.
 const std::string kPos1("lsn\0\xff'\\1", 8);
 
-std::unique_ptr<Destination> make_dest(const std::string& connector, std::map<std::string, std::string> settings) {
+std::unique_ptr<Destination> make_dest(const std::string& connector,
+                                       std::map<std::string, std::string> settings) {
   const ConnectorSpec* spec = Registry::builtin().connector(connector);
   EXPECT_NE(spec, nullptr);
   if (!spec || !spec->make_destination) return nullptr;
@@ -57,7 +58,11 @@ Record& add(Batch& b, Value key, Value after) {
 }
 Value id_key(Batch& b, int64_t id) { return b.object(1).add("id", Value::int64(id)).build(); }
 Value person(Batch& b, int64_t id, std::string_view name, Value salary) {
-  return b.object(3).add("id", Value::int64(id)).add("name", Value::string(b.copy(name))).add("salary", salary).build();
+  return b.object(3)
+      .add("id", Value::int64(id))
+      .add("name", Value::string(b.copy(name)))
+      .add("salary", salary)
+      .build();
 }
 
 std::optional<std::string> stored(Destination& d, std::string_view id = "cid") {
@@ -126,18 +131,24 @@ TEST(CheckpointInDestinationPostgres, PositionCommitsWithTheBatch) {
   ASSERT_TRUE(db.ok());
   run_scenario(
       [&] {
-        return make_dest("postgres", {{"url", db.url()}, {"schema", "cdc"}, {"checkpoint_in_destination", "true"}});
+        return make_dest(
+            "postgres",
+            {{"url", db.url()}, {"schema", "cdc"}, {"checkpoint_in_destination", "true"}});
       },
       [&] {
         std::vector<std::string> ids;
-        for (const Row& r : db.sql().query("SELECT id FROM cdc.employees ORDER BY id")) ids.push_back(*r[0]);
+        for (const Row& r : db.sql().query("SELECT id FROM cdc.employees ORDER BY id"))
+          ids.push_back(*r[0]);
         return joined(ids);
       });
-  EXPECT_EQ(db.sql().scalar("SELECT encode(position, 'escape') FROM cdc.sluice_checkpoints WHERE pipeline = 'cid'"),
-            "pos-4");
-  EXPECT_EQ(db.sql().scalar("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                            "'cdc.sluice_checkpoints'::regclass AND attname = 'position'"),
-            "bytea");
+  EXPECT_EQ(
+      db.sql().scalar(
+          "SELECT encode(position, 'escape') FROM cdc.sluice_checkpoints WHERE pipeline = 'cid'"),
+      "pos-4");
+  EXPECT_EQ(
+      db.sql().scalar("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                      "'cdc.sluice_checkpoints'::regclass AND attname = 'position'"),
+      "bytea");
 }
 
 TEST(CheckpointInDestinationPostgres, OffByDefault) {
@@ -151,7 +162,9 @@ TEST(CheckpointInDestinationPostgres, OffByDefault) {
   b.set_position("p");
   ASSERT_TRUE(write(*d, b).ok());
   d->close();
-  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'sluice_checkpoints'"), "0");
+  EXPECT_EQ(
+      db.sql().scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'sluice_checkpoints'"),
+      "0");
 }
 
 // ── MySQL / MariaDB ────────────────────────────────────────────────────────
@@ -191,12 +204,16 @@ class CheckpointInDestinationMysql : public ::testing::Test {
 };
 
 TEST_F(CheckpointInDestinationMysql, PositionCommitsWithTheBatch) {
-  run_scenario([&] { return make_dest("mysql", {{"url", dest_url()}, {"checkpoint_in_destination", "true"}}); },
-               [&] { return joined(column(client_, "SELECT id FROM employees ORDER BY id")); });
+  run_scenario(
+      [&] {
+        return make_dest("mysql", {{"url", dest_url()}, {"checkpoint_in_destination", "true"}});
+      },
+      [&] { return joined(column(client_, "SELECT id FROM employees ORDER BY id")); });
   EXPECT_EQ(column(client_, "SELECT position FROM sluice_checkpoints WHERE pipeline = 'cid'"),
             std::vector<std::string>{"pos-4"});
-  EXPECT_EQ(column(client_, "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '" + db_ +
-                           "' AND TABLE_NAME = 'sluice_checkpoints' AND COLUMN_NAME = 'position'"),
+  EXPECT_EQ(column(client_,
+                   "SELECT DATA_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = '" + db_ +
+                       "' AND TABLE_NAME = 'sluice_checkpoints' AND COLUMN_NAME = 'position'"),
             std::vector<std::string>{"longblob"});
 }
 
@@ -209,9 +226,10 @@ TEST_F(CheckpointInDestinationMysql, OffByDefault) {
   b.set_position("p");
   ASSERT_TRUE(write(*d, b).ok());
   d->close();
-  EXPECT_EQ(column(client_, "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" + db_ +
-                           "' AND TABLE_NAME = 'sluice_checkpoints'"),
-            std::vector<std::string>{"0"});
+  EXPECT_EQ(
+      column(client_, "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '" +
+                          db_ + "' AND TABLE_NAME = 'sluice_checkpoints'"),
+      std::vector<std::string>{"0"});
 }
 
 }  // namespace

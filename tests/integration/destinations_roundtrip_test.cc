@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "integration/pg_harness.h"
+#include "sluice/json.h"
 #include "support/pipeline_file.h"
 #include "support/sql.h"
-#include "sluice/json.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -56,25 +56,34 @@ const S NUL = std::nullopt;
 // blob:<HEX>; NULL as NULL. MariaDB values as the server's text (bytea through HEX()).
 const std::vector<Col>& columns() {
   static const std::vector<Col> cols = {
-      {"i2", "smallint",
-       {"-32768", "-32768", "int:-32768"}, {"32767", "32767", "int:32767"}, {"0", "0", "int:0"}},
-      {"i4", "integer",
+      {"i2",
+       "smallint",
+       {"-32768", "-32768", "int:-32768"},
+       {"32767", "32767", "int:32767"},
+       {"0", "0", "int:0"}},
+      {"i4",
+       "integer",
        {"-2147483648", "-2147483648", "int:-2147483648"},
        {"2147483647", "2147483647", "int:2147483647"},
        {"0", "0", "int:0"}},
-      {"i8", "bigint",
+      {"i8",
+       "bigint",
        {"-9223372036854775808", "-9223372036854775808", "int:-9223372036854775808"},
        {"9223372036854775807", "9223372036854775807", "int:9223372036854775807"},
        {"0", "0", "int:0"}},
-      // Fits DECIMAL(65,30) (first value): MariaDB pads the fraction to 30 digits; SQLite keeps TEXT.
-      {"num", "numeric(30,10)",
-       {"'-12345678901234567890.1234567890'", "-12345678901234567890.123456789000000000000000000000",
+      // Fits DECIMAL(65,30) (first value): MariaDB pads the fraction to 30 digits; SQLite keeps
+      // TEXT.
+      {"num",
+       "numeric(30,10)",
+       {"'-12345678901234567890.1234567890'",
+        "-12345678901234567890.123456789000000000000000000000",
         "text:-12345678901234567890.1234567890"},
        {"'0.5'", "0.500000000000000000000000000000", "text:0.5000000000"},
        {"'99999999999999999999.9999999999'", "99999999999999999999.999999999900000000000000000000",
         "text:99999999999999999999.9999999999"}},
       // Does not fit DECIMAL(65,30) (first value): LONGTEXT holding the exact text, NaN included.
-      {"numbig", "numeric",
+      {"numbig",
+       "numeric",
        {"'-123456789012345678901234567890123456789012345678901234567890.000000000000000000000000000001'",
         "-123456789012345678901234567890123456789012345678901234567890.000000000000000000000000000001",
         "text:-123456789012345678901234567890123456789012345678901234567890.000000000000000000000000000001"},
@@ -82,56 +91,82 @@ const std::vector<Col>& columns() {
        {"'-0.000000000000000000000000000000000000000000000000001'",
         "-0.000000000000000000000000000000000000000000000000001",
         "text:-0.000000000000000000000000000000000000000000000000001"}},
-      // float64: MariaDB writes NaN/±Infinity as NULL; SQLite binds NaN as TEXT 'NaN', ±Inf as REAL.
-      {"f4", "real", {"1.5", "1.5", "real:1.5"}, {"'-Infinity'", NUL, "real:-inf"}, {"-0.25", "-0.25", "real:-0.25"}},
-      {"f8", "double precision",
+      // float64: MariaDB writes NaN/±Infinity as NULL; SQLite binds NaN as TEXT 'NaN', ±Inf as
+      // REAL.
+      {"f4",
+       "real",
+       {"1.5", "1.5", "real:1.5"},
+       {"'-Infinity'", NUL, "real:-inf"},
+       {"-0.25", "-0.25", "real:-0.25"}},
+      {"f8",
+       "double precision",
        {"0.1", "0.1", "real:0.1"},
        {"'NaN'", NUL, "text:NaN"},
        {"'Infinity'", NUL, "real:inf"}},
-      {"t", "text",
+      {"t",
+       "text",
        {"E'tab\\there\\nnew line \\\\ back''quote \"dq\" \xf0\x9f\xa6\x80'",
         "tab\there\nnew line \\ back'quote \"dq\" \xf0\x9f\xa6\x80",
         "text:tab\there\nnew line \\ back'quote \"dq\" \xf0\x9f\xa6\x80"},
        {"''", "", "text:"},
        {"'plain'", "plain", "text:plain"}},
-      {"vc", "varchar(20)",
-       {"'h\xc3\xa9llo w\xc3\xb6rld'", "h\xc3\xa9llo w\xc3\xb6rld", "text:h\xc3\xa9llo w\xc3\xb6rld"},
+      {"vc",
+       "varchar(20)",
+       {"'h\xc3\xa9llo w\xc3\xb6rld'", "h\xc3\xa9llo w\xc3\xb6rld",
+        "text:h\xc3\xa9llo w\xc3\xb6rld"},
        {"''", "", "text:"},
        {"'x'", "x", "text:x"}},
       // char(n) arrives blank-padded.
-      {"ch", "char(5)", {"'ab'", "ab   ", "text:ab   "}, {"''", "     ", "text:     "}, {"'abcde'", "abcde", "text:abcde"}},
-      {"by", "bytea",
+      {"ch",
+       "char(5)",
+       {"'ab'", "ab   ", "text:ab   "},
+       {"''", "     ", "text:     "},
+       {"'abcde'", "abcde", "text:abcde"}},
+      {"by",
+       "bytea",
        {"'\\x00ff0a5c'", "00FF0A5C", "blob:00FF0A5C"},
        {"'\\x'", "", "blob:"},
        {"'\\xdeadbeef'", "DEADBEEF", "blob:DEADBEEF"}},
       {"b", "boolean", {"false", "0", "int:0"}, {"true", "1", "int:1"}, {"true", "1", "int:1"}},
-      {"d", "date",
+      {"d",
+       "date",
        {"'2024-02-29'", "2024-02-29", "text:2024-02-29"},
        {"'1970-01-01'", "1970-01-01", "text:1970-01-01"},
        {"'9999-12-31'", "9999-12-31", "text:9999-12-31"}},
       // TIME(6) at MariaDB; canonical text (fraction only when non-zero) at SQLite.
-      {"tm", "time",
+      {"tm",
+       "time",
        {"'23:59:59.999999'", "23:59:59.999999", "text:23:59:59.999999"},
        {"'00:00:00'", "00:00:00.000000", "text:00:00:00"},
        {"'12:00:00.5'", "12:00:00.500000", "text:12:00:00.5"}},
-      {"ttz", "timetz",
+      {"ttz",
+       "timetz",
        {"'13:45:00.5+05:30'", "13:45:00.5+05:30", "text:13:45:00.5+05:30"},
        {"'00:00:00-08'", "00:00:00-08:00", "text:00:00:00-08:00"},
        {"'12:00:00+00'", "12:00:00+00:00", "text:12:00:00+00:00"}},
-      {"ts", "timestamp",
-       {"'2024-02-29 13:45:00.123456'", "2024-02-29 13:45:00.123456", "text:2024-02-29T13:45:00.123456"},
+      {"ts",
+       "timestamp",
+       {"'2024-02-29 13:45:00.123456'", "2024-02-29 13:45:00.123456",
+        "text:2024-02-29T13:45:00.123456"},
        {"'1970-01-01 00:00:00'", "1970-01-01 00:00:00.000000", "text:1970-01-01T00:00:00"},
        {"'1999-12-31 23:59:59.5'", "1999-12-31 23:59:59.500000", "text:1999-12-31T23:59:59.5"}},
       // timestamptz: the UTC wall time.
-      {"tstz", "timestamptz",
-       {"'2024-02-29 13:45:00.123456+02'", "2024-02-29 11:45:00.123456", "text:2024-02-29T11:45:00.123456Z"},
+      {"tstz",
+       "timestamptz",
+       {"'2024-02-29 13:45:00.123456+02'", "2024-02-29 11:45:00.123456",
+        "text:2024-02-29T11:45:00.123456Z"},
        {"'1970-01-01 00:00:00+00'", "1970-01-01 00:00:00.000000", "text:1970-01-01T00:00:00Z"},
-       {"'2038-01-19 03:14:08.000001+00'", "2038-01-19 03:14:08.000001", "text:2038-01-19T03:14:08.000001Z"}},
-      {"iv", "interval",
-       {"'-1 years -2 mons +3 days -04:05:06.5'", "P-1Y-2M3DT-4H-5M-6.5S", "text:P-1Y-2M3DT-4H-5M-6.5S"},
+       {"'2038-01-19 03:14:08.000001+00'", "2038-01-19 03:14:08.000001",
+        "text:2038-01-19T03:14:08.000001Z"}},
+      {"iv",
+       "interval",
+       {"'-1 years -2 mons +3 days -04:05:06.5'", "P-1Y-2M3DT-4H-5M-6.5S",
+        "text:P-1Y-2M3DT-4H-5M-6.5S"},
        {"'0'", "PT0S", "text:PT0S"},
-       {"'1 year 2 mons 3 days 04:05:06.000001'", "P1Y2M3DT4H5M6.000001S", "text:P1Y2M3DT4H5M6.000001S"}},
-      {"u", "uuid",
+       {"'1 year 2 mons 3 days 04:05:06.000001'", "P1Y2M3DT4H5M6.000001S",
+        "text:P1Y2M3DT4H5M6.000001S"}},
+      {"u",
+       "uuid",
        {"'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
         "text:a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"},
        {"'00000000-0000-0000-0000-000000000000'", "00000000-0000-0000-0000-000000000000",
@@ -139,28 +174,44 @@ const std::vector<Col>& columns() {
        {"'ffffffff-ffff-ffff-ffff-ffffffffffff'", "ffffffff-ffff-ffff-ffff-ffffffffffff",
         "text:ffffffff-ffff-ffff-ffff-ffffffffffff"}},
       // json: the document as received; jsonb: as PostgreSQL normalizes it.
-      {"j", "json",
-       {"'{\"a\": [1, 2.5, null], \"b\": \"x\\\"y\"}'", "{\"a\": [1, 2.5, null], \"b\": \"x\\\"y\"}",
+      {"j",
+       "json",
+       {"'{\"a\": [1, 2.5, null], \"b\": \"x\\\"y\"}'",
+        "{\"a\": [1, 2.5, null], \"b\": \"x\\\"y\"}",
         "text:{\"a\": [1, 2.5, null], \"b\": \"x\\\"y\"}"},
        {"'[]'", "[]", "text:[]"},
        {"'null'", "null", "text:null"}},
-      {"jb", "jsonb",
-       {"'{\"b\": 1, \"a\": [true, null]}'", "{\"a\": [true, null], \"b\": 1}", "text:{\"a\": [true, null], \"b\": 1}"},
+      {"jb",
+       "jsonb",
+       {"'{\"b\": 1, \"a\": [true, null]}'", "{\"a\": [true, null], \"b\": 1}",
+        "text:{\"a\": [true, null], \"b\": 1}"},
        {"'{}'", "{}", "text:{}"},
-       {"'[1,\"two\",{\"three\":3.0}]'", "[1, \"two\", {\"three\": 3.0}]", "text:[1, \"two\", {\"three\": 3.0}]"}},
+       {"'[1,\"two\",{\"three\":3.0}]'", "[1, \"two\", {\"three\": 3.0}]",
+        "text:[1, \"two\", {\"three\": 3.0}]"}},
       // Arrays: JSON.
-      {"ai", "int[]",
+      {"ai",
+       "int[]",
        {"'{1,NULL,-3}'", "[1,null,-3]", "text:[1,null,-3]"},
        {"'{}'", "[]", "text:[]"},
        {"'{{1,2},{3,4}}'", "[[1,2],[3,4]]", "text:[[1,2],[3,4]]"}},
-      {"at", "text[]",
-       {"ARRAY['a\"b', NULL, 'x,y', 'back\\slash', '']", "[\"a\\\"b\",null,\"x,y\",\"back\\\\slash\",\"\"]",
+      {"at",
+       "text[]",
+       {"ARRAY['a\"b', NULL, 'x,y', 'back\\slash', '']",
+        "[\"a\\\"b\",null,\"x,y\",\"back\\\\slash\",\"\"]",
         "text:[\"a\\\"b\",null,\"x,y\",\"back\\\\slash\",\"\"]"},
        {"'{}'", "[]", "text:[]"},
        {"ARRAY['NULL', ' sp ']", "[\"NULL\",\" sp \"]", "text:[\"NULL\",\" sp \"]"}},
       // An enum arrives as its label (string), a domain as its base type.
-      {"m", "mood", {"'happy'", "happy", "text:happy"}, {"'sad'", "sad", "text:sad"}, {"'ok'", "ok", "text:ok"}},
-      {"dom", "posint", {"42", "42", "int:42"}, {"1", "1", "int:1"}, {"2147483647", "2147483647", "int:2147483647"}},
+      {"m",
+       "mood",
+       {"'happy'", "happy", "text:happy"},
+       {"'sad'", "sad", "text:sad"},
+       {"'ok'", "ok", "text:ok"}},
+      {"dom",
+       "posint",
+       {"42", "42", "int:42"},
+       {"1", "1", "int:1"},
+       {"2147483647", "2147483647", "int:2147483647"}},
   };
   return cols;
 }
@@ -221,21 +272,25 @@ Row expected_row(int id, Set s, bool maria) {
 constexpr const char* kFinalIds = "1 = C, 2 = A, 3 = NULL, 4 = B, 5 = NULL";
 
 std::vector<Row> expected_rows(bool maria) {
-  return {expected_row(1, Set::c, maria), expected_row(2, Set::a, maria), expected_row(3, Set::null, maria),
-          expected_row(4, Set::b, maria), expected_row(5, Set::null, maria)};
+  return {expected_row(1, Set::c, maria), expected_row(2, Set::a, maria),
+          expected_row(3, Set::null, maria), expected_row(4, Set::b, maria),
+          expected_row(5, Set::null, maria)};
 }
 
 bool load_snapshot(Conn& pg) {
-  return pg.exec(create_table_sql()) && pg.exec(insert_sql(1, Set::a)) && pg.exec(insert_sql(2, Set::b)) &&
-         pg.exec(insert_sql(3, Set::null)) && pg.exec(insert_sql(6, Set::c));
+  return pg.exec(create_table_sql()) && pg.exec(insert_sql(1, Set::a)) &&
+         pg.exec(insert_sql(2, Set::b)) && pg.exec(insert_sql(3, Set::null)) &&
+         pg.exec(insert_sql(6, Set::c));
 }
 
 bool apply_changes(Conn& pg) {
-  return pg.exec(insert_sql(4, Set::b)) && pg.exec(insert_sql(5, Set::a)) && pg.exec(update_sql(5, Set::null)) &&
-         pg.exec(update_sql(1, Set::c)) && pg.exec(update_sql(2, Set::a)) && pg.exec("DELETE FROM types WHERE id = 6");
+  return pg.exec(insert_sql(4, Set::b)) && pg.exec(insert_sql(5, Set::a)) &&
+         pg.exec(update_sql(5, Set::null)) && pg.exec(update_sql(1, Set::c)) &&
+         pg.exec(update_sql(2, Set::a)) && pg.exec("DELETE FROM types WHERE id = 6");
 }
 
-std::string pipeline_yaml(const std::string& id, const std::string& pg_url, const test::ConnectorYaml& destination) {
+std::string pipeline_yaml(const std::string& id, const std::string& pg_url,
+                          const test::ConnectorYaml& destination) {
   test::PipelineFile f;
   test::PipelineYaml& p = f.pipeline(id);
   p.source("postgres").set("url", pg_url).set("tables", test::Yaml::strings({"public.types"}));
@@ -244,34 +299,41 @@ std::string pipeline_yaml(const std::string& id, const std::string& pg_url, cons
   return f.yaml();
 }
 
-std::string show(const std::optional<std::string>& v) { return v ? "'" + *v + "'" : std::string("NULL"); }
+std::string show(const std::optional<std::string>& v) {
+  return v ? "'" + *v + "'" : std::string("NULL");
+}
 
 // Reports every differing value (column by column) of `got` against `want`.
-void expect_rows(const std::vector<Row>& got, const std::vector<Row>& want, const std::string& where) {
+void expect_rows(const std::vector<Row>& got, const std::vector<Row>& want,
+                 const std::string& where) {
   EXPECT_EQ(got.size(), want.size()) << where << ": rows (want ids " << kFinalIds << ")";
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
     if (got[i].size() != want[i].size()) {
-      ADD_FAILURE() << where << ": row " << i << " has " << got[i].size() << " columns, want " << want[i].size();
+      ADD_FAILURE() << where << ": row " << i << " has " << got[i].size() << " columns, want "
+                    << want[i].size();
       continue;
     }
     for (size_t j = 0; j < want[i].size(); ++j) {
       const std::string name = j == 0 ? "id" : columns()[j - 1].name;
-      EXPECT_EQ(got[i][j], want[i][j]) << where << ": id " << show(want[i][0]) << " column " << name << ": got "
-                                       << show(got[i][j]) << ", want " << show(want[i][j]);
+      EXPECT_EQ(got[i][j], want[i][j])
+          << where << ": id " << show(want[i][0]) << " column " << name << ": got "
+          << show(got[i][j]) << ", want " << show(want[i][j]);
     }
   }
 }
 
 // Runs the pipeline: snapshot, then (once in CDC) the changes, until `read()` equals `want`.
-void run_round_trip(TestDb& src, const std::string& pipeline_id, const test::ConnectorYaml& destination_yaml,
+void run_round_trip(TestDb& src, const std::string& pipeline_id,
+                    const test::ConnectorYaml& destination_yaml,
                     const std::function<std::vector<Row>()>& read, const std::vector<Row>& want,
                     const std::string& where) {
   ASSERT_TRUE(load_snapshot(src.sql()));
   auto dir = e2e::make_temp_dir(pipeline_id);
   e2e::write_file(dir / "p.yaml", pipeline_yaml(pipeline_id, src.url(), destination_yaml));
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, pipeline_id, [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, pipeline_id, [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   ASSERT_TRUE(apply_changes(src.sql()));
   const bool equal = wait_until([&] { return read() == want; }, 60s, 200ms);
   p.signal(SIGTERM);
@@ -295,8 +357,7 @@ TEST(PostgresToMariadb, EveryTypeRoundTrips) {
   ASSERT_TRUE(dst.ok());
   const std::string sql = "SELECT " + select_list("`", true) + " FROM types ORDER BY id";
   run_round_trip(
-      src, "rt_maria",
-      test::ConnectorYaml{"mysql", {}}.set("url", dst.url()),
+      src, "rt_maria", test::ConnectorYaml{"mysql", {}}.set("url", dst.url()),
       [&] { return dst.sql().query(sql, true); }, expected_rows(true), "MariaDB");
   // The column types the documented mapping chooses from the first values.
   auto types = dst.sql().query(
@@ -331,7 +392,9 @@ std::vector<Row> read_sqlite(const std::filesystem::path& path, const std::strin
       for (int i = 0; i < sqlite3_column_count(st); ++i) {
         switch (sqlite3_column_type(st, i)) {
           case SQLITE_NULL: r.push_back(NUL); break;
-          case SQLITE_INTEGER: r.push_back("int:" + std::to_string(sqlite3_column_int64(st, i))); break;
+          case SQLITE_INTEGER:
+            r.push_back("int:" + std::to_string(sqlite3_column_int64(st, i)));
+            break;
           case SQLITE_FLOAT: {
             char buf[64];
             auto res = std::to_chars(buf, buf + sizeof buf, sqlite3_column_double(st, i));
@@ -367,8 +430,7 @@ TEST(PostgresToSqlite, EveryTypeRoundTrips) {
   const auto path = out_dir / "out.db";
   const std::string sql = "SELECT " + select_list("\"", false) + " FROM types ORDER BY id";
   run_round_trip(
-      src, "rt_sqlite",
-      test::ConnectorYaml{"sqlite", {}}.set("path", path.string()),
+      src, "rt_sqlite", test::ConnectorYaml{"sqlite", {}}.set("path", path.string()),
       [&] { return read_sqlite(path, sql); }, expected_rows(false), "SQLite");
   std::filesystem::remove_all(out_dir);
 }
@@ -380,9 +442,9 @@ std::string items_lines(const std::vector<int>& bad_ids, int bad) {
   std::string out;
   for (int i = 1; i <= 20; ++i) {
     const bool is_bad = std::find(bad_ids.begin(), bad_ids.end(), i) != bad_ids.end();
-    out += "{\"operation\":\"create\",\"metadata\":{\"table\":\"items\"},\"key\":{\"id\":" + std::to_string(i) +
-           "},\"payload\":{\"after\":{\"id\":" + std::to_string(i) + ",\"v\":" + std::to_string(is_bad ? bad : i) +
-           "}}}\n";
+    out += "{\"operation\":\"create\",\"metadata\":{\"table\":\"items\"},\"key\":{\"id\":" +
+           std::to_string(i) + "},\"payload\":{\"after\":{\"id\":" + std::to_string(i) +
+           ",\"v\":" + std::to_string(is_bad ? bad : i) + "}}}\n";
   }
   return out;
 }
@@ -400,7 +462,8 @@ std::string file_pipeline(const test::ConnectorYaml& destination, const std::str
 }
 
 // Runs 20 records (5 and 13 rejected) with on_error: dlq; checks the dead-letter file.
-void expect_dead_letters(const test::ConnectorYaml& destination, int bad, const std::vector<std::string>& error_mentions,
+void expect_dead_letters(const test::ConnectorYaml& destination, int bad,
+                         const std::vector<std::string>& error_mentions,
                          const std::function<std::vector<Row>()>& ids_landed) {
   auto dir = e2e::make_temp_dir("rt-dlq");
   e2e::write_file(dir / "in.jsonl", items_lines({5, 13}, bad));
@@ -425,11 +488,13 @@ void expect_dead_letters(const test::ConnectorYaml& destination, int bad, const 
     dead_ids.push_back(r.after.find("id")->as_int64());
     EXPECT_EQ(r.after.find("v")->as_int64(), bad);
     const std::string err(r.meta("sluice.error"));
-    for (const std::string& m : error_mentions) EXPECT_NE(err.find(m), std::string::npos) << m << " not in: " << err;
+    for (const std::string& m : error_mentions)
+      EXPECT_NE(err.find(m), std::string::npos) << m << " not in: " << err;
     EXPECT_EQ(r.meta("sluice.pipeline"), "dl");
   }
   EXPECT_EQ(dead_ids, (std::vector<int64_t>{5, 13}));
-  EXPECT_NE(e2e::read_file(dir / "stderr.txt").find("2 to the dead-letter queue"), std::string::npos)
+  EXPECT_NE(e2e::read_file(dir / "stderr.txt").find("2 to the dead-letter queue"),
+            std::string::npos)
       << e2e::read_file(dir / "stderr.txt");
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
@@ -444,29 +509,36 @@ void expect_stop(const test::ConnectorYaml& destination, int bad, const std::str
   EXPECT_EQ(e2e::run_sluice({"run", "p.yaml"}, dir), 1);
   const std::string err = e2e::read_file(dir / "stderr.txt");
   EXPECT_NE(err.find(error_mention), std::string::npos) << err;
-  for (const Row& r : ids_landed()) EXPECT_GT(std::stoi(*r[0]), 8) << "a record of the failing batch landed";
+  for (const Row& r : ids_landed())
+    EXPECT_GT(std::stoi(*r[0]), 8) << "a record of the failing batch landed";
   e2e::Db cp(dir / "cp.db");
   EXPECT_EQ(cp.scalar("SELECT count(*) FROM checkpoints"), 0);
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
-test::ConnectorYaml pg_destination(const std::string& url) { return test::ConnectorYaml{"postgres", {}}.set("url", url); }
-test::ConnectorYaml my_destination(const std::string& url) { return test::ConnectorYaml{"mysql", {}}.set("url", url); }
+test::ConnectorYaml pg_destination(const std::string& url) {
+  return test::ConnectorYaml{"postgres", {}}.set("url", url);
+}
+test::ConnectorYaml my_destination(const std::string& url) {
+  return test::ConnectorYaml{"mysql", {}}.set("url", url);
+}
 
 TEST(PostgresDestination, RejectedRowGoesToTheDeadLetterQueue) {
   TestDb db("rt_pg_dlq");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE items (id int PRIMARY KEY, v int CHECK (v >= 0))"));
-  expect_dead_letters(pg_destination(db.url()), -1, {"items", "items_v_check", "23514"},
-                      [&] { return db.sql().query("SELECT id::text, v::text FROM items ORDER BY items.id"); });
+  expect_dead_letters(pg_destination(db.url()), -1, {"items", "items_v_check", "23514"}, [&] {
+    return db.sql().query("SELECT id::text, v::text FROM items ORDER BY items.id");
+  });
 }
 
 TEST(PostgresDestination, RejectedRowWithOnErrorStopExitsOneAndLandsNothingOfItsBatch) {
   TestDb db("rt_pg_stop");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE items (id int PRIMARY KEY, v int CHECK (v >= 0))"));
-  expect_stop(pg_destination(db.url()), -1, "items_v_check",
-              [&] { return db.sql().query("SELECT id::text, v::text FROM items ORDER BY items.id"); });
+  expect_stop(pg_destination(db.url()), -1, "items_v_check", [&] {
+    return db.sql().query("SELECT id::text, v::text FROM items ORDER BY items.id");
+  });
 }
 
 TEST(MysqlDestination, RejectedRowGoesToTheDeadLetterQueue) {

@@ -25,7 +25,9 @@ std::string run_ok(const std::filesystem::path& dir, std::chrono::seconds timeou
   return p.stderr_text();
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 TEST(KafkaDestination, DebeziumEnvelopesFromSnapshotAndChanges) {
   TestDb db("kd_debezium");
@@ -45,8 +47,9 @@ TEST(KafkaDestination, DebeziumEnvelopesFromSnapshotAndChanges) {
   e2e::write_file(dir / "p.yaml", f.yaml());
 
   Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "kd_debezium", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "kd_debezium", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   ASSERT_TRUE(db.sql().exec("INSERT INTO items VALUES (3, 'three', 3.25, '1970-01-04', NULL)"));
   ASSERT_TRUE(db.sql().exec("UPDATE items SET name = 'uno' WHERE id = 1"));
   ASSERT_TRUE(db.sql().exec("DELETE FROM items WHERE id = 2"));
@@ -71,13 +74,17 @@ TEST(KafkaDestination, DebeziumEnvelopesFromSnapshotAndChanges) {
   EXPECT_EQ(*msgs[5].key, "{\"id\":2}");  // the tombstone keeps the key
   EXPECT_FALSE(msgs[6].key.has_value());  // truncate: null key
   const std::string& r1 = *msgs[0].value;
-  EXPECT_TRUE(has(r1, "{\"before\":null,\"after\":{\"id\":1,\"name\":\"one\",\"price\":\"1.50\",\"day\":19724,"
-                      "\"at\":\"2024-01-02T03:04:05Z\"}"))
+  EXPECT_TRUE(
+      has(r1,
+          "{\"before\":null,\"after\":{\"id\":1,\"name\":\"one\",\"price\":\"1.50\",\"day\":19724,"
+          "\"at\":\"2024-01-02T03:04:05Z\"}"))
       << r1;
   EXPECT_TRUE(has(r1, "\"snapshot\":\"true\"")) << r1;
   EXPECT_TRUE(has(r1, "\"name\":\"" + prefix + "\"")) << r1;
   EXPECT_TRUE(has(r1, "\"schema\":\"public\",\"table\":\"items\"")) << r1;
-  EXPECT_TRUE(has(*msgs[2].value, "\"after\":{\"id\":3,\"name\":\"three\",\"price\":\"3.25\",\"day\":3,\"at\":null}"))
+  EXPECT_TRUE(
+      has(*msgs[2].value,
+          "\"after\":{\"id\":3,\"name\":\"three\",\"price\":\"3.25\",\"day\":3,\"at\":null}"))
       << *msgs[2].value;
   EXPECT_TRUE(has(*msgs[2].value, "\"snapshot\":\"false\"")) << *msgs[2].value;
   EXPECT_TRUE(has(*msgs[2].value, "\"txId\":")) << *msgs[2].value;
@@ -98,8 +105,9 @@ TEST_P(KafkaCompression, OpenCdcRecordsArriveWithEveryCodec) {
   const std::string codec = GetParam();
   TestDb db("kd_codec_" + codec);
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
-                            "INSERT INTO t SELECT g, repeat('x', g % 300) FROM generate_series(1, 3000) g"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE t (id int PRIMARY KEY, s text);"
+      "INSERT INTO t SELECT g, repeat('x', g % 300) FROM generate_series(1, 3000) g"));
   const std::string topic = test::unique_topic("kd_codec_" + codec);
   test::TopicsCleanup cleanup({topic});
   KafkaPipelineFile f;
@@ -134,13 +142,15 @@ TEST_P(KafkaCompression, OpenCdcRecordsArriveWithEveryCodec) {
   EXPECT_EQ(*ids.rbegin(), 3000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Codecs, KafkaCompression, ::testing::Values("none", "lz4", "zstd", "snappy", "gzip"));
+INSTANTIATE_TEST_SUITE_P(Codecs, KafkaCompression,
+                         ::testing::Values("none", "lz4", "zstd", "snappy", "gzip"));
 
 TEST(KafkaDestination, TopicTemplateCreatesOneTopicPerTable) {
   TestDb db("kd_template");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int PRIMARY KEY);"
-                            "INSERT INTO a SELECT generate_series(1, 10); INSERT INTO b SELECT generate_series(1, 20)"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE b (id int PRIMARY KEY);"
+      "INSERT INTO a SELECT generate_series(1, 10); INSERT INTO b SELECT generate_series(1, 20)"));
   const std::string base = test::unique_topic("kd_tpl");
   test::TopicsCleanup cleanup({base + "-public-a", base + "-public-b"});
   KafkaPipelineFile f;
@@ -159,8 +169,9 @@ TEST(KafkaDestination, TopicTemplateCreatesOneTopicPerTable) {
 TEST(KafkaDestination, AOneMegabyteMessage) {
   TestDb db("kd_big");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
-                            "INSERT INTO t VALUES (1, repeat('a', 1048576)), (2, 'small')"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
+                    "INSERT INTO t VALUES (1, repeat('a', 1048576)), (2, 'small')"));
   const std::string topic = test::unique_topic("kd_big");
   test::TopicsCleanup cleanup({topic});
   test::create_topic(topic, 1, {{"max.message.bytes", "4194304"}});
@@ -169,7 +180,8 @@ TEST(KafkaDestination, AOneMegabyteMessage) {
   f.pg_url = db.url();
   f.tables = {"public.t"};
   f.source_settings = {{"snapshot.mode", "initial_only"}};
-  f.destination_settings = {{"topic", topic}, {"compression", "lz4"}, {"rdkafka.message.max.bytes", "4194304"}};
+  f.destination_settings = {
+      {"topic", topic}, {"compression", "lz4"}, {"rdkafka.message.max.bytes", "4194304"}};
   auto dir = e2e::make_temp_dir("kd-big");
   e2e::write_file(dir / "p.yaml", f.yaml());
   run_ok(dir);
@@ -183,9 +195,10 @@ TEST(KafkaDestination, AOneMegabyteMessage) {
 TEST(KafkaDestination, AnOversizedRecordGoesToTheDeadLetterQueueAndTheRestLands) {
   TestDb db("kd_dlq");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
-                            "INSERT INTO t SELECT g, CASE WHEN g = 37 THEN repeat('z', 1500000) ELSE 'ok' END "
-                            "FROM generate_series(1, 100) g"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE t (id int PRIMARY KEY, s text);"
+      "INSERT INTO t SELECT g, CASE WHEN g = 37 THEN repeat('z', 1500000) ELSE 'ok' END "
+      "FROM generate_series(1, 100) g"));
   const std::string topic = test::unique_topic("kd_dlq");
   test::TopicsCleanup cleanup({topic});
   KafkaPipelineFile f;
@@ -194,7 +207,8 @@ TEST(KafkaDestination, AnOversizedRecordGoesToTheDeadLetterQueueAndTheRestLands)
   f.tables = {"public.t"};
   f.source_settings = {{"snapshot.mode", "initial_only"}};
   f.destination_settings = {{"topic", topic}, {"format", "debezium"}};
-  f.pipeline_extra = {{"on_error", "dlq"}, {"dlq", "{connector: file, settings: {path: dlq.jsonl}}"}};
+  f.pipeline_extra = {{"on_error", "dlq"},
+                      {"dlq", "{connector: file, settings: {path: dlq.jsonl}}"}};
   auto dir = e2e::make_temp_dir("kd-dlq");
   e2e::write_file(dir / "p.yaml", f.yaml());
   run_ok(dir);
@@ -216,7 +230,10 @@ TEST(KafkaDestination, WrongBrokersFailWithOneLineNamingTheFix) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY)"));
   auto dir = e2e::make_temp_dir("kd-wrong");
   test::PipelineFile f;
-  f.pipeline("kd_wrong").source("postgres").set("url", db.url()).set("tables", test::Yaml::strings({"public.t"}));
+  f.pipeline("kd_wrong")
+      .source("postgres")
+      .set("url", db.url())
+      .set("tables", test::Yaml::strings({"public.t"}));
   f.pipeline("kd_wrong").destination("kafka").set("brokers", "127.0.0.1:1");
   std::string yaml = f.yaml();
   e2e::write_file(dir / "p.yaml", yaml);

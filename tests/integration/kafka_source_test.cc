@@ -24,7 +24,8 @@ using test::ProduceMessage;
 // Topics and groups of one test, removed when it ends.
 using test::KafkaScope;
 
-KafkaSourcePipelineFile pipeline(const std::string& id, std::vector<std::string> topics, const std::string& url) {
+KafkaSourcePipelineFile pipeline(const std::string& id, std::vector<std::string> topics,
+                                 const std::string& url) {
   KafkaSourcePipelineFile f;
   f.id = id;
   f.topics = std::move(topics);
@@ -35,14 +36,17 @@ KafkaSourcePipelineFile pipeline(const std::string& id, std::vector<std::string>
 std::string key_of(int64_t id) { return "{\"id\":" + std::to_string(id) + "}"; }
 
 // id → v of table `table` in PostgreSQL.
-std::map<int64_t, std::string> rows_of(Conn& c, const std::string& table, const std::string& col = "v") {
+std::map<int64_t, std::string> rows_of(Conn& c, const std::string& table,
+                                       const std::string& col = "v") {
   std::map<int64_t, std::string> out;
-  for (const Row& r : c.query("SELECT id, " + col + " FROM " + table + " ORDER BY id")) out[std::stoll(*r[0])] = r[1] ? *r[1] : "<null>";
+  for (const Row& r : c.query("SELECT id, " + col + " FROM " + table + " ORDER BY id"))
+    out[std::stoll(*r[0])] = r[1] ? *r[1] : "<null>";
   return out;
 }
 
 bool table_exists(Conn& c, const std::string& table) {
-  return c.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = " + quote_literal(table)) == "1";
+  return c.scalar("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = " +
+                  quote_literal(table)) == "1";
 }
 
 // The one error line of a run's stderr ("" and a failure if there are several or none).
@@ -76,7 +80,8 @@ TEST(KafkaSource, OpenCdcChangesOverThreePartitionsEndEqualToTheInputAndTheGroup
       want.erase(id);
     } else {
       const std::string v = "u" + std::to_string(i);
-      msgs.push_back({key_of(id), opencdc_json(want.count(id) ? "update" : "create", "items", id, v)});
+      msgs.push_back(
+          {key_of(id), opencdc_json(want.count(id) ? "update" : "create", "items", id, v)});
       want[id] = v;
     }
   }
@@ -88,7 +93,8 @@ TEST(KafkaSource, OpenCdcChangesOverThreePartitionsEndEqualToTheInputAndTheGroup
   f.max_records = 100;
   k.groups.push_back("sluice-ks_opencdc");
   e2e::write_file(dir / "p.yaml", f.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
   EXPECT_EQ(rows_of(db.sql(), "items"), want);
 
   // The checkpoint is the next offset of each partition; the group holds the same offsets.
@@ -96,7 +102,8 @@ TEST(KafkaSource, OpenCdcChangesOverThreePartitionsEndEqualToTheInputAndTheGroup
   auto committed = test::committed_offsets("sluice-ks_opencdc", topic, 3);
   int64_t total = 0;
   for (int p = 0; p < 3; ++p) {
-    EXPECT_NE(cp.find(std::to_string(p) + "=" + std::to_string(committed[size_t(p)])), std::string::npos)
+    EXPECT_NE(cp.find(std::to_string(p) + "=" + std::to_string(committed[size_t(p)])),
+              std::string::npos)
         << cp << " partition " << p << " committed " << committed[size_t(p)];
     total += committed[size_t(p)];
   }
@@ -111,23 +118,27 @@ TEST(KafkaSource, OpenCdcChangesOverThreePartitionsEndEqualToTheInputAndTheGroup
 
 // ── debezium: two named topics, with and without the schema wrapper ────────
 
-std::string dbz_value(const std::string& op, const std::string& table, int64_t id, const std::string& name,
-                      bool with_schema) {
-  const std::string row = "{\"id\":" + std::to_string(id) + ",\"name\":\"" + name + "\",\"born\":" + std::to_string(19000 + id) + "}";
-  std::string payload = "{\"before\":" + std::string(op == "c" || op == "r" ? "null" : row) +
-                        ",\"after\":" + (op == "d" ? "null" : row) +
-                        ",\"source\":{\"version\":\"2.5.0.Final\",\"connector\":\"postgresql\",\"name\":\"srv\","
-                        "\"db\":\"inventory\",\"schema\":\"public\",\"table\":\"" + table + "\"},\"op\":\"" + op +
-                        "\",\"ts_ms\":1700000000000}";
+std::string dbz_value(const std::string& op, const std::string& table, int64_t id,
+                      const std::string& name, bool with_schema) {
+  const std::string row = "{\"id\":" + std::to_string(id) + ",\"name\":\"" + name +
+                          "\",\"born\":" + std::to_string(19000 + id) + "}";
+  std::string payload =
+      "{\"before\":" + std::string(op == "c" || op == "r" ? "null" : row) +
+      ",\"after\":" + (op == "d" ? "null" : row) +
+      ",\"source\":{\"version\":\"2.5.0.Final\",\"connector\":\"postgresql\",\"name\":\"srv\","
+      "\"db\":\"inventory\",\"schema\":\"public\",\"table\":\"" +
+      table + "\"},\"op\":\"" + op + "\",\"ts_ms\":1700000000000}";
   if (!with_schema) return payload;
   const std::string value_schema =
       "{\"type\":\"struct\",\"optional\":true,\"fields\":[{\"type\":\"int32\",\"optional\":false,\"field\":\"id\"},"
       "{\"type\":\"string\",\"optional\":true,\"field\":\"name\"},{\"type\":\"int32\",\"optional\":true,"
-      "\"name\":\"io.debezium.time.Date\",\"version\":1,\"field\":\"born\"}],\"name\":\"srv.public." + table + ".Value\"";
-  const std::string schema = "{\"type\":\"struct\",\"optional\":false,\"name\":\"srv.public." + table +
-                             ".Envelope\",\"fields\":[" + value_schema + ",\"field\":\"before\"}," + value_schema +
-                             ",\"field\":\"after\"},{\"type\":\"struct\",\"optional\":false,\"field\":\"source\","
-                             "\"fields\":[]},{\"type\":\"string\",\"optional\":false,\"field\":\"op\"}]}";
+      "\"name\":\"io.debezium.time.Date\",\"version\":1,\"field\":\"born\"}],\"name\":\"srv.public." +
+      table + ".Value\"";
+  const std::string schema =
+      "{\"type\":\"struct\",\"optional\":false,\"name\":\"srv.public." + table +
+      ".Envelope\",\"fields\":[" + value_schema + ",\"field\":\"before\"}," + value_schema +
+      ",\"field\":\"after\"},{\"type\":\"struct\",\"optional\":false,\"field\":\"source\","
+      "\"fields\":[]},{\"type\":\"string\",\"optional\":false,\"field\":\"op\"}]}";
   return "{\"schema\":" + schema + ",\"payload\":" + payload + "}";
 }
 
@@ -141,7 +152,8 @@ TEST(KafkaSource, DebeziumEventsOfTwoTopicsLandInTheirTablesWithTypesRestored) {
       "\"field\":\"id\"}]},\"payload\":{\"id\":";
   std::vector<ProduceMessage> a, b;
   for (int64_t id = 1; id <= 50; ++id) {
-    a.push_back({key_schema + std::to_string(id) + "}}", dbz_value("r", "people", id, "p" + std::to_string(id), true)});
+    a.push_back({key_schema + std::to_string(id) + "}}",
+                 dbz_value("r", "people", id, "p" + std::to_string(id), true)});
     b.push_back({key_of(id), dbz_value("c", "pets", id, "pet" + std::to_string(id), false)});
   }
   a.push_back({key_schema + "7}}", dbz_value("u", "people", 7, "seven", true)});
@@ -158,7 +170,8 @@ TEST(KafkaSource, DebeziumEventsOfTwoTopicsLandInTheirTablesWithTypesRestored) {
   f.source_settings = {{"format", "debezium"}, {"start", "earliest"}, {"group", "ks_dbz_group"}};
   k.groups.push_back("ks_dbz_group");
   e2e::write_file(dir / "p.yaml", f.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
 
   auto people = rows_of(db.sql(), "people", "name");
   EXPECT_EQ(people.size(), 49u);
@@ -169,9 +182,15 @@ TEST(KafkaSource, DebeziumEventsOfTwoTopicsLandInTheirTablesWithTypesRestored) {
   EXPECT_EQ(pets[10], "ten");
   EXPECT_EQ(pets.count(9), 0u);
   // With the schema, born is a date; without, a plain integer.
-  EXPECT_EQ(db.sql().scalar("SELECT data_type FROM information_schema.columns WHERE table_name = 'people' AND column_name = 'born'"), "date");
+  EXPECT_EQ(
+      db.sql().scalar(
+          "SELECT data_type FROM information_schema.columns WHERE table_name = 'people' AND column_name = 'born'"),
+      "date");
   EXPECT_EQ(db.sql().scalar("SELECT born::text FROM people WHERE id = 1"), "2022-01-09");
-  EXPECT_EQ(db.sql().scalar("SELECT data_type FROM information_schema.columns WHERE table_name = 'pets' AND column_name = 'born'"), "bigint");
+  EXPECT_EQ(
+      db.sql().scalar(
+          "SELECT data_type FROM information_schema.columns WHERE table_name = 'pets' AND column_name = 'born'"),
+      "bigint");
   // Tombstones are skipped but their offsets are covered: both topics are committed to their end.
   EXPECT_EQ(test::committed_offsets("ks_dbz_group", ta)[0], int64_t(a.size()));
   EXPECT_EQ(test::committed_offsets("ks_dbz_group", tb)[0], int64_t(b.size()));
@@ -193,7 +212,8 @@ TEST(KafkaSource, RawMessagesOfEveryTopicMatchingARegexLandInTablesNamedAfterThe
   const std::string other = k.topic(base.substr(0, base.size() - 1) + "other");  // does not match
   for (size_t t = 0; t < topics.size(); ++t) {
     std::vector<ProduceMessage> msgs;
-    for (int i = 0; i < 40; ++i) msgs.push_back({"k" + std::to_string(i), "value " + std::to_string(i) + " of " + topics[t]});
+    for (int i = 0; i < 40; ++i)
+      msgs.push_back({"k" + std::to_string(i), "value " + std::to_string(i) + " of " + topics[t]});
     msgs.push_back({"k3", std::nullopt});  // keyed tombstone: deletes k3
     test::produce(topics[t], msgs);
   }
@@ -204,11 +224,13 @@ TEST(KafkaSource, RawMessagesOfEveryTopicMatchingARegexLandInTablesNamedAfterThe
   f.source_settings = {{"format", "raw"}, {"start", "earliest"}};
   k.groups.push_back("sluice-ks_raw");
   e2e::write_file(dir / "p.yaml", f.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "3"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "3"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
   for (const auto& t : topics) {
     ASSERT_TRUE(table_exists(db.sql(), t)) << t;
     EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM \"" + t + "\""), "39") << t;
-    EXPECT_EQ(db.sql().scalar("SELECT value FROM \"" + t + "\" WHERE key = 'k5'"), "value 5 of " + t);
+    EXPECT_EQ(db.sql().scalar("SELECT value FROM \"" + t + "\" WHERE key = 'k5'"),
+              "value 5 of " + t);
     EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM \"" + t + "\" WHERE key = 'k3'"), "0");
   }
   EXPECT_FALSE(table_exists(db.sql(), other));
@@ -222,7 +244,8 @@ TEST(KafkaSource, StartLatestReadsOnlyNewMessagesAndAfterwardsTheCheckpointWinsO
   KafkaScope k;
   const std::string topic = k.topic("ks_latest", 2);
   std::vector<ProduceMessage> old;
-  for (int64_t id = 1; id <= 20; ++id) old.push_back({key_of(id), opencdc_json("create", "items", id, "old")});
+  for (int64_t id = 1; id <= 20; ++id)
+    old.push_back({key_of(id), opencdc_json("create", "items", id, "old")});
   test::produce(topic, old);
 
   auto dir = e2e::make_temp_dir("ks-latest");
@@ -233,12 +256,19 @@ TEST(KafkaSource, StartLatestReadsOnlyNewMessagesAndAfterwardsTheCheckpointWinsO
   {
     Process p({"run", "p.yaml"}, dir);
     // Partitions are assigned (their end resolved) before the log line.
-    ASSERT_TRUE(wait_until([&] { return p.stderr_text().find("assigned 2 partition(s)") != std::string::npos; }, 60s))
+    ASSERT_TRUE(wait_until(
+        [&] { return p.stderr_text().find("assigned 2 partition(s)") != std::string::npos; }, 60s))
         << p.stderr_text();
     std::vector<ProduceMessage> fresh;
-    for (int64_t id = 101; id <= 110; ++id) fresh.push_back({key_of(id), opencdc_json("create", "items", id, "new")});
+    for (int64_t id = 101; id <= 110; ++id)
+      fresh.push_back({key_of(id), opencdc_json("create", "items", id, "new")});
     test::produce(topic, fresh);
-    ASSERT_TRUE(wait_until([&] { return table_exists(db.sql(), "items") && db.sql().scalar("SELECT count(*) FROM items") == "10"; }, 60s))
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return table_exists(db.sql(), "items") &&
+                 db.sql().scalar("SELECT count(*) FROM items") == "10";
+        },
+        60s))
         << p.stderr_text();
     // Stopping drains, checkpoints and commits.
     ASSERT_TRUE(wait_until([&] { return !checkpoint_of(dir, "ks_latest").empty(); }, 30s));
@@ -251,11 +281,13 @@ TEST(KafkaSource, StartLatestReadsOnlyNewMessagesAndAfterwardsTheCheckpointWinsO
 
   // Same pipeline, now start: earliest — its checkpoint wins: only what is new arrives.
   std::vector<ProduceMessage> more;
-  for (int64_t id = 201; id <= 205; ++id) more.push_back({key_of(id), opencdc_json("create", "items", id, "more")});
+  for (int64_t id = 201; id <= 205; ++id)
+    more.push_back({key_of(id), opencdc_json("create", "items", id, "more")});
   test::produce(topic, more);
   f.source_settings = {{"start", "earliest"}};
   e2e::write_file(dir / "p.yaml", f.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM items"), "15");
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM items WHERE v = 'old'"), "0");
 }
@@ -266,7 +298,8 @@ TEST(KafkaSource, StartCommittedBeginsAtTheGroupsCommittedOffsetAndEarliestAtThe
   KafkaScope k;
   const std::string topic = k.topic("ks_committed");
   std::vector<ProduceMessage> msgs;
-  for (int64_t id = 0; id < 10; ++id) msgs.push_back({key_of(id), opencdc_json("create", "items", id, "x")});
+  for (int64_t id = 0; id < 10; ++id)
+    msgs.push_back({key_of(id), opencdc_json("create", "items", id, "x")});
   test::produce(topic, msgs);
   const std::string group = test::unique_topic("ks_committed_group");
   k.groups.push_back(group);
@@ -276,8 +309,10 @@ TEST(KafkaSource, StartCommittedBeginsAtTheGroupsCommittedOffsetAndEarliestAtThe
   KafkaSourcePipelineFile f = pipeline("ks_committed", {topic}, db.url());
   f.source_settings = {{"group", group}};  // start: committed is the default
   e2e::write_file(dir / "p.yaml", f.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
-  EXPECT_EQ(db.sql().scalar("SELECT min(id) || ' ' || max(id) || ' ' || count(*) FROM items"), "4 9 6");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
+  EXPECT_EQ(db.sql().scalar("SELECT min(id) || ' ' || max(id) || ' ' || count(*) FROM items"),
+            "4 9 6");
   EXPECT_EQ(test::committed_offsets(group, topic)[0], 10);
 
   // Another pipeline (no checkpoint), same group, start earliest: everything, into another table.
@@ -286,7 +321,8 @@ TEST(KafkaSource, StartCommittedBeginsAtTheGroupsCommittedOffsetAndEarliestAtThe
   g.source_settings = {{"group", group}, {"start", "earliest"}};
   g.destination_settings = {{"table", "items_all"}};
   e2e::write_file(dir2 / "p.yaml", g.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir2), 0) << e2e::read_file(dir2 / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir2), 0)
+      << e2e::read_file(dir2 / "stderr.txt");
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM items_all"), "10");
 }
 
@@ -295,23 +331,28 @@ TEST(KafkaSource, StartCommittedBeginsAtTheGroupsCommittedOffsetAndEarliestAtThe
 TEST(KafkaSource, AFailingDestinationLeavesTheGroupsCommittedOffsetBeforeTheRejectedMessage) {
   TestDb db("ks_failing");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE items (id bigint PRIMARY KEY, v text CHECK (v <> 'poison'))"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE items (id bigint PRIMARY KEY, v text CHECK (v <> 'poison'))"));
   KafkaScope k;
   const std::string topic = k.topic("ks_failing");
   std::vector<ProduceMessage> good;
-  for (int64_t id = 1; id <= 20; ++id) good.push_back({key_of(id), opencdc_json("create", "items", id, "ok")});
+  for (int64_t id = 1; id <= 20; ++id)
+    good.push_back({key_of(id), opencdc_json("create", "items", id, "ok")});
   test::produce(topic, good);
 
   auto dir = e2e::make_temp_dir("ks-failing");
   KafkaSourcePipelineFile f = pipeline("ks_failing", {topic}, db.url());
   k.groups.push_back("sluice-ks_failing");
   e2e::write_file(dir / "p.yaml", f.yaml());
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
   ASSERT_EQ(test::committed_offsets("sluice-ks_failing", topic)[0], 20);
 
-  // The destination rejects offset 20: the run fails and neither the group nor the checkpoint moves.
+  // The destination rejects offset 20: the run fails and neither the group nor the checkpoint
+  // moves.
   std::vector<ProduceMessage> bad = {{key_of(21), opencdc_json("create", "items", 21, "poison")}};
-  for (int64_t id = 22; id <= 30; ++id) bad.push_back({key_of(id), opencdc_json("create", "items", id, "ok")});
+  for (int64_t id = 22; id <= 30; ++id)
+    bad.push_back({key_of(id), opencdc_json("create", "items", id, "ok")});
   test::produce(topic, bad);
   const std::string cp = checkpoint_of(dir, "ks_failing");
   EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0);
@@ -321,7 +362,8 @@ TEST(KafkaSource, AFailingDestinationLeavesTheGroupsCommittedOffsetBeforeTheReje
 
   // Fixed: the rejected messages are read again and land.
   ASSERT_TRUE(db.sql().exec("ALTER TABLE items DROP CONSTRAINT items_v_check"));
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM items"), "30");
   EXPECT_EQ(test::committed_offsets("sluice-ks_failing", topic)[0], 30);
 }
@@ -334,30 +376,37 @@ TEST(KafkaSource, AOneMegabyteMessageAndTheKafkaMetadataArrive) {
   KafkaScope k;
   const std::string topic = k.topic("ks_big");
   const std::string big(1000000 - 200, 'b');
-  test::produce(topic, {{key_of(1), opencdc_json("create", "items", 1, big), {{"trace", "t-1"}}},
-                        {key_of(2), opencdc_json("create", "items", 2, "small"), {{"trace", "t-2"}}}});
+  test::produce(topic,
+                {{key_of(1), opencdc_json("create", "items", 1, big), {{"trace", "t-1"}}},
+                 {key_of(2), opencdc_json("create", "items", 2, "small"), {{"trace", "t-2"}}}});
   auto dir = e2e::make_temp_dir("ks-big");
   KafkaSourcePipelineFile f = pipeline("ks_big", {topic}, db.url());
   k.groups.push_back("sluice-ks_big");
   // The file destination shows the metadata each record carries.
   test::PipelineFile file_run;
-  file_run.pipeline("ks_big").source("kafka").set("brokers", f.brokers).set("topics", test::Yaml::strings({topic}));
+  file_run.pipeline("ks_big")
+      .source("kafka")
+      .set("brokers", f.brokers)
+      .set("topics", test::Yaml::strings({topic}));
   file_run.pipeline("ks_big").destination("file").set("path", "out.jsonl");
   const std::string yaml = file_run.yaml();
   e2e::write_file(dir / "f.yaml", yaml);
-  ASSERT_EQ(e2e::run_sluice({"run", "f.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
+  ASSERT_EQ(e2e::run_sluice({"run", "f.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
   const auto lines = lines_of(e2e::read_file(dir / "out.jsonl"));
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_NE(lines[0].find(big), std::string::npos);
-  for (const char* m : {"\"kafka.topic\":\"", "\"kafka.partition\":\"0\"", "\"kafka.offset\":\"1\"", "\"kafka.timestamp\":\"",
-                        "\"trace\":\"t-2\"", "\"table\":\"items\""})
+  for (const char* m : {"\"kafka.topic\":\"", "\"kafka.partition\":\"0\"", "\"kafka.offset\":\"1\"",
+                        "\"kafka.timestamp\":\"", "\"trace\":\"t-2\"", "\"table\":\"items\""})
     EXPECT_NE(lines[1].find(m), std::string::npos) << m << " in " << lines[1];
 
   f.source_settings = {{"start", "earliest"}};  // (the group committed the file run's offsets)
   e2e::write_file(dir / "p.yaml", f.yaml());
   std::filesystem::remove_all(dir / "state");
-  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0) << e2e::read_file(dir / "stderr.txt");
-  EXPECT_EQ(db.sql().scalar("SELECT length(v) FROM items WHERE id = 1"), std::to_string(big.size()));
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir), 0)
+      << e2e::read_file(dir / "stderr.txt");
+  EXPECT_EQ(db.sql().scalar("SELECT length(v) FROM items WHERE id = 1"),
+            std::to_string(big.size()));
 }
 
 // ── errors ─────────────────────────────────────────────────────────────────
@@ -367,7 +416,8 @@ TEST(KafkaSource, AMalformedMessageStopsThePipelineWithAOneLineErrorNamingIt) {
   ASSERT_TRUE(db.ok());
   KafkaScope k;
   const std::string topic = k.topic("ks_malformed");
-  test::produce(topic, {{key_of(1), opencdc_json("create", "items", 1, "ok")}, {key_of(2), std::string("{\"operation\": oops")}});
+  test::produce(topic, {{key_of(1), opencdc_json("create", "items", 1, "ok")},
+                        {key_of(2), std::string("{\"operation\": oops")}});
   auto dir = e2e::make_temp_dir("ks-malformed");
   KafkaSourcePipelineFile f = pipeline("ks_malformed", {topic}, db.url());
   k.groups.push_back("sluice-ks_malformed");
@@ -388,7 +438,8 @@ TEST(KafkaSource, WrongBrokersFailAtOpenWithAOneLineError) {
   f.brokers = "127.0.0.1:1";
   f.source_settings = {{"connect_timeout", "2s"}};
   e2e::write_file(dir / "p.yaml", f.yaml());
-  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir, std::chrono::seconds(60)), 0);
+  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir, std::chrono::seconds(60)),
+            0);
   const std::string err = e2e::read_file(dir / "stderr.txt");
   EXPECT_NE(error_line(err).find("cannot reach Kafka at 127.0.0.1:1"), std::string::npos) << err;
   EXPECT_NE(error_line(err).find("check `brokers`"), std::string::npos) << err;
@@ -401,16 +452,20 @@ TEST(KafkaSource, AnUnknownTopicFailsAtOpenNamingIt) {
   const std::string topic = test::unique_topic("ks_missing");
   KafkaSourcePipelineFile f = pipeline("ks_unknown", {topic}, db.url());
   e2e::write_file(dir / "p.yaml", f.yaml());
-  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir, std::chrono::seconds(60)), 0);
+  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir, std::chrono::seconds(60)),
+            0);
   const std::string err = e2e::read_file(dir / "stderr.txt");
   EXPECT_NE(error_line(err).find("topic '" + topic + "' does not exist"), std::string::npos) << err;
 
   auto dir2 = e2e::make_temp_dir("ks-badregex");
   KafkaSourcePipelineFile g = pipeline("ks_badregex", {"^ks_missing_(", "^ks_other"}, db.url());
   e2e::write_file(dir2 / "p.yaml", g.yaml());
-  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir2, std::chrono::seconds(60)), 0);
+  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir2, std::chrono::seconds(60)),
+            0);
   const std::string err2 = e2e::read_file(dir2 / "stderr.txt");
-  EXPECT_NE(error_line(err2).find("'^ks_missing_(' is not a valid regular expression"), std::string::npos) << err2;
+  EXPECT_NE(error_line(err2).find("'^ks_missing_(' is not a valid regular expression"),
+            std::string::npos)
+      << err2;
 }
 
 }  // namespace

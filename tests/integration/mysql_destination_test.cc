@@ -70,7 +70,8 @@ class MysqlDestinationTest : public ::testing::Test {
   }
 
   std::string dest_url() const {
-    return "mysql://" + url_.user + ":" + url_.password + "@" + url_.host + ":" + std::to_string(url_.port) + "/" + db_;
+    return "mysql://" + url_.user + ":" + url_.password + "@" + url_.host + ":" +
+           std::to_string(url_.port) + "/" + db_;
   }
 
   Destination& open(MysqlDestinationOptions o = {}) {
@@ -98,8 +99,10 @@ class MysqlDestinationTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message();
   }
 
-  static Record& add(Batch& b, Operation op, std::string_view table, Value key, Value after = Value()) {
-    Value meta = table.empty() ? Value() : b.object(1).add("table", Value::string(b.copy(table))).build();
+  static Record& add(Batch& b, Operation op, std::string_view table, Value key,
+                     Value after = Value()) {
+    Value meta =
+        table.empty() ? Value() : b.object(1).add("table", Value::string(b.copy(table))).build();
     Record& r = b.add();
     r.op = op;
     r.metadata = meta;
@@ -107,7 +110,9 @@ class MysqlDestinationTest : public ::testing::Test {
     r.after = after;
     return r;
   }
-  static Value id_key(Batch& b, int64_t id) { return b.object(1).add("id", Value::int64(id)).build(); }
+  static Value id_key(Batch& b, int64_t id) {
+    return b.object(1).add("id", Value::int64(id)).build();
+  }
   static Value person(Batch& b, int64_t id, std::string_view name, double salary) {
     return b.object(3)
         .add("id", Value::int64(id))
@@ -116,8 +121,9 @@ class MysqlDestinationTest : public ::testing::Test {
         .build();
   }
   Rows column_types(const std::string& table) {
-    return db.rows("SELECT COLUMN_NAME, COLUMN_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA='" +
-                   db_ + "' AND TABLE_NAME='" + table + "' ORDER BY ORDINAL_POSITION");
+    return db.rows(
+        "SELECT COLUMN_NAME, COLUMN_TYPE, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA='" +
+        db_ + "' AND TABLE_NAME='" + table + "' ORDER BY ORDINAL_POSITION");
   }
 
   std::string base_url_;
@@ -134,11 +140,13 @@ TEST_F(MysqlDestinationTest, AutoCreatesTableWithKeyAsPrimaryKey) {
   add(b, Operation::snapshot, "employees", id_key(b, 1), person(b, 1, "Ada", 1000.5));
   add(b, Operation::create, "employees", id_key(b, 2), person(b, 2, "Alan", 2000));
   write_ok(b);
-  EXPECT_EQ(column_types("employees"), (Rows{"id|bigint(20)|PRI", "name|longtext|", "salary|double|"}));
+  EXPECT_EQ(column_types("employees"),
+            (Rows{"id|bigint(20)|PRI", "name|longtext|", "salary|double|"}));
   EXPECT_EQ(db.one("SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA='" + db_ +
                    "' AND TABLE_NAME='employees'"),
             "InnoDB");
-  EXPECT_EQ(db.rows("SELECT id, name, salary FROM employees ORDER BY id"), (Rows{"1|Ada|1000.5", "2|Alan|2000"}));
+  EXPECT_EQ(db.rows("SELECT id, name, salary FROM employees ORDER BY id"),
+            (Rows{"1|Ada|1000.5", "2|Alan|2000"}));
 }
 
 TEST_F(MysqlDestinationTest, UpsertUpdatesWithinAndAcrossBatches) {
@@ -157,12 +165,13 @@ TEST_F(MysqlDestinationTest, UpsertUpdatesWithinAndAcrossBatches) {
 TEST_F(MysqlDestinationTest, DeleteRemovesByKey) {
   open();
   Batch b1;
-  for (int i = 1; i <= 4; ++i) add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
+  for (int i = 1; i <= 4; ++i)
+    add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
   write_ok(b1);
   Batch b2;
   add(b2, Operation::remove, "employees", id_key(b2, 2));
   add(b2, Operation::remove, "employees", id_key(b2, 4));
-  add(b2, Operation::remove, "employees", id_key(b2, 42));  // not there: nothing happens
+  add(b2, Operation::remove, "employees", id_key(b2, 42));     // not there: nothing happens
   add(b2, Operation::remove, "never_created", id_key(b2, 1));  // no table: nothing happens
   write_ok(b2);
   EXPECT_EQ(db.rows("SELECT id FROM employees ORDER BY id"), (Rows{"1", "3"}));
@@ -174,7 +183,8 @@ TEST_F(MysqlDestinationTest, DeleteRemovesByKey) {
 TEST_F(MysqlDestinationTest, ReplayingIdenticalBatchesConverges) {
   open();
   auto fill = [&](Batch& b) {
-    for (int i = 1; i <= 50; ++i) add(b, Operation::create, "employees", id_key(b, i), person(b, i, "n", i));
+    for (int i = 1; i <= 50; ++i)
+      add(b, Operation::create, "employees", id_key(b, i), person(b, i, "n", i));
     add(b, Operation::update, "employees", id_key(b, 7), person(b, 7, "seven", 77));
     add(b, Operation::remove, "employees", id_key(b, 9));
   };
@@ -195,16 +205,32 @@ TEST_F(MysqlDestinationTest, AbsentFieldKeepsStoredValueNullSetsNull) {
   open();
   Batch b1;
   add(b1, Operation::create, "t", id_key(b1, 1),
-      b1.object(3).add("id", Value::int64(1)).add("a", Value::string("a1")).add("b", Value::string("b1")).build());
+      b1.object(3)
+          .add("id", Value::int64(1))
+          .add("a", Value::string("a1"))
+          .add("b", Value::string("b1"))
+          .build());
   add(b1, Operation::create, "t", id_key(b1, 2),
-      b1.object(3).add("id", Value::int64(2)).add("a", Value::string("a2")).add("b", Value::string("b2")).build());
+      b1.object(3)
+          .add("id", Value::int64(2))
+          .add("a", Value::string("a2"))
+          .add("b", Value::string("b2"))
+          .build());
   write_ok(b1);
   Batch b2;
   // Row 1: b absent (unchanged TOAST) keeps "b1"; row 2: b null sets NULL.
   add(b2, Operation::update, "t", id_key(b2, 1),
-      b2.object(3).add("id", Value::int64(1)).add("a", Value::string("A1")).add("b", Value()).build());
+      b2.object(3)
+          .add("id", Value::int64(1))
+          .add("a", Value::string("A1"))
+          .add("b", Value())
+          .build());
   add(b2, Operation::update, "t", id_key(b2, 2),
-      b2.object(3).add("id", Value::int64(2)).add("a", Value::string("A2")).add("b", Value::null()).build());
+      b2.object(3)
+          .add("id", Value::int64(2))
+          .add("a", Value::string("A2"))
+          .add("b", Value::null())
+          .build());
   write_ok(b2);
   EXPECT_EQ(db.rows("SELECT id, a, b FROM t ORDER BY id"), (Rows{"1|A1|b1", "2|A2|NULL"}));
 }
@@ -212,11 +238,16 @@ TEST_F(MysqlDestinationTest, AbsentFieldKeepsStoredValueNullSetsNull) {
 TEST_F(MysqlDestinationTest, NewFieldAddsColumn) {
   open();
   Batch b1;
-  add(b1, Operation::create, "t", id_key(b1, 1), b1.object(2).add("id", Value::int64(1)).add("a", Value::int64(10)).build());
+  add(b1, Operation::create, "t", id_key(b1, 1),
+      b1.object(2).add("id", Value::int64(1)).add("a", Value::int64(10)).build());
   write_ok(b1);
   Batch b2;
   add(b2, Operation::create, "t", id_key(b2, 2),
-      b2.object(3).add("id", Value::int64(2)).add("a", Value::int64(20)).add("added", Value::boolean(true)).build());
+      b2.object(3)
+          .add("id", Value::int64(2))
+          .add("a", Value::int64(20))
+          .add("added", Value::boolean(true))
+          .build());
   write_ok(b2);
   EXPECT_EQ(column_types("t"), (Rows{"id|bigint(20)|PRI", "a|bigint(20)|", "added|tinyint(1)|"}));
   EXPECT_EQ(db.rows("SELECT id, a, added FROM t ORDER BY id"), (Rows{"1|10|NULL", "2|20|1"}));
@@ -225,7 +256,10 @@ TEST_F(MysqlDestinationTest, NewFieldAddsColumn) {
 TEST_F(MysqlDestinationTest, CompositeKeyUpsertsAndDeletes) {
   open();
   auto key = [](Batch& b, std::string_view region, int64_t n) {
-    return b.object(2).add("region", Value::string(b.copy(region))).add("n", Value::int64(n)).build();
+    return b.object(2)
+        .add("region", Value::string(b.copy(region)))
+        .add("n", Value::int64(n))
+        .build();
   };
   auto row = [](Batch& b, std::string_view region, int64_t n, std::string_view v) {
     return b.object(3)
@@ -256,11 +290,16 @@ TEST_F(MysqlDestinationTest, QuotesIdentifiersWithBackticksAndSpaces) {
   Batch b;
   auto k = b.object(1).add("my `id`", Value::int64(1)).build();
   add(b, Operation::create, "odd `table` name", k,
-      b.object(2).add("my `id`", Value::int64(1)).add("a column; DROP TABLE x", Value::string("v")).build());
+      b.object(2)
+          .add("my `id`", Value::int64(1))
+          .add("a column; DROP TABLE x", Value::string("v"))
+          .build());
   write_ok(b);
-  EXPECT_EQ(db.rows("SELECT `my ``id```, `a column; DROP TABLE x` FROM `odd ``table`` name`"), (Rows{"1|v"}));
+  EXPECT_EQ(db.rows("SELECT `my ``id```, `a column; DROP TABLE x` FROM `odd ``table`` name`"),
+            (Rows{"1|v"}));
   Batch b2;
-  add(b2, Operation::remove, "odd `table` name", b2.object(1).add("my `id`", Value::int64(1)).build());
+  add(b2, Operation::remove, "odd `table` name",
+      b2.object(1).add("my `id`", Value::int64(1)).build());
   write_ok(b2);
   EXPECT_EQ(db.one("SELECT COUNT(*) FROM `odd ``table`` name`"), "0");
 }
@@ -308,40 +347,70 @@ TEST_F(MysqlDestinationTest, EveryValueKindReadsBackExactly) {
   write_ok(b);
 
   Rows types = column_types("kinds");
-  std::string json_type = types.size() > 20 && types[20].find("json") != std::string::npos ? "json" : "longtext";
-  EXPECT_EQ(types, (Rows{"id|bigint(20)|PRI", "b|tinyint(1)|", "i_min|bigint(20)|", "i_max|bigint(20)|",
-                         "u_max|bigint(20) unsigned|", "f|double|", "f_big|double|", "dec|decimal(65,30)|",
-                         "dec_huge|longtext|", "dec_nan|longtext|", "s|longtext|", "by|longblob|",
-                         "empty_by|longblob|", "d|date|", "t|time(6)|", "ts|datetime(6)|", "tstz|datetime(6)|",
-                         "ttz|varchar(32)|", "iv|varchar(255)|", "uu|char(36)|", "j|" + json_type + "|",
-                         "arr|" + json_type + "|", "obj|" + json_type + "|", "n|longtext|"}));
+  std::string json_type =
+      types.size() > 20 && types[20].find("json") != std::string::npos ? "json" : "longtext";
+  EXPECT_EQ(types, (Rows{"id|bigint(20)|PRI",
+                         "b|tinyint(1)|",
+                         "i_min|bigint(20)|",
+                         "i_max|bigint(20)|",
+                         "u_max|bigint(20) unsigned|",
+                         "f|double|",
+                         "f_big|double|",
+                         "dec|decimal(65,30)|",
+                         "dec_huge|longtext|",
+                         "dec_nan|longtext|",
+                         "s|longtext|",
+                         "by|longblob|",
+                         "empty_by|longblob|",
+                         "d|date|",
+                         "t|time(6)|",
+                         "ts|datetime(6)|",
+                         "tstz|datetime(6)|",
+                         "ttz|varchar(32)|",
+                         "iv|varchar(255)|",
+                         "uu|char(36)|",
+                         "j|" + json_type + "|",
+                         "arr|" + json_type + "|",
+                         "obj|" + json_type + "|",
+                         "n|longtext|"}));
   EXPECT_EQ(db.one("SELECT b, i_min, i_max, u_max FROM kinds"),
             "1|-9223372036854775808|9223372036854775807|18446744073709551615");
-  EXPECT_EQ(db.one("SELECT f = 0.1e0, f_big = 1.0000000000000002e300, f_big = 1e300 FROM kinds"), "1|1|0");
-  EXPECT_EQ(db.one("SELECT `dec`, `dec` = CAST('-12345678901234567890.123456789012345678' AS DECIMAL(65,30)) FROM kinds"),
-            "-12345678901234567890.123456789012345678000000000000|1");
-  EXPECT_EQ(db.one("SELECT dec_huge, dec_nan FROM kinds"), "1234567890123456789012345678901234567890.5|NaN");
+  EXPECT_EQ(db.one("SELECT f = 0.1e0, f_big = 1.0000000000000002e300, f_big = 1e300 FROM kinds"),
+            "1|1|0");
+  EXPECT_EQ(
+      db.one(
+          "SELECT `dec`, `dec` = CAST('-12345678901234567890.123456789012345678' AS DECIMAL(65,30)) FROM kinds"),
+      "-12345678901234567890.123456789012345678000000000000|1");
+  EXPECT_EQ(db.one("SELECT dec_huge, dec_nan FROM kinds"),
+            "1234567890123456789012345678901234567890.5|NaN");
   EXPECT_EQ(db.one("SELECT s, CHAR_LENGTH(s) FROM kinds"),
             "h\xc3\xa9llo \xf0\x9f\xa6\x80 'q' \\ \"d\" \n end|23");
-  EXPECT_EQ(db.one("SELECT HEX(`by`), LENGTH(empty_by), empty_by IS NULL FROM kinds"), "0001FF275C22|0|0");
+  EXPECT_EQ(db.one("SELECT HEX(`by`), LENGTH(empty_by), empty_by IS NULL FROM kinds"),
+            "0001FF275C22|0|0");
   EXPECT_EQ(db.one("SELECT d, t, ts, tstz FROM kinds"),
             "2024-02-29|13:45:00.123456|2024-02-29 13:45:00.123456|2024-02-29 13:45:00.123456");
-  EXPECT_EQ(db.one("SELECT UNIX_TIMESTAMP(tstz) FROM kinds"), std::to_string(ts / 1'000'000) + ".123456");
+  EXPECT_EQ(db.one("SELECT UNIX_TIMESTAMP(tstz) FROM kinds"),
+            std::to_string(ts / 1'000'000) + ".123456");
   EXPECT_EQ(db.one("SELECT ttz, iv, uu FROM kinds"),
             "13:45:00.123456+02:00|P1Y2M3DT4H5M6.5S|123e4567-e89b-12d3-a456-426614174000");
-  EXPECT_EQ(db.one("SELECT JSON_VALID(j), JSON_EXTRACT(j, '$.a[1]'), JSON_UNQUOTE(JSON_EXTRACT(j, '$.s')) FROM kinds"),
-            "1|2|\xc3\xa9");
-  EXPECT_EQ(db.one("SELECT JSON_EXTRACT(arr, '$[1]'), JSON_EXTRACT(obj, '$.k'), n FROM kinds"), "\"x\"|true|NULL");
+  EXPECT_EQ(
+      db.one(
+          "SELECT JSON_VALID(j), JSON_EXTRACT(j, '$.a[1]'), JSON_UNQUOTE(JSON_EXTRACT(j, '$.s')) FROM kinds"),
+      "1|2|\xc3\xa9");
+  EXPECT_EQ(db.one("SELECT JSON_EXTRACT(arr, '$[1]'), JSON_EXTRACT(obj, '$.k'), n FROM kinds"),
+            "\"x\"|true|NULL");
 }
 
 TEST_F(MysqlDestinationTest, TwoTablesInOneBatch) {
   open();
   Batch b;
   add(b, Operation::create, "a", id_key(b, 1), person(b, 1, "in a", 1));
-  add(b, Operation::create, "b", id_key(b, 1), b.object(2).add("id", Value::int64(1)).add("x", Value::int64(5)).build());
+  add(b, Operation::create, "b", id_key(b, 1),
+      b.object(2).add("id", Value::int64(1)).add("x", Value::int64(5)).build());
   add(b, Operation::create, "a", id_key(b, 2), person(b, 2, "in a too", 2));
   add(b, Operation::remove, "b", id_key(b, 1));
-  add(b, Operation::create, "b", id_key(b, 2), b.object(2).add("id", Value::int64(2)).add("x", Value::int64(6)).build());
+  add(b, Operation::create, "b", id_key(b, 2),
+      b.object(2).add("id", Value::int64(2)).add("x", Value::int64(6)).build());
   write_ok(b);
   EXPECT_EQ(db.rows("SELECT id, name FROM a ORDER BY id"), (Rows{"1|in a", "2|in a too"}));
   EXPECT_EQ(db.rows("SELECT id, x FROM b ORDER BY id"), (Rows{"2|6"}));
@@ -350,12 +419,16 @@ TEST_F(MysqlDestinationTest, TwoTablesInOneBatch) {
 TEST_F(MysqlDestinationTest, TruncateRecordEmptiesTheTableAndLaterInsertsLand) {
   open();
   Batch b1;
-  for (int i = 1; i <= 3; ++i) add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
+  for (int i = 1; i <= 3; ++i)
+    add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
   write_ok(b1);
   Batch b2;
   Record& t = b2.add();
   t.op = Operation::remove;
-  t.metadata = b2.object(2).add("table", Value::string("employees")).add("truncate", Value::string("true")).build();
+  t.metadata = b2.object(2)
+                   .add("table", Value::string("employees"))
+                   .add("truncate", Value::string("true"))
+                   .build();
   add(b2, Operation::create, "employees", id_key(b2, 9), person(b2, 9, "after", 9));
   write_ok(b2);
   EXPECT_EQ(db.rows("SELECT id, name FROM employees ORDER BY id"), (Rows{"9|after"}));
@@ -366,9 +439,11 @@ TEST_F(MysqlDestinationTest, SameKeyTwiceInOneBatchLatestWins) {
   Batch b;
   for (int round = 0; round < 3; ++round)
     for (int i = 1; i <= 100; ++i)
-      add(b, Operation::update, "t", id_key(b, i), person(b, i, "round" + std::to_string(round), round * 1000 + i));
+      add(b, Operation::update, "t", id_key(b, i),
+          person(b, i, "round" + std::to_string(round), round * 1000 + i));
   write_ok(b);
-  EXPECT_EQ(db.one("SELECT COUNT(*), MIN(name), MAX(name), SUM(salary) FROM t"), "100|round2|round2|205050");
+  EXPECT_EQ(db.one("SELECT COUNT(*), MIN(name), MAX(name), SUM(salary) FROM t"),
+            "100|round2|round2|205050");
 }
 
 TEST_F(MysqlDestinationTest, DeleteAndInsertOfOneKeyApplyInRecordOrder) {
@@ -378,11 +453,13 @@ TEST_F(MysqlDestinationTest, DeleteAndInsertOfOneKeyApplyInRecordOrder) {
   add(b1, Operation::create, "t", id_key(b1, 2), person(b1, 2, "two", 2));
   write_ok(b1);
   Batch b2;
-  add(b2, Operation::remove, "t", id_key(b2, 1));                          // delete then insert: row 1 exists
+  add(b2, Operation::remove, "t", id_key(b2, 1));  // delete then insert: row 1 exists
   add(b2, Operation::create, "t", id_key(b2, 1), person(b2, 1, "one again", 11));
-  add(b2, Operation::update, "t", id_key(b2, 2), person(b2, 2, "two b", 22));  // upsert then delete: gone
+  add(b2, Operation::update, "t", id_key(b2, 2),
+      person(b2, 2, "two b", 22));  // upsert then delete: gone
   add(b2, Operation::remove, "t", id_key(b2, 2));
-  add(b2, Operation::create, "t", id_key(b2, 3), person(b2, 3, "three", 3));   // insert, delete, insert
+  add(b2, Operation::create, "t", id_key(b2, 3),
+      person(b2, 3, "three", 3));  // insert, delete, insert
   add(b2, Operation::remove, "t", id_key(b2, 3));
   add(b2, Operation::create, "t", id_key(b2, 3), person(b2, 3, "three again", 33));
   write_ok(b2);
@@ -406,7 +483,8 @@ TEST_F(MysqlDestinationTest, SmallStatementSizeSplitsRunsIntoManyStatements) {
   o.max_statement_size = 1024;
   open(o);
   Batch b;
-  for (int i = 1; i <= 500; ++i) add(b, Operation::create, "t", id_key(b, i), person(b, i, std::string(40, 'x'), i));
+  for (int i = 1; i <= 500; ++i)
+    add(b, Operation::create, "t", id_key(b, i), person(b, i, std::string(40, 'x'), i));
   for (int i = 1; i <= 500; i += 2) add(b, Operation::remove, "t", id_key(b, i));
   write_ok(b);
   EXPECT_EQ(db.one("SELECT COUNT(*), MIN(id), SUM(salary) FROM t"), "250|2|62750");
@@ -442,8 +520,9 @@ TEST_F(MysqlDestinationTest, LostConnectionIsRetriableAndTheNextWriteReconnects)
   add(b1, Operation::create, "t", id_key(b1, 1), person(b1, 1, "a", 1));
   write_ok(b1);
   // Kill the destination's connection (the only one using this database besides the reader).
-  std::string others = admin_.one("SELECT GROUP_CONCAT(ID) FROM information_schema.PROCESSLIST WHERE DB='" + db_ +
-                                  "' AND ID <> " + db.one("SELECT CONNECTION_ID()"));
+  std::string others =
+      admin_.one("SELECT GROUP_CONCAT(ID) FROM information_schema.PROCESSLIST WHERE DB='" + db_ +
+                 "' AND ID <> " + db.one("SELECT CONNECTION_ID()"));
   ASSERT_NE(others, "NULL");
   ASSERT_EQ(others.find(','), std::string::npos) << others;
   admin_.exec("KILL " + others);
@@ -467,7 +546,8 @@ TEST_F(MysqlDestinationTest, TlsRequiredFailsAgainstAServerWithoutTls) {
     ASSERT_TRUE(d.ok());
     Status s = d.value()->open(ConnectorContext{"test", "mysql", nullptr});
     ASSERT_FALSE(s.ok());
-    EXPECT_EQ(s.error().message().find(":" + url_.password + "@"), std::string::npos) << s.error().message();
+    EXPECT_EQ(s.error().message().find(":" + url_.password + "@"), std::string::npos)
+        << s.error().message();
   }
   MysqlDestinationOptions bad;
   bad.url = dest_url();
@@ -479,7 +559,8 @@ TEST_F(MysqlDestinationTest, TlsRequiredFailsAgainstAServerWithoutTls) {
 
 TEST_F(MysqlDestinationTest, WrongPasswordFailsWithoutEchoingIt) {
   MysqlDestinationOptions o;
-  o.url = "mysql://" + url_.user + ":wrong-pass-xyz@" + url_.host + ":" + std::to_string(url_.port) + "/" + db_;
+  o.url = "mysql://" + url_.user + ":wrong-pass-xyz@" + url_.host + ":" +
+          std::to_string(url_.port) + "/" + db_;
   auto d = make_mysql_destination(o);
   ASSERT_TRUE(d.ok());
   Status s = d.value()->open(ConnectorContext{"test", "mysql", nullptr});
@@ -493,7 +574,8 @@ TEST_F(MysqlDestinationTest, RegisteredAndCreatedFromSettings) {
   ASSERT_NE(spec, nullptr);
   ASSERT_NE(spec->make_destination, nullptr);
   Settings settings;
-  ASSERT_EQ(settings_from_text(spec->destination_settings, {{"url", dest_url()}, {"table", "pre_{{table}}"}}, &settings),
+  ASSERT_EQ(settings_from_text(spec->destination_settings,
+                               {{"url", dest_url()}, {"table", "pre_{{table}}"}}, &settings),
             std::nullopt);
   auto d = spec->make_destination(settings);
   ASSERT_TRUE(d.ok()) << d.error().message();

@@ -22,15 +22,18 @@ TEST(MysqlSourceE2e, SnapshotWhileAWriterKeepsWritingConvergesInSqlite) {
   ASSERT_TRUE(pgtest::wait_until([&] { return writer.steps() > 300 || writer.failed(); }, 60s));
   writer.stop();
   ASSERT_FALSE(writer.failed());
-  const bool same = pgtest::wait_until([&] {
-    return diff_mysql_sqlite(db.sql(), "SELECT id, v, note FROM t ORDER BY id", dir / "out.db",
-                             "SELECT id, v, note FROM t ORDER BY id", false) == 0;
-  }, 120s, 200ms);
+  const bool same = pgtest::wait_until(
+      [&] {
+        return diff_mysql_sqlite(db.sql(), "SELECT id, v, note FROM t ORDER BY id", dir / "out.db",
+                                 "SELECT id, v, note FROM t ORDER BY id", false) == 0;
+      },
+      120s, 200ms);
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.stderr_text();
   EXPECT_TRUE(same) << p.stderr_text();
   EXPECT_EQ(diff_mysql_sqlite(db.sql(), "SELECT id, v, note FROM t ORDER BY id", dir / "out.db",
-                              "SELECT id, v, note FROM t ORDER BY id"), 0);
+                              "SELECT id, v, note FROM t ORDER BY id"),
+            0);
   std::filesystem::remove_all(dir);
 }
 
@@ -38,10 +41,12 @@ TEST(MysqlSourceE2e, MysqlToPostgres) {
   TestDb db("e2e_pg");
   pgtest::TestDb pg("my_source_e2e");
   ASSERT_TRUE(pg.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE items (id BIGINT UNSIGNED PRIMARY KEY, name VARCHAR(50), price DECIMAL(12,3), "
-                            "at DATETIME(6), j JSON, data VARBINARY(8))"));
-  ASSERT_TRUE(db.sql().exec("INSERT INTO items VALUES (1, 'h\xc3\xa9', 12.345, '2024-01-02 03:04:05.123456', '{\"a\": 1}', 0x0102), "
-                            "(2, NULL, -0.001, NULL, NULL, NULL)"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE items (id BIGINT UNSIGNED PRIMARY KEY, name VARCHAR(50), price DECIMAL(12,3), "
+      "at DATETIME(6), j JSON, data VARBINARY(8))"));
+  ASSERT_TRUE(db.sql().exec(
+      "INSERT INTO items VALUES (1, 'h\xc3\xa9', 12.345, '2024-01-02 03:04:05.123456', '{\"a\": 1}', 0x0102), "
+      "(2, NULL, -0.001, NULL, NULL, NULL)"));
   auto dir = e2e::make_temp_dir("mysql-pg");
   {
     test::PipelineFile f = pipeline_file("my-pg", db.url(), {"*"});
@@ -50,10 +55,15 @@ TEST(MysqlSourceE2e, MysqlToPostgres) {
   }
   e2e::Process p({"run", "p.yaml"}, dir);
   auto count = [&](const std::string& sql) { return pg.sql().scalar(sql); };
-  ASSERT_TRUE(pgtest::wait_until([&] { return count("SELECT count(*) FROM pg_tables WHERE tablename = 'items'") == "1" &&
-                                              count("SELECT count(*) FROM items") == "2"; }, 60s, 200ms))
+  ASSERT_TRUE(pgtest::wait_until(
+      [&] {
+        return count("SELECT count(*) FROM pg_tables WHERE tablename = 'items'") == "1" &&
+               count("SELECT count(*) FROM items") == "2";
+      },
+      60s, 200ms))
       << p.stderr_text();
-  ASSERT_TRUE(db.sql().exec("INSERT INTO items VALUES (3, 'three', 3, '2030-12-31 23:59:59', '[1, 2]', 0xff)"));
+  ASSERT_TRUE(db.sql().exec(
+      "INSERT INTO items VALUES (3, 'three', 3, '2030-12-31 23:59:59', '[1, 2]', 0xff)"));
   ASSERT_TRUE(db.sql().exec("UPDATE items SET name = 'one' WHERE id = 1"));
   ASSERT_TRUE(db.sql().exec("DELETE FROM items WHERE id = 2"));
   // Account statements in the binlog carry passwords: never in the log.
@@ -61,14 +71,22 @@ TEST(MysqlSourceE2e, MysqlToPostgres) {
   ASSERT_TRUE(db.admin().exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'S3cret-Pw-xyz'"));
   ASSERT_TRUE(db.admin().exec("ALTER TABLE `" + db.name() + "`.items COMMENT 'x'"));
   ASSERT_TRUE(db.admin().exec("DROP USER '" + user + "'@'%'"));
-  ASSERT_TRUE(pgtest::wait_until([&] { return count("SELECT string_agg(id::text || ':' || coalesce(name, '-'), ',' ORDER BY id) FROM items") == "1:one,3:three"; }, 60s, 200ms))
+  ASSERT_TRUE(pgtest::wait_until(
+      [&] {
+        return count(
+                   "SELECT string_agg(id::text || ':' || coalesce(name, '-'), ',' ORDER BY id) FROM items") ==
+               "1:one,3:three";
+      },
+      60s, 200ms))
       << p.stderr_text();
   EXPECT_EQ(count("SELECT price::text FROM items WHERE id = 1"), "12.345");
-  EXPECT_EQ(count("SELECT to_char(at, 'YYYY-MM-DD HH24:MI:SS.US') FROM items WHERE id = 1"), "2024-01-02 03:04:05.123456");
+  EXPECT_EQ(count("SELECT to_char(at, 'YYYY-MM-DD HH24:MI:SS.US') FROM items WHERE id = 1"),
+            "2024-01-02 03:04:05.123456");
   EXPECT_EQ(count("SELECT j::text FROM items WHERE id = 3"), "[1, 2]");
   EXPECT_EQ(count("SELECT encode(data, 'hex') FROM items WHERE id = 1"), "0102");
   // The ALTER after the account statements is logged: both were read.
-  EXPECT_TRUE(pgtest::wait_until([&] { return p.stderr_text().find("COMMENT") != std::string::npos; }, 60s, 100ms));
+  EXPECT_TRUE(pgtest::wait_until(
+      [&] { return p.stderr_text().find("COMMENT") != std::string::npos; }, 60s, 100ms));
   p.signal(SIGTERM);
   EXPECT_EQ(p.wait(), 0) << p.stderr_text();
   EXPECT_EQ(p.stderr_text().find("S3cret-Pw-xyz"), std::string::npos) << p.stderr_text();

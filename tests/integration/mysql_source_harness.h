@@ -50,7 +50,8 @@ inline Value field(const Value& obj, std::string_view name) {
 // A pipeline file: mysql source (`tables` of `url`) → the destination the caller sets
 // (f.pipeline(id).destination(...)).
 inline test::PipelineFile pipeline_file(const std::string& id, const std::string& url,
-                                        const std::vector<std::string>& tables, size_t max_records = 1000) {
+                                        const std::vector<std::string>& tables,
+                                        size_t max_records = 1000) {
   test::PipelineFile f;
   test::PipelineYaml& p = f.pipeline(id);
   p.source("mysql").set("url", url).set("tables", test::Yaml::strings(tables));
@@ -63,7 +64,8 @@ inline test::PipelineFile pipeline_file(const std::string& id, const std::string
 namespace sluice::mytest {
 
 // Rows of `mysql_sql` and of `sqlite_sql` on the SQLite file, as text; the number of differences.
-inline int diff_mysql_sqlite(MyConn& my, const std::string& mysql_sql, const std::filesystem::path& sqlite_path,
+inline int diff_mysql_sqlite(MyConn& my, const std::string& mysql_sql,
+                             const std::filesystem::path& sqlite_path,
                              const std::string& sqlite_sql, bool report = true) {
   const auto want = my.query(mysql_sql);
   std::vector<pgtest::Row> got;
@@ -86,12 +88,13 @@ inline int diff_mysql_sqlite(MyConn& my, const std::string& mysql_sql, const std
   for (size_t i = 0; i < std::min(want.size(), got.size()); ++i) {
     if (want[i] != got[i]) {
       if (report && bad < 3)
-        ADD_FAILURE() << "row " << i << " differs: mysql " << (want[i][0] ? *want[i][0] : "NULL") << " vs sqlite "
-                      << (got[i][0] ? *got[i][0] : "NULL");
+        ADD_FAILURE() << "row " << i << " differs: mysql " << (want[i][0] ? *want[i][0] : "NULL")
+                      << " vs sqlite " << (got[i][0] ? *got[i][0] : "NULL");
       ++bad;
     }
   }
-  if (report && want.size() != got.size()) ADD_FAILURE() << "mysql has " << want.size() << " rows, sqlite " << got.size();
+  if (report && want.size() != got.size())
+    ADD_FAILURE() << "mysql has " << want.size() << " rows, sqlite " << got.size();
   return bad;
 }
 
@@ -116,10 +119,12 @@ class Writer {
     MyConn c(url_);
     std::mt19937 rng(42);
     while (!stop_ && steps_ < max_steps_) {
-      std::string sql = "BEGIN; INSERT INTO " + table_ + " VALUES (" + std::to_string(next_) + ", " +
-                        std::to_string(rng() % 1000) + ", 'w'), (" + std::to_string(next_ + 1) + ", 1, 'w'); UPDATE " +
-                        table_ + " SET v = v + 1, note = 'u' WHERE id = " + std::to_string(rng() % next_) +
-                        "; DELETE FROM " + table_ + " WHERE id = " + std::to_string(rng() % next_) + "; COMMIT";
+      std::string sql = "BEGIN; INSERT INTO " + table_ + " VALUES (" + std::to_string(next_) +
+                        ", " + std::to_string(rng() % 1000) + ", 'w'), (" +
+                        std::to_string(next_ + 1) + ", 1, 'w'); UPDATE " + table_ +
+                        " SET v = v + 1, note = 'u' WHERE id = " + std::to_string(rng() % next_) +
+                        "; DELETE FROM " + table_ + " WHERE id = " + std::to_string(rng() % next_) +
+                        "; COMMIT";
       next_ += 2;
       if (!c.exec(sql, true)) {
         failed_ = true;

@@ -27,8 +27,10 @@ std::string types_row(int id) {
          "'caf\xc3\xa9', NULL)";
 }
 
-int64_t micros(int64_t y, unsigned mo, unsigned d, int64_t h, int64_t mi, int64_t s, int64_t us = 0) {
-  return int64_t(days_from_civil(y, mo, d)) * 86400000000LL + ((h * 60 + mi) * 60 + s) * 1000000 + us;
+int64_t micros(int64_t y, unsigned mo, unsigned d, int64_t h, int64_t mi, int64_t s,
+               int64_t us = 0) {
+  return int64_t(days_from_civil(y, mo, d)) * 86400000000LL + ((h * 60 + mi) * 60 + s) * 1000000 +
+         us;
 }
 
 void expect_types(const Value& a, const std::string& what) {
@@ -68,7 +70,8 @@ void expect_types(const Value& a, const std::string& what) {
   EXPECT_EQ(field(a, "n"), Value::null());
 }
 
-std::unique_ptr<Source> open_source(TestDb& db, const std::string& pipeline, std::map<std::string, std::string> extra = {},
+std::unique_ptr<Source> open_source(TestDb& db, const std::string& pipeline,
+                                    std::map<std::string, std::string> extra = {},
                                     const std::optional<std::string>& checkpoint = std::nullopt) {
   extra.emplace("url", db.url());
   extra.emplace("tables", "*");
@@ -174,7 +177,8 @@ TEST(MysqlSource, AlterTableMidStreamIsPickedUpWithoutRestart) {
   // Each change is read before the next DDL: the source re-reads the table's columns after DDL.
   // (Replaying events written before a DDL that changed the column list needs
   // binlog_row_metadata=FULL for their column names; see docs/mysql-source.md.)
-  ASSERT_TRUE(db.sql().exec("ALTER TABLE t ADD COLUMN note VARCHAR(20) DEFAULT 'n', ADD COLUMN amount DECIMAL(6,2) UNSIGNED"));
+  ASSERT_TRUE(db.sql().exec(
+      "ALTER TABLE t ADD COLUMN note VARCHAR(20) DEFAULT 'n', ADD COLUMN amount DECIMAL(6,2) UNSIGNED"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2, 2, 'hello', 12.5)"));
   ASSERT_TRUE(reader.read_count(2));
   ASSERT_TRUE(db.sql().exec("ALTER TABLE t DROP COLUMN a"));
@@ -219,7 +223,9 @@ TEST(MysqlSource, SnapshotResumesFromAChunkCheckpointAndStreamsFromItsPosition) 
   TestDb db("snapres");
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))"));
   std::string values;
-  for (int i = 0; i < 250; ++i) values += (i ? "," : "") + ("(" + std::to_string(i / 10) + ", 'k" + std::to_string(i % 10) + "', " + std::to_string(i) + ")");
+  for (int i = 0; i < 250; ++i)
+    values += (i ? "," : "") + ("(" + std::to_string(i / 10) + ", 'k" + std::to_string(i % 10) +
+                                "', " + std::to_string(i) + ")");
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES " + values));
   std::string checkpoint;
   {
@@ -247,7 +253,8 @@ TEST(MysqlSource, SnapshotResumesFromAChunkCheckpointAndStreamsFromItsPosition) 
   for (const Record* r : reader.records()) {
     if (r->op != Operation::snapshot) continue;
     ++snapshot_rows;
-    EXPECT_TRUE(seen.insert(field(r->after, "v").as_int64()).second) << "duplicate " << field(r->after, "v").as_int64();
+    EXPECT_TRUE(seen.insert(field(r->after, "v").as_int64()).second)
+        << "duplicate " << field(r->after, "v").as_int64();
   }
   // The resumed snapshot (newer) sees the late row too; the stream replays it as a create.
   EXPECT_EQ(snapshot_rows, 250u - 120u + 1u);
@@ -276,7 +283,8 @@ TEST(MysqlSource, ResumeFromInsideATransactionSkipsExactlyWhatWasWritten) {
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (101), (102)"));
   ASSERT_TRUE(db.sql().exec("COMMIT"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (103)"));
-  auto src = open_source(db, "txres", {{"snapshot.mode", "never"}}, start.empty() ? std::nullopt : std::optional(start));
+  auto src = open_source(db, "txres", {{"snapshot.mode", "never"}},
+                         start.empty() ? std::nullopt : std::optional(start));
   ASSERT_TRUE(src);
   Reader reader(*src);
   reader.request().max_records = 7;
@@ -303,8 +311,9 @@ TEST(MysqlSource, KilledBinlogConnectionIsReopenedWithoutLoss) {
   TestDb db("reconnect");
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY)"));
   // A user of its own, so that only this source's binlog connection is killed.
-  const std::string url = db.user_url("recon", {"GRANT SELECT ON {db}.* TO {user}",
-                                                "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"});
+  const std::string url =
+      db.user_url("recon", {"GRANT SELECT ON {db}.* TO {user}",
+                            "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"});
   const std::string user = MyUrl::parse(url).user;
   auto src = make_source({{"url", url}, {"tables", "*"}, {"snapshot.mode", "never"}});
   ASSERT_TRUE(src);
@@ -313,8 +322,10 @@ TEST(MysqlSource, KilledBinlogConnectionIsReopenedWithoutLoss) {
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (1)"));
   ASSERT_TRUE(reader.read_count(1));
   int killed = 0;
-  for (const auto& row : db.admin().query("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' "
-                                          "AND USER = '" + user + "'"))
+  for (const auto& row : db.admin().query(
+           "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%' "
+           "AND USER = '" +
+           user + "'"))
     if (db.admin().exec("KILL " + *row[0], true)) ++killed;
   EXPECT_EQ(killed, 1);
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2), (3)"));
@@ -338,7 +349,8 @@ std::string open_error(const std::string& url, std::map<std::string, std::string
   src->close();
   if (st.ok()) return "";
   EXPECT_EQ(st.error().message().find('\n'), std::string::npos) << st.error().message();
-  EXPECT_EQ(st.error().message().find("pw"), std::string::npos) << "password leaked: " << st.error().message();
+  EXPECT_EQ(st.error().message().find("pw"), std::string::npos)
+      << "password leaked: " << st.error().message();
   return st.error().message();
 }
 
@@ -356,27 +368,33 @@ TEST(MysqlSource, MissingPrivilegesNameTheGrant) {
   TestDb db("privs");
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY)"));
   // No REPLICATION CLIENT / BINLOG MONITOR.
-  std::string e = open_error(db.user_url("nocl", {"GRANT SELECT ON {db}.* TO {user}", "GRANT REPLICATION SLAVE ON *.* TO {user}"}));
+  std::string e = open_error(db.user_url(
+      "nocl", {"GRANT SELECT ON {db}.* TO {user}", "GRANT REPLICATION SLAVE ON *.* TO {user}"}));
   EXPECT_NE(e.find("REPLICATION CLIENT"), std::string::npos) << e;
   EXPECT_NE(e.find("GRANT"), std::string::npos) << e;
   // No REPLICATION SLAVE.
-  e = open_error(db.user_url("nosl", {"GRANT SELECT ON {db}.* TO {user}", "GRANT BINLOG MONITOR ON *.* TO {user}"}));
+  e = open_error(db.user_url(
+      "nosl", {"GRANT SELECT ON {db}.* TO {user}", "GRANT BINLOG MONITOR ON *.* TO {user}"}));
   EXPECT_NE(e.find("REPLICATION SLAVE"), std::string::npos) << e;
   // No SELECT on the table.
-  e = open_error(db.user_url("nosel", {"GRANT INSERT ON {db}.* TO {user}", "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"}),
+  e = open_error(db.user_url("nosel", {"GRANT INSERT ON {db}.* TO {user}",
+                                       "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"}),
                  {{"tables", db.name() + ".t"}});
   EXPECT_NE(e.find("SELECT"), std::string::npos) << e;
   // Everything granted: opens.
-  e = open_error(db.user_url("ok", {"GRANT SELECT ON {db}.* TO {user}", "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"}));
+  e = open_error(db.user_url("ok", {"GRANT SELECT ON {db}.* TO {user}",
+                                    "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"}));
   EXPECT_EQ(e, "");
 }
 
 TEST(MysqlSource, PurgedOrUnknownBinlogPositionSaysStartOver) {
   TestDb db("purged");
-  const std::string e = open_error(db.url(), {{"snapshot.mode", "never"}}, std::string("cdc binlog.999999 4 -"));
+  const std::string e =
+      open_error(db.url(), {{"snapshot.mode", "never"}}, std::string("cdc binlog.999999 4 -"));
   EXPECT_NE(e.find("no longer on"), std::string::npos) << e;
   EXPECT_NE(e.find("sluice cleanup"), std::string::npos) << e;
-  const std::string g = open_error(db.url(), {{"snapshot.mode", "never"}}, std::string("cdc binlog.000001 4 0-1-99999999"));
+  const std::string g = open_error(db.url(), {{"snapshot.mode", "never"}},
+                                   std::string("cdc binlog.000001 4 0-1-99999999"));
   EXPECT_NE(g.find("sluice cleanup"), std::string::npos) << g;
 }
 
@@ -387,7 +405,8 @@ TEST(MysqlSource, MissingTableAndBadSettingsAreConfigErrors) {
   const ConnectorSpec* spec = Registry::builtin().connector("mysql");
   ASSERT_TRUE(spec);
   Settings s(spec->source_settings);
-  ASSERT_FALSE(settings_from_text(spec->source_settings, {{"url", db.url()}, {"tables", "a.b.c"}}, &s));
+  ASSERT_FALSE(
+      settings_from_text(spec->source_settings, {{"url", db.url()}, {"tables", "a.b.c"}}, &s));
   auto src = spec->make_source(s);
   ASSERT_FALSE(src.ok());
   EXPECT_NE(src.error().message().find("tables"), std::string::npos);
@@ -406,11 +425,13 @@ TEST(MysqlSource, SnapshotProgressIsPublished) {
   ASSERT_TRUE(src);
   ASSERT_TRUE(src->open(context("progress", &stats), std::nullopt).ok());
   Reader reader(*src);
-  ASSERT_TRUE(reader.read_until([&](const auto&) { return reader.last_status() == ReadStatus::end; }));
+  ASSERT_TRUE(
+      reader.read_until([&](const auto&) { return reader.last_status() == ReadStatus::end; }));
   EXPECT_EQ(reader.records().size(), 500u);
   EXPECT_EQ(stats.snapshot_rows_done.load(), 500);
   EXPECT_GT(stats.snapshot_rows_total.load(), 0);
-  EXPECT_TRUE(reader.positions().back().second.starts_with("done ")) << reader.positions().back().second;
+  EXPECT_TRUE(reader.positions().back().second.starts_with("done "))
+      << reader.positions().back().second;
   src->close();
 }
 
@@ -420,7 +441,8 @@ TEST(MysqlSource, SnapshotProgressIsPublished) {
 namespace sluice::mytest {
 namespace {
 
-// The mariadb-nobinlog service (no log_bin): streaming is refused with the fix; a snapshot alone works.
+// The mariadb-nobinlog service (no log_bin): streaming is refused with the fix; a snapshot alone
+// works.
 TEST(MysqlSource, BinlogOffIsRefusedButInitialOnlyWorks) {
   const std::string url = pgtest::env_url("SLUICE_TEST_MYSQL_NOBINLOG_URL", "mariadb-nobinlog");
   ASSERT_FALSE(url.empty());
@@ -439,7 +461,8 @@ TEST(MysqlSource, BinlogOffIsRefusedButInitialOnlyWorks) {
   ASSERT_TRUE(src);
   ASSERT_TRUE(src->open(context("nobinlog"), std::nullopt).ok());
   Reader reader(*src);
-  ASSERT_TRUE(reader.read_until([&](const auto&) { return reader.last_status() == ReadStatus::end; }));
+  ASSERT_TRUE(
+      reader.read_until([&](const auto&) { return reader.last_status() == ReadStatus::end; }));
   EXPECT_EQ(reader.records().size(), 2u);
   src->close();
   admin.exec("DROP DATABASE `" + name + "`");
@@ -501,7 +524,8 @@ TEST(MysqlSource, ReplayAcrossDdlWithFullRowMetadataKeepsEachEventsColumns) {
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2, 4000000000, 'y')"));
   ASSERT_TRUE(db.sql().exec("ALTER TABLE t DROP COLUMN a"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (3, 7)"));
-  db.admin().exec("SET GLOBAL binlog_row_metadata = " + (before.empty() ? std::string("NO_LOG") : before));
+  db.admin().exec("SET GLOBAL binlog_row_metadata = " +
+                  (before.empty() ? std::string("NO_LOG") : before));
   auto src = open_source(db, "replayddl", {{"snapshot.mode", "never"}}, start);
   ASSERT_TRUE(src);
   Reader reader(*src);

@@ -23,20 +23,21 @@
 #include <vector>
 
 #include "e2e/harness.h"
-#include "support/env.h"
-#include "support/pipeline_file.h"
-#include "support/sql.h"
-#include "support/sqlite.h"
 #include "sluice/batch.h"
 #include "sluice/connector.h"
 #include "sluice/registry.h"
 #include "sluice/settings.h"
+#include "support/env.h"
+#include "support/pipeline_file.h"
+#include "support/sql.h"
+#include "support/sqlite.h"
 
 namespace sluice::pgtest {
 
 using namespace std::chrono_literals;
 
-inline std::string env_url(const char* var = "SLUICE_TEST_PG_URL", const char* service = "postgres") {
+inline std::string env_url(const char* var = "SLUICE_TEST_PG_URL",
+                           const char* service = "postgres") {
   return test::required_env(var, service);
 }
 
@@ -44,22 +45,28 @@ using PgUrl = test::PgUrl;
 inline std::string url_with_database(const std::string& url, const std::string& db) {
   return test::pg_url_with_database(url, db);
 }
-inline std::string url_with_credentials(const std::string& url, const std::string& user, const std::string& password) {
+inline std::string url_with_credentials(const std::string& url, const std::string& user,
+                                        const std::string& password) {
   return test::pg_url_with_credentials(url, user, password);
 }
-inline std::string url_with_port(const std::string& url, int port) { return test::pg_url_with_port(url, port); }
+inline std::string url_with_port(const std::string& url, int port) {
+  return test::pg_url_with_port(url, port);
+}
 
 using Row = test::Row;
 using Conn = test::PgClient;
 
 inline std::string quote_literal(const std::string& s) { return test::sql_literal(s); }
-inline std::vector<std::string> drop_slots(Conn& admin, const std::string& db) { return test::drop_pg_slots(admin, db); }
+inline std::vector<std::string> drop_slots(Conn& admin, const std::string& db) {
+  return test::drop_pg_slots(admin, db);
+}
 
 // A database of its own for one test: sluice_t_<name>, created fresh, dropped (after its slots)
 // when the test ends.
 class TestDb : public test::PgDatabase {
  public:
-  explicit TestDb(const std::string& name, const char* var = "SLUICE_TEST_PG_URL", const char* service = "postgres")
+  explicit TestDb(const std::string& name, const char* var = "SLUICE_TEST_PG_URL",
+                  const char* service = "postgres")
       : PgDatabase("sluice_t_" + name, var, service) {}
 };
 
@@ -68,8 +75,8 @@ using test::wait_until;
 // ── the source in-process ──────────────────────────────────────────────────
 
 // A built-in connector's source from settings as text (a failure fails the test, nullptr).
-inline std::unique_ptr<Source> make_connector_source(const char* connector,
-                                                     const std::map<std::string, std::string>& text) {
+inline std::unique_ptr<Source> make_connector_source(
+    const char* connector, const std::map<std::string, std::string>& text) {
   const ConnectorSpec* spec = Registry::builtin().connector(connector);
   if (spec == nullptr || spec->make_source == nullptr) {
     ADD_FAILURE() << "no " << connector << " source in the registry";
@@ -109,7 +116,8 @@ class Reader {
     const auto until = std::chrono::steady_clock::now() + timeout;
     while (!pred(records_)) {
       if (std::chrono::steady_clock::now() >= until) {
-        ADD_FAILURE() << "timed out reading from the source (" << records_.size() << " records so far)";
+        ADD_FAILURE() << "timed out reading from the source (" << records_.size()
+                      << " records so far)";
         return false;
       }
       if (!read_once()) return false;
@@ -175,7 +183,8 @@ struct PipelineFile {
   std::string yaml() const {
     test::PipelineFile f;
     test::PipelineYaml& p = f.pipeline(id);
-    test::ConnectorYaml& src = p.source("postgres").set("url", url).set("tables", test::Yaml::strings(tables));
+    test::ConnectorYaml& src =
+        p.source("postgres").set("url", url).set("tables", test::Yaml::strings(tables));
     for (const auto& [k, v] : source_settings) src.set(k, test::Yaml::raw(v));
     p.destination("sqlite").set("path", sqlite_path);
     p.max_records(max_records).linger_ms(20);
@@ -189,9 +198,11 @@ inline std::string checkpoint_of(const std::filesystem::path& dir, const std::st
 }
 
 // Waits until the checkpoint satisfies `pred`; false on timeout or if the process exited.
-inline bool wait_for_checkpoint(e2e::Process& p, const std::filesystem::path& dir, const std::string& pipeline,
+inline bool wait_for_checkpoint(e2e::Process& p, const std::filesystem::path& dir,
+                                const std::string& pipeline,
                                 const std::function<bool(const std::string&)>& pred,
-                                std::chrono::milliseconds timeout = 60s, std::chrono::milliseconds every = 20ms) {
+                                std::chrono::milliseconds timeout = 60s,
+                                std::chrono::milliseconds every = 20ms) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < until) {
     if (pred(checkpoint_of(dir, pipeline))) return true;
@@ -200,13 +211,15 @@ inline bool wait_for_checkpoint(e2e::Process& p, const std::filesystem::path& di
   return false;
 }
 
-inline bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+inline bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 // Compares table `table` in PostgreSQL with the SQLite table of the same name, row by row on the
 // given columns (PostgreSQL side cast to text; `pg_cols` and `sqlite_cols` pair up, the first is
 // the key, ordered by it). Returns the number of differences (the first few are reported).
-inline int compare_tables(Conn& pg, const std::string& pg_sql, const std::filesystem::path& sqlite_path,
-                          const std::string& sqlite_sql) {
+inline int compare_tables(Conn& pg, const std::string& pg_sql,
+                          const std::filesystem::path& sqlite_path, const std::string& sqlite_sql) {
   const auto want = pg.query(pg_sql);
   std::vector<Row> got;
   try {
@@ -244,7 +257,8 @@ inline int compare_tables(Conn& pg, const std::string& pg_sql, const std::filesy
       ++j;
     } else {
       if (want[i] != got[j] && bad++ < 5)
-        ADD_FAILURE() << "row differs:\n  postgres " << show(want[i]) << "\n  sqlite   " << show(got[j]);
+        ADD_FAILURE() << "row differs:\n  postgres " << show(want[i]) << "\n  sqlite   "
+                      << show(got[j]);
       ++i;
       ++j;
     }
@@ -257,7 +271,8 @@ inline int compare_tables(Conn& pg, const std::string& pg_sql, const std::filesy
 // A thread with its own connection running `step(conn, i)` (i = 0, 1, ...) until stopped.
 class Writer {
  public:
-  Writer(const std::string& url, std::function<bool(Conn&, uint64_t)> step, std::chrono::milliseconds pause = 1ms)
+  Writer(const std::string& url, std::function<bool(Conn&, uint64_t)> step,
+         std::chrono::milliseconds pause = 1ms)
       : url_(url), step_(std::move(step)), pause_(pause) {
     thread_ = std::thread([this] { run(); });
   }

@@ -51,8 +51,10 @@ class PostgresDestinationTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.error().message();
   }
 
-  static Record& add(Batch& b, Operation op, std::string_view table, Value key, Value after = Value()) {
-    Value meta = table.empty() ? Value() : b.object(1).add("table", Value::string(b.copy(table))).build();
+  static Record& add(Batch& b, Operation op, std::string_view table, Value key,
+                     Value after = Value()) {
+    Value meta =
+        table.empty() ? Value() : b.object(1).add("table", Value::string(b.copy(table))).build();
     Record& r = b.add();
     r.op = op;
     r.metadata = meta;
@@ -60,7 +62,9 @@ class PostgresDestinationTest : public ::testing::Test {
     r.after = after;
     return r;
   }
-  static Value id_key(Batch& b, int64_t id) { return b.object(1).add("id", Value::int64(id)).build(); }
+  static Value id_key(Batch& b, int64_t id) {
+    return b.object(1).add("id", Value::int64(id)).build();
+  }
   static Value person(Batch& b, int64_t id, std::string_view name, double salary) {
     return b.object(3)
         .add("id", Value::int64(id))
@@ -74,7 +78,8 @@ class PostgresDestinationTest : public ::testing::Test {
     std::vector<std::string> out;
     for (const Row& r : c.query(sql)) {
       std::string s;
-      for (size_t i = 0; i < r.size(); ++i) s += (i ? "|" : "") + (r[i] ? *r[i] : std::string("NULL"));
+      for (size_t i = 0; i < r.size(); ++i)
+        s += (i ? "|" : "") + (r[i] ? *r[i] : std::string("NULL"));
       out.push_back(s);
     }
     return out;
@@ -91,13 +96,15 @@ TEST_F(PostgresDestinationTest, CreatesTableWithKeyAsPrimaryKeyAndUpserts) {
   add(b, Operation::snapshot, "t", id_key(b, 1), person(b, 1, "Ada", 10.5));
   add(b, Operation::create, "t", id_key(b, 2), person(b, 2, "Grace", 20));
   write_ok(b);
-  EXPECT_EQ(db.sql().scalar("SELECT string_agg(a.attname, ',') FROM pg_index i JOIN pg_attribute a ON "
-                            "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND "
-                            "i.indrelid = 'public.t'::regclass"),
+  EXPECT_EQ(db.sql().scalar(
+                "SELECT string_agg(a.attname, ',') FROM pg_index i JOIN pg_attribute a ON "
+                "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indisprimary AND "
+                "i.indrelid = 'public.t'::regclass"),
             "id");
-  EXPECT_EQ(db.sql().scalar("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                            "'public.t'::regclass AND attname = 'salary'"),
-            "double precision");
+  EXPECT_EQ(
+      db.sql().scalar("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                      "'public.t'::regclass AND attname = 'salary'"),
+      "double precision");
   Batch b2;
   add(b2, Operation::update, "t", id_key(b2, 1), person(b2, 1, "Ada L", 11));
   write_ok(b2);
@@ -115,7 +122,8 @@ TEST_F(PostgresDestinationTest, DeleteRemovesByKeyAndDeleteOfUnknownTableCreates
   add(b, Operation::remove, "t", id_key(b, 1));
   add(b, Operation::remove, "nosuch", id_key(b, 1));
   write_ok(b);
-  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM t ORDER BY id"), (std::vector<std::string>{"2|Grace"}));
+  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM t ORDER BY id"),
+            (std::vector<std::string>{"2|Grace"}));
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_class WHERE relname = 'nosuch'"), "0");
 }
 
@@ -148,9 +156,17 @@ TEST_F(PostgresDestinationTest, AbsentFieldKeepsStoredValueAndNullSetsNull) {
   Batch b2;
   // salary absent (unchanged TOAST): kept; name null: set NULL.
   add(b2, Operation::update, "t", id_key(b2, 1),
-      b2.object(3).add("id", Value::int64(1)).add("name", Value::string("Ada!")).add("salary", Value()).build());
+      b2.object(3)
+          .add("id", Value::int64(1))
+          .add("name", Value::string("Ada!"))
+          .add("salary", Value())
+          .build());
   add(b2, Operation::update, "t", id_key(b2, 2),
-      b2.object(3).add("id", Value::int64(2)).add("name", Value::null()).add("salary", Value::float64(5)).build());
+      b2.object(3)
+          .add("id", Value::int64(2))
+          .add("name", Value::null())
+          .add("salary", Value::float64(5))
+          .build());
   write_ok(b2);
   EXPECT_EQ(rows(db.sql(), "SELECT id, name, salary FROM t ORDER BY id"),
             (std::vector<std::string>{"1|Ada!|1", "2|NULL|5"}));
@@ -165,13 +181,18 @@ TEST_F(PostgresDestinationTest, NewFieldAddsAColumn) {
   write_ok(b);
   Batch b2;
   add(b2, Operation::create, "t", id_key(b2, 2),
-      b2.object(3).add("id", Value::int64(2)).add("name", Value::string("G")).add("age", Value::int64(85)).build());
+      b2.object(3)
+          .add("id", Value::int64(2))
+          .add("name", Value::string("G"))
+          .add("age", Value::int64(85))
+          .build());
   write_ok(b2);
   EXPECT_EQ(rows(db.sql(), "SELECT id, name, salary, age FROM t ORDER BY id"),
             (std::vector<std::string>{"1|Ada|1|NULL", "2|G|NULL|85"}));
-  EXPECT_EQ(db.sql().scalar("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
-                            "'public.t'::regclass AND attname = 'age'"),
-            "bigint");
+  EXPECT_EQ(
+      db.sql().scalar("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                      "'public.t'::regclass AND attname = 'age'"),
+      "bigint");
 }
 
 TEST_F(PostgresDestinationTest, CompositeKeyAndKeyFieldsMissingFromAfter) {
@@ -188,10 +209,13 @@ TEST_F(PostgresDestinationTest, CompositeKeyAndKeyFieldsMissingFromAfter) {
   add(b, Operation::update, "t", key(b, 1, "y"), b.object(1).add("v", Value::int64(20)).build());
   add(b, Operation::remove, "t", key(b, 2, "x"));
   write_ok(b);
-  EXPECT_EQ(rows(db.sql(), "SELECT a, c, v FROM t ORDER BY a, c"), (std::vector<std::string>{"1|x|1", "1|y|20"}));
-  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_index WHERE indisprimary AND indrelid = 'public.t'::regclass "
-                            "AND indnatts = 2"),
-            "1");
+  EXPECT_EQ(rows(db.sql(), "SELECT a, c, v FROM t ORDER BY a, c"),
+            (std::vector<std::string>{"1|x|1", "1|y|20"}));
+  EXPECT_EQ(
+      db.sql().scalar(
+          "SELECT count(*) FROM pg_index WHERE indisprimary AND indrelid = 'public.t'::regclass "
+          "AND indnatts = 2"),
+      "1");
 }
 
 TEST_F(PostgresDestinationTest, IdentifiersAreQuoted) {
@@ -199,12 +223,15 @@ TEST_F(PostgresDestinationTest, IdentifiersAreQuoted) {
   ASSERT_TRUE(db.ok());
   open(db, {{"schema", "My \"Schema\""}});
   Batch b;
-  add(b, Operation::create, "Odd \"Table\"; DROP", b.object(1).add("Key Col", Value::int64(1)).build(),
+  add(b, Operation::create, "Odd \"Table\"; DROP",
+      b.object(1).add("Key Col", Value::int64(1)).build(),
       b.object(2).add("Key Col", Value::int64(1)).add("select", Value::string("v\t\n\\x")).build());
   write_ok(b);
   write_ok(b);
-  EXPECT_EQ(rows(db.sql(), "SELECT \"Key Col\", \"select\" FROM \"My \"\"Schema\"\"\".\"Odd \"\"Table\"\"; DROP\""),
-            (std::vector<std::string>{"1|v\t\n\\x"}));
+  EXPECT_EQ(
+      rows(db.sql(),
+           "SELECT \"Key Col\", \"select\" FROM \"My \"\"Schema\"\"\".\"Odd \"\"Table\"\"; DROP\""),
+      (std::vector<std::string>{"1|v\t\n\\x"}));
 }
 
 TEST_F(PostgresDestinationTest, TwoTablesInOneBatchAndTemplate) {
@@ -218,8 +245,10 @@ TEST_F(PostgresDestinationTest, TwoTablesInOneBatchAndTemplate) {
   add(b, Operation::remove, "b", id_key(b, 1));
   add(b, Operation::create, "b", id_key(b, 3), person(b, 3, "B3", 3));
   write_ok(b);
-  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM dst_a ORDER BY id"), (std::vector<std::string>{"1|A1", "2|A2"}));
-  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM dst_b ORDER BY id"), (std::vector<std::string>{"3|B3"}));
+  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM dst_a ORDER BY id"),
+            (std::vector<std::string>{"1|A1", "2|A2"}));
+  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM dst_b ORDER BY id"),
+            (std::vector<std::string>{"3|B3"}));
 }
 
 TEST_F(PostgresDestinationTest, TruncateRecordEmptiesTheTableAndLaterInsertsLand) {
@@ -231,7 +260,8 @@ TEST_F(PostgresDestinationTest, TruncateRecordEmptiesTheTableAndLaterInsertsLand
   add(b, Operation::create, "t", id_key(b, 2), person(b, 2, "Grace", 2));
   Record& tr = b.add();
   tr.op = Operation::remove;
-  tr.metadata = b.object(2).add("table", Value::string("t")).add("truncate", Value::string("true")).build();
+  tr.metadata =
+      b.object(2).add("table", Value::string("t")).add("truncate", Value::string("true")).build();
   add(b, Operation::create, "t", id_key(b, 3), person(b, 3, "Linus", 3));
   write_ok(b);
   EXPECT_EQ(rows(db.sql(), "SELECT id FROM t ORDER BY id"), (std::vector<std::string>{"3"}));
@@ -244,7 +274,8 @@ TEST_F(PostgresDestinationTest, LatestRecordForTheSameKeyWinsInOneBatch) {
   ASSERT_TRUE(db.ok());
   open(db);
   Batch b;
-  for (int i = 0; i < 5; ++i) add(b, Operation::update, "t", id_key(b, 1), person(b, 1, "v" + std::to_string(i), i));
+  for (int i = 0; i < 5; ++i)
+    add(b, Operation::update, "t", id_key(b, 1), person(b, 1, "v" + std::to_string(i), i));
   add(b, Operation::create, "t", id_key(b, 2), person(b, 2, "x", 1));
   add(b, Operation::remove, "t", id_key(b, 2));
   add(b, Operation::create, "t", id_key(b, 2), person(b, 2, "back", 2));
@@ -267,7 +298,8 @@ TEST_F(PostgresDestinationTest, UpdateThatChangesTheKeyMovesTheRow) {
   r.before = person(b2, 5, "Grace", 5);
   write_ok(b2);
   write_ok(b2);
-  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM t ORDER BY id"), (std::vector<std::string>{"2|Ada", "6|Grace"}));
+  EXPECT_EQ(rows(db.sql(), "SELECT id, name FROM t ORDER BY id"),
+            (std::vector<std::string>{"2|Ada", "6|Grace"}));
 }
 
 TEST_F(PostgresDestinationTest, EveryValueKindRoundTrips) {
@@ -301,28 +333,37 @@ TEST_F(PostgresDestinationTest, EveryValueKindRoundTrips) {
   };
   std::vector<Case> cases = {
       {"c_bool", Value::boolean(true), "boolean", "true"},
-      {"c_int", Value::int64(std::numeric_limits<int64_t>::min()), "bigint", "-9223372036854775808"},
-      {"c_uint", Value::uint64(std::numeric_limits<uint64_t>::max()), "numeric(20,0)", "18446744073709551615"},
+      {"c_int", Value::int64(std::numeric_limits<int64_t>::min()), "bigint",
+       "-9223372036854775808"},
+      {"c_uint", Value::uint64(std::numeric_limits<uint64_t>::max()), "numeric(20,0)",
+       "18446744073709551615"},
       {"c_float", Value::float64(0.1), "double precision", "0.1"},
-      {"c_float_big", Value::float64(1.2345678901234567e300), "double precision", "1.2345678901234567e+300"},
+      {"c_float_big", Value::float64(1.2345678901234567e300), "double precision",
+       "1.2345678901234567e+300"},
       {"c_nan", Value::float64(std::nan("")), "double precision", "NaN"},
-      {"c_inf", Value::float64(-std::numeric_limits<double>::infinity()), "double precision", "-Infinity"},
-      {"c_dec", Value::decimal("-12345678901234567890.123456789"), "numeric", "-12345678901234567890.123456789"},
+      {"c_inf", Value::float64(-std::numeric_limits<double>::infinity()), "double precision",
+       "-Infinity"},
+      {"c_dec", Value::decimal("-12345678901234567890.123456789"), "numeric",
+       "-12345678901234567890.123456789"},
       {"c_str", Value::string("héllo\t\\ \"x\"\n"), "text", "héllo\t\\ \"x\"\n"},
       {"c_bytes", Value::bytes(std::string_view("\x00\x01\xff\\", 4)), "bytea", "\\x0001ff5c"},
       {"c_date", Value::date(d0), "date", "2024-02-29"},
       {"c_date_bc", Value::date(days_from_civil(-43, 3, 15)), "date", "0044-03-15 BC"},
       {"c_date_inf", Value::date(std::numeric_limits<int32_t>::max()), "date", "infinity"},
       {"c_time", Value::time(49500123456), "time without time zone", "13:45:00.123456"},
-      {"c_timetz", Value::timetz(49500000000, 2 * 3600 + 1800), "time with time zone", "13:45:00+02:30"},
+      {"c_timetz", Value::timetz(49500000000, 2 * 3600 + 1800), "time with time zone",
+       "13:45:00+02:30"},
       {"c_ts", Value::timestamp(ts), "timestamp without time zone", "2024-02-29 13:45:00.123456"},
-      {"c_ts_neg", Value::timestamp(-1), "timestamp without time zone", "1969-12-31 23:59:59.999999"},
-      {"c_tstz", Value::timestamptz(ts), "timestamp with time zone", "2024-02-29 13:45:00.123456+00"},
-      {"c_tstz_inf", Value::timestamptz(std::numeric_limits<int64_t>::min()), "timestamp with time zone",
-       "-infinity"},
+      {"c_ts_neg", Value::timestamp(-1), "timestamp without time zone",
+       "1969-12-31 23:59:59.999999"},
+      {"c_tstz", Value::timestamptz(ts), "timestamp with time zone",
+       "2024-02-29 13:45:00.123456+00"},
+      {"c_tstz_inf", Value::timestamptz(std::numeric_limits<int64_t>::min()),
+       "timestamp with time zone", "-infinity"},
       {"c_interval", Value::interval(iv), "interval", "1 year 2 mons 3 days -01:02:03.000001"},
       {"c_uuid", Value::uuid(uuid), "uuid", "12345678-9abc-def0-0123-456789abcdef"},
-      {"c_json", Value::json("{\"a\": [1, 2.5, null], \"b\": \"x\"}"), "jsonb", "{\"a\": [1, 2.5, null], \"b\": \"x\"}"},
+      {"c_json", Value::json("{\"a\": [1, 2.5, null], \"b\": \"x\"}"), "jsonb",
+       "{\"a\": [1, 2.5, null], \"b\": \"x\"}"},
       {"c_ints", Value::array(ints, 3), "bigint[]", "{1,NULL,-3}"},
       {"c_strs", Value::array(strs, 2), "text[]", "{\"a \\\"b\\\"\",\"c,{d}\\\\\"}"},
       {"c_mixed", Value::array(mixed, 2), "jsonb", "[1, \"x\"]"},
@@ -338,9 +379,10 @@ TEST_F(PostgresDestinationTest, EveryValueKindRoundTrips) {
   write_ok(b);  // replay into the existing table: values as text cast to the actual types
   db.sql().exec("SET IntervalStyle = postgres; SET TimeZone = UTC; SET DateStyle = ISO");
   for (const auto& c : cases) {
-    auto r = db.sql().query(std::string("SELECT format_type(a.atttypid, a.atttypmod), (SELECT ") + c.name +
-                            "::text FROM kinds) FROM pg_attribute a WHERE attrelid = 'kinds'::regclass AND attname = '" +
-                            c.name + "'");
+    auto r = db.sql().query(
+        std::string("SELECT format_type(a.atttypid, a.atttypmod), (SELECT ") + c.name +
+        "::text FROM kinds) FROM pg_attribute a WHERE attrelid = 'kinds'::regclass AND attname = '" +
+        c.name + "'");
     ASSERT_EQ(r.size(), 1u) << c.name;
     EXPECT_EQ(r[0][0].value_or("NULL"), c.type) << c.name;
     if (c.text == nullptr) EXPECT_FALSE(r[0][1].has_value()) << c.name;
@@ -380,8 +422,10 @@ TEST_F(PostgresDestinationTest, ExistingTableColumnTypesAreUsed) {
           .add("m", Value::array(m, 2))
           .build());
   write_ok(b);
-  EXPECT_EQ(rows(db.sql(), "SELECT id, n, amount, tags, doc::text, at, ip, m FROM t"),
-            (std::vector<std::string>{"7|12|3.50|{a,\"b c\"}|{\"x\":true}|1970-01-01 00:00:00+00|10.0.0.1|{{1,2},{3,4}}"}));
+  EXPECT_EQ(
+      rows(db.sql(), "SELECT id, n, amount, tags, doc::text, at, ip, m FROM t"),
+      (std::vector<std::string>{
+          "7|12|3.50|{a,\"b c\"}|{\"x\":true}|1970-01-01 00:00:00+00|10.0.0.1|{{1,2},{3,4}}"}));
 }
 
 TEST_F(PostgresDestinationTest, DataErrorNamesTableAndKeyAndRollsBack) {
@@ -390,10 +434,12 @@ TEST_F(PostgresDestinationTest, DataErrorNamesTableAndKeyAndRollsBack) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id bigint PRIMARY KEY, n smallint)"));
   open(db);
   Batch b;
-  add(b, Operation::create, "t", id_key(b, 1), b.object(2).add("id", Value::int64(1)).add("n", Value::int64(1)).build());
+  add(b, Operation::create, "t", id_key(b, 1),
+      b.object(2).add("id", Value::int64(1)).add("n", Value::int64(1)).build());
   add(b, Operation::create, "t", id_key(b, 42),
       b.object(2).add("id", Value::int64(42)).add("n", Value::int64(100000)).build());
-  add(b, Operation::create, "t", id_key(b, 3), b.object(2).add("id", Value::int64(3)).add("n", Value::int64(3)).build());
+  add(b, Operation::create, "t", id_key(b, 3),
+      b.object(2).add("id", Value::int64(3)).add("n", Value::int64(3)).build());
   Status s = write(b);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::data) << s.error().message();
@@ -404,7 +450,8 @@ TEST_F(PostgresDestinationTest, DataErrorNamesTableAndKeyAndRollsBack) {
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM t"), "0");  // rolled back
   // The destination keeps working after a failed batch.
   Batch b2;
-  add(b2, Operation::create, "t", id_key(b2, 5), b2.object(2).add("id", Value::int64(5)).add("n", Value::int64(5)).build());
+  add(b2, Operation::create, "t", id_key(b2, 5),
+      b2.object(2).add("id", Value::int64(5)).add("n", Value::int64(5)).build());
   write_ok(b2);
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM t"), "1");
 }
@@ -416,8 +463,8 @@ TEST_F(PostgresDestinationTest, LostConnectionIsRetriableAndTheNextWriteReconnec
   Batch b;
   add(b, Operation::create, "t", id_key(b, 1), person(b, 1, "Ada", 1));
   write_ok(b);
-  db.admin().exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + db.name() +
-                  "' AND application_name = 'sluice'");
+  db.admin().exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
+                  db.name() + "' AND application_name = 'sluice'");
   Batch b2;
   add(b2, Operation::create, "t", id_key(b2, 2), person(b2, 2, "Grace", 2));
   Status s = write(b2);
@@ -433,12 +480,14 @@ TEST_F(PostgresDestinationTest, ManyRowsInOneBatch) {
   open(db);
   const int n = 50000;
   Batch b;
-  for (int i = 0; i < n; ++i) add(b, Operation::snapshot, "t", id_key(b, i), person(b, i, "name" + std::to_string(i), i));
+  for (int i = 0; i < n; ++i)
+    add(b, Operation::snapshot, "t", id_key(b, i), person(b, i, "name" + std::to_string(i), i));
   auto t0 = std::chrono::steady_clock::now();
   write_ok(b);
   write_ok(b);
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << "[ info ] " << 2 * n << " upserts in " << secs << " s (" << int(2 * n / secs) << " records/s)\n";
+  std::cout << "[ info ] " << 2 * n << " upserts in " << secs << " s (" << int(2 * n / secs)
+            << " records/s)\n";
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM t"), std::to_string(n));
 }
 
@@ -465,19 +514,25 @@ TEST(PostgresDestinationEndToEnd, SnapshotAndChangesOfManyTypesEndEqualToTheSour
   ASSERT_TRUE(src.sql().exec("INSERT INTO items (id) VALUES (100000)"));  // nulls everywhere
   auto dir = e2e::make_temp_dir("pgd-e2e");
   test::PipelineFile f;
-  f.pipeline("pgd_e2e").source("postgres").set("url", src.url()).set("tables", test::Yaml::strings({"public.items"}));
+  f.pipeline("pgd_e2e")
+      .source("postgres")
+      .set("url", src.url())
+      .set("tables", test::Yaml::strings({"public.items"}));
   f.pipeline("pgd_e2e").destination("postgres").set("url", dst.url());
   f.pipeline("pgd_e2e").max_records(1000).linger_ms(20);
   const std::string yaml = f.yaml();
   e2e::write_file(dir / "p.yaml", yaml);
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "pgd_e2e", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "pgd_e2e", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   // Changes: updates (one leaving the TOASTed column unchanged), deletes, inserts, nulls.
-  ASSERT_TRUE(src.sql().exec("UPDATE items SET t = 'upd', f8 = -0.5, ia = ARRAY[7] WHERE id % 10 = 0"));
+  ASSERT_TRUE(
+      src.sql().exec("UPDATE items SET t = 'upd', f8 = -0.5, ia = ARRAY[7] WHERE id % 10 = 0"));
   ASSERT_TRUE(src.sql().exec("UPDATE items SET big = repeat('z', 5000) WHERE id % 10 = 1"));
   ASSERT_TRUE(src.sql().exec("DELETE FROM items WHERE id % 10 = 2"));
-  ASSERT_TRUE(src.sql().exec("UPDATE items SET jb = NULL, u = NULL, iv = INTERVAL '-1 day' WHERE id % 10 = 3"));
+  ASSERT_TRUE(src.sql().exec(
+      "UPDATE items SET jb = NULL, u = NULL, iv = INTERVAL '-1 day' WHERE id % 10 = 3"));
   ASSERT_TRUE(src.sql().exec("INSERT INTO items (id, t, ts) VALUES (200000, 'new', 'infinity')"));
   const std::string cols =
       "id, i2, i4, f4, f8, num, t, vc, b, by, d, tm, tmtz, ts, tstz, iv, u, j::jsonb::text, jb, ia, ta, big";
@@ -524,14 +579,18 @@ TEST(PostgresDestinationEndToEnd, SnapshotAndChangesOfManyTypesEndEqualToTheSour
     auto rowsd = d2.query("SELECT " + dst_cols + " FROM items");
     for (const auto& r : rowsd) {
       std::string sql = "INSERT INTO items_copy VALUES (";
-      for (size_t i = 0; i < r.size(); ++i) sql += (i ? "," : "") + (r[i] ? quote_literal(*r[i]) : std::string("NULL"));
+      for (size_t i = 0; i < r.size(); ++i)
+        sql += (i ? "," : "") + (r[i] ? quote_literal(*r[i]) : std::string("NULL"));
       ASSERT_TRUE(s2.exec(sql + ")"));
     }
   }
-  const std::string cmp = "SELECT id, i2, i4, f4, f8, num, t, vc, b, by, d, tm, tmtz, ts, tstz, iv, u, j::jsonb::text, jb, "
-                          "ia, ta, big FROM ";
-  EXPECT_EQ(s2.scalar("SELECT count(*) FROM (" + cmp + "items EXCEPT " + cmp + "items_copy) x"), "0");
-  EXPECT_EQ(s2.scalar("SELECT count(*) FROM (" + cmp + "items_copy EXCEPT " + cmp + "items) x"), "0");
+  const std::string cmp =
+      "SELECT id, i2, i4, f4, f8, num, t, vc, b, by, d, tm, tmtz, ts, tstz, iv, u, j::jsonb::text, jb, "
+      "ia, ta, big FROM ";
+  EXPECT_EQ(s2.scalar("SELECT count(*) FROM (" + cmp + "items EXCEPT " + cmp + "items_copy) x"),
+            "0");
+  EXPECT_EQ(s2.scalar("SELECT count(*) FROM (" + cmp + "items_copy EXCEPT " + cmp + "items) x"),
+            "0");
   EXPECT_EQ(s2.scalar("SELECT count(*) FROM items"), s2.scalar("SELECT count(*) FROM items_copy"));
   std::filesystem::remove_all(dir);
 }

@@ -23,7 +23,9 @@ class SlowDestination final : public Destination {
 
 class NoCheckpoints final : public CheckpointStore {
  public:
-  Result<std::optional<std::string>> load(std::string_view) override { return std::optional<std::string>(); }
+  Result<std::optional<std::string>> load(std::string_view) override {
+    return std::optional<std::string>();
+  }
   Status save(std::string_view, std::string_view) override { return ok_status(); }
   Status erase(std::string_view) override { return ok_status(); }
 };
@@ -34,7 +36,9 @@ TEST(PostgresKeepalive, SlowDestinationDoesNotLetTheWalsenderTimeOut) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, v text)"));
   const std::string url = db.url() + (db.url().find('?') == std::string::npos ? "?" : "&") +
                           "options=-c%20wal_sender_timeout%3D2s";
-  auto src = make_source({{"url", url}, {"tables", "public.t"}, {"snapshot.mode", "never"},
+  auto src = make_source({{"url", url},
+                          {"tables", "public.t"},
+                          {"snapshot.mode", "never"},
                           {"heartbeat.interval", "300ms"}});
   ASSERT_TRUE(src);
   auto dest = std::make_unique<SlowDestination>();
@@ -53,18 +57,21 @@ TEST(PostgresKeepalive, SlowDestinationDoesNotLetTheWalsenderTimeOut) {
   // Wait until the walsender streams: the slot is already active while CREATE_REPLICATION_SLOT
   // waits for a consistent point, and rows written before that point are not part of the stream.
   std::string pid;
-  ASSERT_TRUE(wait_until([&] {
-    pid = db.admin().scalar(
-        "SELECT s.active_pid FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid "
-        "WHERE s.slot_name = 'sluice_keepalive' AND r.state = 'streaming'");
-    return !pid.empty() && pid != "0";
-  }, std::chrono::seconds(60)));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        pid = db.admin().scalar(
+            "SELECT s.active_pid FROM pg_replication_slots s JOIN pg_stat_replication r ON r.pid = s.active_pid "
+            "WHERE s.slot_name = 'sluice_keepalive' AND r.state = 'streaming'");
+        return !pid.empty() && pid != "0";
+      },
+      std::chrono::seconds(60)));
   for (int i = 0; i < 40; ++i)
     ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (" + std::to_string(i) + ", 'x')"));
   // Four batches of 10 take ≥ 10 s at the destination: five times the walsender's timeout.
-  const bool all = wait_until([&] { return d->written.load() >= 40; }, std::chrono::seconds(60), std::chrono::milliseconds(100));
-  const std::string pid_after =
-      db.admin().scalar("SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = 'sluice_keepalive'");
+  const bool all = wait_until([&] { return d->written.load() >= 40; }, std::chrono::seconds(60),
+                              std::chrono::milliseconds(100));
+  const std::string pid_after = db.admin().scalar(
+      "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = 'sluice_keepalive'");
   p.request_stop();
   t.join();
   ASSERT_TRUE(result.ok()) << result.error().message();

@@ -16,7 +16,9 @@
 namespace sluice::pgtest {
 namespace {
 
-ConnectorContext context(const std::string& id) { return ConnectorContext{id, "postgres", nullptr}; }
+ConnectorContext context(const std::string& id) {
+  return ConnectorContext{id, "postgres", nullptr};
+}
 
 // Opens the source on `db` for `tables` (pipeline id = slot/publication suffix, unique per test).
 std::unique_ptr<Source> open_source(TestDb& db, const std::string& id, const std::string& tables,
@@ -36,7 +38,8 @@ std::unique_ptr<Source> open_source(TestDb& db, const std::string& id, const std
 
 std::string dbg(const Value* v) { return v ? to_debug_string(*v) : "<missing>"; }
 
-const Record* find_record(const std::vector<const Record*>& rs, Operation op, int64_t id, size_t from = 0) {
+const Record* find_record(const std::vector<const Record*>& rs, Operation op, int64_t id,
+                          size_t from = 0) {
   for (size_t i = from; i < rs.size(); ++i) {
     const Record* r = rs[i];
     if (r->op != op) continue;
@@ -96,8 +99,10 @@ INSERT INTO types (id, tm, ttz, num, ts, tstz, ai, d, iv) VALUES (7, '24:00:00',
 
 constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;
 
-int64_t micros_of(int64_t y, unsigned mo, unsigned d, int64_t h, int64_t mi, int64_t s, int64_t us) {
-  return int64_t(days_from_civil(y, mo, d)) * kMicrosPerDay + ((h * 60 + mi) * 60 + s) * 1000000 + us;
+int64_t micros_of(int64_t y, unsigned mo, unsigned d, int64_t h, int64_t mi, int64_t s,
+                  int64_t us) {
+  return int64_t(days_from_civil(y, mo, d)) * kMicrosPerDay + ((h * 60 + mi) * 60 + s) * 1000000 +
+         us;
 }
 
 class Expect {
@@ -112,7 +117,8 @@ class Expect {
     return Value::uuid(b);
   }
   Value interval(int32_t months, int32_t days, int64_t micros) {
-    auto* iv = new (arena_.allocate(sizeof(Interval), alignof(Interval))) Interval{months, days, micros};
+    auto* iv =
+        new (arena_.allocate(sizeof(Interval), alignof(Interval))) Interval{months, days, micros};
     return Value::interval(iv);
   }
   Value array(std::initializer_list<Value> items) {
@@ -126,14 +132,15 @@ class Expect {
   Arena arena_;
 };
 
-void expect_fields(const Record& r, const std::vector<std::pair<std::string, Value>>& want, const std::string& what) {
+void expect_fields(const Record& r, const std::vector<std::pair<std::string, Value>>& want,
+                   const std::string& what) {
   ASSERT_TRUE(r.after.is_object()) << what;
   for (const auto& [name, v] : want) {
     const Value* got = r.after.find(name);
     EXPECT_TRUE(got != nullptr && *got == v)
         << what << " column " << name << ": got " << dbg(got) << " (kind "
-        << (got ? value_kind_name(got->kind()) : "none") << "), want " << to_debug_string(v) << " (kind "
-        << value_kind_name(v.kind()) << ")";
+        << (got ? value_kind_name(got->kind()) : "none") << "), want " << to_debug_string(v)
+        << " (kind " << value_kind_name(v.kind()) << ")";
   }
 }
 
@@ -158,39 +165,42 @@ TEST(PostgresSource, EveryTypeHasExactValuesInSnapshotAndCdc) {
   ASSERT_EQ(snap.size(), 7u);
 
   Expect e;
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity(),
+               nan = std::numeric_limits<double>::quiet_NaN();
   const Value null = Value::null();
-  expect_fields(*snap[1],
-                {{"id", Value::int64(1)},
-                 {"i2", Value::int64(-32768)},
-                 {"i4", Value::int64(-2147483648LL)},
-                 {"i8", Value::int64(std::numeric_limits<int64_t>::min())},
-                 {"num", e.dec("-123456789012345678901234567890.123456789012345678901234567890")},
-                 {"f4", Value::float64(-inf)},
-                 {"f8", Value::float64(-inf)},
-                 {"t", e.str("tab\there\nnew line \\ back'quote")},
-                 {"vc", e.str("héllo wörld")},
-                 {"ch", e.str("ab   ")},
-                 {"by", e.bytes(std::string_view("\x00\xff\x0a\x5c", 4))},
-                 {"b", Value::boolean(false)},
-                 {"d", Value::date(days_from_civil(2024, 2, 29))},
-                 {"tm", Value::time(86399999999LL)},
-                 {"ttz", Value::timetz((13 * 3600 + 45 * 60) * 1000000LL + 500000, 5 * 3600 + 30 * 60)},
-                 {"ts", Value::timestamp(micros_of(2024, 2, 29, 13, 45, 0, 123456))},
-                 {"tstz", Value::timestamptz(micros_of(2024, 2, 29, 11, 45, 0, 123456))},
-                 {"iv", e.interval(-14, 3, -((4 * 3600 + 5 * 60 + 6) * 1000000LL + 500000))},
-                 {"u", e.uuid("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")},
-                 {"j", e.json(R"({"a": [1, 2.5, null], "b": "x\"y"})")},
-                 {"jb", e.json(R"({"a": [true, null], "b": 1})")},
-                 {"ai", e.array({Value::int64(1), null, Value::int64(-3)})},
-                 {"at", e.array({e.str("a\"b"), null, e.str("NULL"), e.str("x,y"), e.str(" sp "), e.str("back\\slash"),
-                                 e.str("")})},
-                 {"a2", e.array({e.array({Value::int64(1), Value::int64(2)}), e.array({Value::int64(3), Value::int64(4)})})},
-                 {"m", e.str("happy")},
-                 {"dom", Value::int64(42)},
-                 {"ma", e.array({e.str("happy"), null, e.str("sad")})},
-                 {"dt", e.str("dom txt")}},
-                "snapshot row 1");
+  expect_fields(
+      *snap[1],
+      {{"id", Value::int64(1)},
+       {"i2", Value::int64(-32768)},
+       {"i4", Value::int64(-2147483648LL)},
+       {"i8", Value::int64(std::numeric_limits<int64_t>::min())},
+       {"num", e.dec("-123456789012345678901234567890.123456789012345678901234567890")},
+       {"f4", Value::float64(-inf)},
+       {"f8", Value::float64(-inf)},
+       {"t", e.str("tab\there\nnew line \\ back'quote")},
+       {"vc", e.str("héllo wörld")},
+       {"ch", e.str("ab   ")},
+       {"by", e.bytes(std::string_view("\x00\xff\x0a\x5c", 4))},
+       {"b", Value::boolean(false)},
+       {"d", Value::date(days_from_civil(2024, 2, 29))},
+       {"tm", Value::time(86399999999LL)},
+       {"ttz", Value::timetz((13 * 3600 + 45 * 60) * 1000000LL + 500000, 5 * 3600 + 30 * 60)},
+       {"ts", Value::timestamp(micros_of(2024, 2, 29, 13, 45, 0, 123456))},
+       {"tstz", Value::timestamptz(micros_of(2024, 2, 29, 11, 45, 0, 123456))},
+       {"iv", e.interval(-14, 3, -((4 * 3600 + 5 * 60 + 6) * 1000000LL + 500000))},
+       {"u", e.uuid("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")},
+       {"j", e.json(R"({"a": [1, 2.5, null], "b": "x\"y"})")},
+       {"jb", e.json(R"({"a": [true, null], "b": 1})")},
+       {"ai", e.array({Value::int64(1), null, Value::int64(-3)})},
+       {"at", e.array({e.str("a\"b"), null, e.str("NULL"), e.str("x,y"), e.str(" sp "),
+                       e.str("back\\slash"), e.str("")})},
+       {"a2", e.array({e.array({Value::int64(1), Value::int64(2)}),
+                       e.array({Value::int64(3), Value::int64(4)})})},
+       {"m", e.str("happy")},
+       {"dom", Value::int64(42)},
+       {"ma", e.array({e.str("happy"), null, e.str("sad")})},
+       {"dt", e.str("dom txt")}},
+      "snapshot row 1");
   expect_fields(*snap[2],
                 {{"i2", Value::int64(32767)},
                  {"i4", Value::int64(2147483647)},
@@ -220,31 +230,33 @@ TEST(PostgresSource, EveryTypeHasExactValuesInSnapshotAndCdc) {
                  {"ma", e.array({})},
                  {"dt", e.str("")}},
                 "snapshot row 2");
-  expect_fields(*snap[3],
-                {{"num", e.dec("123456789012345678901234567890123456789012345678901234567890."
-                               "000000000000000000000000000001")},
-                 {"f4", Value::float64(inf)},
-                 {"f8", Value::float64(inf)},
-                 {"ch", e.str("abcde")},
-                 {"by", e.bytes("\xde\xad\xbe\xef")},
-                 {"d", Value::date(days_from_civil(-43, 3, 15))},
-                 {"tm", Value::time(12 * 3600 * 1000000LL)},
-                 {"ttz", Value::timetz(12 * 3600 * 1000000LL, 0)},
-                 {"ts", Value::timestamp(micros_of(1999, 12, 31, 23, 59, 59, 0))},
-                 {"tstz", Value::timestamptz(0)},
-                 {"iv", e.interval(14, 3, (4 * 3600 + 5 * 60 + 6) * 1000000LL + 1)},
-                 {"u", e.uuid("ffffffff-ffff-ffff-ffff-ffffffffffff")},
-                 {"j", e.json("null")},
-                 {"jb", e.json("null")},
-                 {"ai", e.array({null})},
-                 {"at", e.array({null})},
-                 {"a2", e.array({e.array({null, Value::int64(1)}), e.array({Value::int64(2), null})})},
-                 {"m", e.str("ok")},
-                 {"dom", Value::int64(2147483647)}},
-                "snapshot row 3");
+  expect_fields(
+      *snap[3],
+      {{"num", e.dec("123456789012345678901234567890123456789012345678901234567890."
+                     "000000000000000000000000000001")},
+       {"f4", Value::float64(inf)},
+       {"f8", Value::float64(inf)},
+       {"ch", e.str("abcde")},
+       {"by", e.bytes("\xde\xad\xbe\xef")},
+       {"d", Value::date(days_from_civil(-43, 3, 15))},
+       {"tm", Value::time(12 * 3600 * 1000000LL)},
+       {"ttz", Value::timetz(12 * 3600 * 1000000LL, 0)},
+       {"ts", Value::timestamp(micros_of(1999, 12, 31, 23, 59, 59, 0))},
+       {"tstz", Value::timestamptz(0)},
+       {"iv", e.interval(14, 3, (4 * 3600 + 5 * 60 + 6) * 1000000LL + 1)},
+       {"u", e.uuid("ffffffff-ffff-ffff-ffff-ffffffffffff")},
+       {"j", e.json("null")},
+       {"jb", e.json("null")},
+       {"ai", e.array({null})},
+       {"at", e.array({null})},
+       {"a2", e.array({e.array({null, Value::int64(1)}), e.array({Value::int64(2), null})})},
+       {"m", e.str("ok")},
+       {"dom", Value::int64(2147483647)}},
+      "snapshot row 3");
   std::vector<std::pair<std::string, Value>> all_null;
-  for (const char* c : {"i2", "i4", "i8", "num", "f4", "f8", "t", "vc", "ch", "by", "b", "d", "tm", "ttz", "ts",
-                        "tstz", "iv", "u", "j", "jb", "ai", "at", "a2", "m", "dom", "ma", "dt"})
+  for (const char* c :
+       {"i2", "i4",   "i8", "num", "f4", "f8", "t",  "vc", "ch", "by", "b",   "d",  "tm", "ttz",
+        "ts", "tstz", "iv", "u",   "j",  "jb", "ai", "at", "a2", "m",  "dom", "ma", "dt"})
     all_null.emplace_back(c, null);
   expect_fields(*snap[4], all_null, "snapshot row 4");
   expect_fields(*snap[5],
@@ -285,10 +297,11 @@ TEST(PostgresSource, EveryTypeHasExactValuesInSnapshotAndCdc) {
       const Field& want = snap[id]->after.fields()[i];
       EXPECT_EQ(got.name, want.name);
       EXPECT_TRUE(got.value == want.value && got.value.kind() == want.value.kind())
-          << "row " << id << " column " << want.name << ": cdc " << to_debug_string(got.value) << ", snapshot "
-          << to_debug_string(want.value);
+          << "row " << id << " column " << want.name << ": cdc " << to_debug_string(got.value)
+          << ", snapshot " << to_debug_string(want.value);
     }
-    EXPECT_TRUE(c->key == snap[id]->key) << to_debug_string(c->key) << " vs " << to_debug_string(snap[id]->key);
+    EXPECT_TRUE(c->key == snap[id]->key)
+        << to_debug_string(c->key) << " vs " << to_debug_string(snap[id]->key);
   }
   src->close();
 }
@@ -317,16 +330,19 @@ TEST(PostgresSource, UnchangedToastValueIsAbsentFromAfterNotNull) {
   ASSERT_TRUE(snap_big && snap_big->kind() == ValueKind::string);
   EXPECT_EQ(snap_big->as_text(), big);
 
-  ASSERT_TRUE(db.sql().exec("UPDATE toasty SET n = 2 WHERE id = 1;"
-                            "INSERT INTO toasty VALUES (2, repeat('z', 10), 1);"  // small: inline
-                            "UPDATE toasty SET n = 3 WHERE id = 2;"
-                            "UPDATE toasty SET n = 4, big = 'small now' WHERE id = 1;"));
+  ASSERT_TRUE(
+      db.sql().exec("UPDATE toasty SET n = 2 WHERE id = 1;"
+                    "INSERT INTO toasty VALUES (2, repeat('z', 10), 1);"  // small: inline
+                    "UPDATE toasty SET n = 3 WHERE id = 2;"
+                    "UPDATE toasty SET n = 4, big = 'small now' WHERE id = 1;"));
   ASSERT_TRUE(reader.read_count(5));
   const Record& u1 = *reader.records()[1];
   ASSERT_EQ(u1.op, Operation::update);
   ASSERT_TRUE(u1.after.is_object());
-  EXPECT_EQ(u1.after.find("big"), nullptr) << "unchanged TOAST must be absent, got " << dbg(u1.after.find("big"));
-  EXPECT_TRUE(u1.after.find("n") && *u1.after.find("n") == Value::int64(2)) << dbg(u1.after.find("n"));
+  EXPECT_EQ(u1.after.find("big"), nullptr)
+      << "unchanged TOAST must be absent, got " << dbg(u1.after.find("big"));
+  EXPECT_TRUE(u1.after.find("n") && *u1.after.find("n") == Value::int64(2))
+      << dbg(u1.after.find("n"));
   EXPECT_TRUE(u1.key.find("id") && *u1.key.find("id") == Value::int64(1));
   EXPECT_EQ(u1.after.size(), 2u);  // id, n
   // An inline value is always sent; a changed one too.
@@ -344,23 +360,24 @@ TEST(PostgresSource, UnchangedToastValueIsAbsentFromAfterNotNull) {
 TEST(PostgresSource, UpdatesAndDeletesUnderReplicaIdentityDefaultAndFull) {
   TestDb db("replident");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec(
-      "CREATE TABLE rdef (id int PRIMARY KEY, a text, b int);"
-      "CREATE TABLE rfull (id int PRIMARY KEY, a text, b int);"
-      "ALTER TABLE rfull REPLICA IDENTITY FULL;"
-      "INSERT INTO rdef VALUES (1, 'x', 10), (2, 'y', 20), (3, 'z', 30);"
-      "INSERT INTO rfull VALUES (1, 'x', 10), (2, 'y', 20), (3, NULL, 30);"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE rdef (id int PRIMARY KEY, a text, b int);"
+                    "CREATE TABLE rfull (id int PRIMARY KEY, a text, b int);"
+                    "ALTER TABLE rfull REPLICA IDENTITY FULL;"
+                    "INSERT INTO rdef VALUES (1, 'x', 10), (2, 'y', 20), (3, 'z', 30);"
+                    "INSERT INTO rfull VALUES (1, 'x', 10), (2, 'y', 20), (3, NULL, 30);"));
   auto src = open_source(db, "t_replident", "[public.rdef, public.rfull]");
   ASSERT_TRUE(src);
   Reader reader(*src);
   ASSERT_TRUE(reader.read_count(6));
 
-  ASSERT_TRUE(db.sql().exec("UPDATE rdef SET a = 'x2' WHERE id = 1;"
-                            "DELETE FROM rdef WHERE id = 2;"
-                            "UPDATE rdef SET id = 33 WHERE id = 3;"
-                            "UPDATE rfull SET a = 'x2' WHERE id = 1;"
-                            "DELETE FROM rfull WHERE id = 2;"
-                            "UPDATE rfull SET id = 33, b = 31 WHERE id = 3;"));
+  ASSERT_TRUE(
+      db.sql().exec("UPDATE rdef SET a = 'x2' WHERE id = 1;"
+                    "DELETE FROM rdef WHERE id = 2;"
+                    "UPDATE rdef SET id = 33 WHERE id = 3;"
+                    "UPDATE rfull SET a = 'x2' WHERE id = 1;"
+                    "DELETE FROM rfull WHERE id = 2;"
+                    "UPDATE rfull SET id = 33, b = 31 WHERE id = 3;"));
   ASSERT_TRUE(reader.read_count(12));
   const auto& rs = reader.records();
   Expect e;
@@ -412,13 +429,15 @@ TEST(PostgresSource, UpdatesAndDeletesUnderReplicaIdentityDefaultAndFull) {
 TEST(PostgresSource, TruncateIsAKeylessDeleteMarkedTruncatePerTable) {
   TestDb db("truncate");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE tr1 (id int PRIMARY KEY); CREATE TABLE tr2 (id int PRIMARY KEY);"
-                            "INSERT INTO tr1 VALUES (1), (2);"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE tr1 (id int PRIMARY KEY); CREATE TABLE tr2 (id int PRIMARY KEY);"
+                    "INSERT INTO tr1 VALUES (1), (2);"));
   auto src = open_source(db, "t_truncate", "[public.tr1, public.tr2]");
   ASSERT_TRUE(src);
   Reader reader(*src);
   ASSERT_TRUE(reader.read_count(2));
-  ASSERT_TRUE(db.sql().exec("INSERT INTO tr2 VALUES (7); TRUNCATE tr1; TRUNCATE tr1, tr2; INSERT INTO tr1 VALUES (3);"));
+  ASSERT_TRUE(db.sql().exec(
+      "INSERT INTO tr2 VALUES (7); TRUNCATE tr1; TRUNCATE tr1, tr2; INSERT INTO tr1 VALUES (3);"));
   ASSERT_TRUE(reader.read_count(2 + 5));
   const auto& rs = reader.records();
   EXPECT_EQ(rs[2]->op, Operation::create);
@@ -448,7 +467,8 @@ TEST(PostgresSource, TruncateIsAKeylessDeleteMarkedTruncatePerTable) {
 TEST(PostgresSource, AddAndDropColumnMidStreamWithoutRestart) {
   TestDb db("ddl");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE ddl (id int PRIMARY KEY, a text); INSERT INTO ddl VALUES (1, 'one');"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE ddl (id int PRIMARY KEY, a text); INSERT INTO ddl VALUES (1, 'one');"));
   auto src = open_source(db, "t_ddl", "public.ddl");
   ASSERT_TRUE(src);
   Reader reader(*src);
@@ -457,12 +477,13 @@ TEST(PostgresSource, AddAndDropColumnMidStreamWithoutRestart) {
 
   ASSERT_TRUE(db.sql().exec("INSERT INTO ddl VALUES (2, 'two');"));
   ASSERT_TRUE(reader.read_count(2));
-  ASSERT_TRUE(db.sql().exec("ALTER TABLE ddl ADD COLUMN b int DEFAULT 7;"
-                            "INSERT INTO ddl VALUES (3, 'three', 8);"
-                            "UPDATE ddl SET a = 'uno' WHERE id = 1;"
-                            "ALTER TABLE ddl DROP COLUMN a;"
-                            "INSERT INTO ddl VALUES (4, 9);"
-                            "UPDATE ddl SET b = 70 WHERE id = 1;"));
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE ddl ADD COLUMN b int DEFAULT 7;"
+                    "INSERT INTO ddl VALUES (3, 'three', 8);"
+                    "UPDATE ddl SET a = 'uno' WHERE id = 1;"
+                    "ALTER TABLE ddl DROP COLUMN a;"
+                    "INSERT INTO ddl VALUES (4, 9);"
+                    "UPDATE ddl SET b = 70 WHERE id = 1;"));
   ASSERT_TRUE(reader.read_count(6));
   const auto& rs = reader.records();
   auto s = [](const Record* r) { return to_debug_string(r->after); };
@@ -481,14 +502,16 @@ TEST(PostgresSource, AddAndDropColumnMidStreamWithoutRestart) {
 TEST(PostgresSource, SnapshotAndCdcRecordsHaveTheSameColumnsWithGeneratedAndDroppedColumns) {
   TestDb db("generated");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE gen (id int PRIMARY KEY, gone text, a int, twice int GENERATED ALWAYS AS (a * 2) STORED);"
-                            "ALTER TABLE gen DROP COLUMN gone;"
-                            "INSERT INTO gen (id, a) VALUES (1, 1);"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE gen (id int PRIMARY KEY, gone text, a int, twice int GENERATED ALWAYS AS (a * 2) STORED);"
+      "ALTER TABLE gen DROP COLUMN gone;"
+      "INSERT INTO gen (id, a) VALUES (1, 1);"));
   auto src = open_source(db, "t_generated", "public.gen");
   ASSERT_TRUE(src);
   Reader reader(*src);
   ASSERT_TRUE(reader.read_count(1));
-  ASSERT_TRUE(db.sql().exec("INSERT INTO gen (id, a) VALUES (2, 2); UPDATE gen SET a = 5 WHERE id = 1;"));
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO gen (id, a) VALUES (2, 2); UPDATE gen SET a = 5 WHERE id = 1;"));
   ASSERT_TRUE(reader.read_count(3));
   const auto& rs = reader.records();
   EXPECT_EQ(rs[0]->op, Operation::snapshot);
@@ -503,7 +526,8 @@ TEST(PostgresSource, SnapshotAndCdcRecordsHaveTheSameColumnsWithGeneratedAndDrop
 TEST(PostgresSource, CdcRecordsCarrySchemaTableLsnCommitLsnCommitTimeAndXid) {
   TestDb db("meta");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE SCHEMA sales; CREATE TABLE sales.\"Order Items\" (id int PRIMARY KEY, v text);"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE SCHEMA sales; CREATE TABLE sales.\"Order Items\" (id int PRIMARY KEY, v text);"));
   auto src = open_source(db, "t_meta", "sales.\"Order Items\"");
   ASSERT_TRUE(src);
   Reader reader(*src);
@@ -511,15 +535,17 @@ TEST(PostgresSource, CdcRecordsCarrySchemaTableLsnCommitLsnCommitTimeAndXid) {
 
   auto tx = [&](const std::string& sql) {
     db.sql().exec("BEGIN");
-    const std::string xid = db.sql().scalar("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text");
+    const std::string xid =
+        db.sql().scalar("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text");
     db.sql().exec(sql);
     db.sql().exec("COMMIT");
     return xid;
   };
   const std::string before = db.sql().scalar("SELECT pg_current_wal_lsn()::text");
   const std::string xid1 = tx("INSERT INTO sales.\"Order Items\" VALUES (1, 'a'), (2, 'b')");
-  const std::string xid2 = tx("UPDATE sales.\"Order Items\" SET v = 'c' WHERE id = 1; "
-                              "DELETE FROM sales.\"Order Items\" WHERE id = 2");
+  const std::string xid2 =
+      tx("UPDATE sales.\"Order Items\" SET v = 'c' WHERE id = 1; "
+         "DELETE FROM sales.\"Order Items\" WHERE id = 2");
   const std::string after = db.sql().scalar("SELECT pg_current_wal_lsn()::text");
   ASSERT_TRUE(reader.read_count(4));
   const auto& rs = reader.records();
@@ -531,14 +557,16 @@ TEST(PostgresSource, CdcRecordsCarrySchemaTableLsnCommitLsnCommitTimeAndXid) {
     EXPECT_EQ(r.meta("xid"), i < 2 ? xid1 : xid2);
     for (const char* k : {"lsn", "commit_lsn", "commit_time"}) EXPECT_FALSE(r.meta(k).empty()) << k;
     // LSNs are within what was written, each change before its commit.
-    const std::string q = "SELECT '" + std::string(r.meta("lsn")) + "'::pg_lsn >= '" + before + "'::pg_lsn AND '" +
-                          std::string(r.meta("lsn")) + "'::pg_lsn <= '" + std::string(r.meta("commit_lsn")) +
-                          "'::pg_lsn AND '" + std::string(r.meta("commit_lsn")) + "'::pg_lsn <= '" + after + "'::pg_lsn";
+    const std::string q = "SELECT '" + std::string(r.meta("lsn")) + "'::pg_lsn >= '" + before +
+                          "'::pg_lsn AND '" + std::string(r.meta("lsn")) + "'::pg_lsn <= '" +
+                          std::string(r.meta("commit_lsn")) + "'::pg_lsn AND '" +
+                          std::string(r.meta("commit_lsn")) + "'::pg_lsn <= '" + after +
+                          "'::pg_lsn";
     EXPECT_EQ(db.sql().scalar(q), "t") << q;
     int64_t micros = 0;
     EXPECT_TRUE(parse_timestamptz(r.meta("commit_time"), &micros)) << r.meta("commit_time");
-    const std::string now_check = "SELECT abs(extract(epoch FROM now() - '" + std::string(r.meta("commit_time")) +
-                                  "'::timestamptz)) < 600";
+    const std::string now_check = "SELECT abs(extract(epoch FROM now() - '" +
+                                  std::string(r.meta("commit_time")) + "'::timestamptz)) < 600";
     EXPECT_EQ(db.sql().scalar(now_check), "t");
   }
   EXPECT_EQ(rs[0]->meta("commit_lsn"), rs[1]->meta("commit_lsn"));
@@ -555,7 +583,8 @@ TEST(PostgresSource, CdcRecordsCarrySchemaTableLsnCommitLsnCommitTimeAndXid) {
 std::tuple<uint64_t, int, uint64_t> position_order(const std::string& pos) {
   auto lsn = [](const std::string& t) {
     const size_t slash = t.find('/');
-    return (std::stoull(t.substr(0, slash), nullptr, 16) << 32) | std::stoull(t.substr(slash + 1), nullptr, 16);
+    return (std::stoull(t.substr(0, slash), nullptr, 16) << 32) |
+           std::stoull(t.substr(slash + 1), nullptr, 16);
   };
   std::vector<std::string> parts;
   for (size_t start = 0; start <= pos.size();) {
@@ -567,7 +596,6 @@ std::tuple<uint64_t, int, uint64_t> position_order(const std::string& pos) {
   if (parts.size() == 2) return {lsn(parts[1]), 0, 0};
   return {lsn(parts[1]), 1, std::stoull(parts[3])};
 }
-
 
 // One transaction of 5,000 inserts read in batches of 1,000: a restart from a batch's position
 // inside the transaction (several changes share its commit LSN) delivers exactly the changes after
@@ -583,10 +611,12 @@ TEST(PostgresSource, ResumeFromInsideOneTransactionSkipsExactlyWhatWasWritten) {
     // Never acknowledged: the slot stays before the transaction, as it would after a crash.
     Reader reader(*src, /*ack=*/false);
     reader.request().max_records = 1000;
-    reader.request().linger = 500ms;  // batches end at the record limit, not when a read outpaces decoding
+    reader.request().linger =
+        500ms;  // batches end at the record limit, not when a read outpaces decoding
     ASSERT_TRUE(reader.drain());
-    ASSERT_TRUE(db.sql().exec("INSERT INTO big_tx SELECT g, md5(g::text) FROM generate_series(1, 5000) g;"
-                              "INSERT INTO big_tx VALUES (5001, 'next tx');"));
+    ASSERT_TRUE(
+        db.sql().exec("INSERT INTO big_tx SELECT g, md5(g::text) FROM generate_series(1, 5000) g;"
+                      "INSERT INTO big_tx VALUES (5001, 'next tx');"));
     ASSERT_TRUE(reader.read_count(5001));
     for (size_t i = 0; i < reader.records().size(); ++i) {
       const Value* id = reader.records()[i]->after.find("id");
@@ -607,8 +637,11 @@ TEST(PostgresSource, ResumeFromInsideOneTransactionSkipsExactlyWhatWasWritten) {
   for (const auto& [done, cut] : cuts) {
     SCOPED_TRACE("resuming from " + cut);
     ASSERT_TRUE(wait_until(
-        [&] { return db.sql().scalar("SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
-                                     "'sluice_t_resume_tx'") == "0"; },
+        [&] {
+          return db.sql().scalar(
+                     "SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
+                     "'sluice_t_resume_tx'") == "0";
+        },
         10s));
     auto src = open_source(db, "t_resume_tx", "public.big_tx", cut);
     ASSERT_TRUE(src);
@@ -618,14 +651,15 @@ TEST(PostgresSource, ResumeFromInsideOneTransactionSkipsExactlyWhatWasWritten) {
     ASSERT_EQ(reader.records().size(), 5001 - done);
     for (size_t i = 0; i < reader.records().size(); ++i) {
       const Value* id = reader.records()[i]->after.find("id");
-      ASSERT_TRUE(id && id->as_int64() == int64_t(done + i + 1)) << "record " << i << " is " << dbg(id);
+      ASSERT_TRUE(id && id->as_int64() == int64_t(done + i + 1))
+          << "record " << i << " is " << dbg(id);
     }
     for (const auto& [n, pos] : reader.positions())
-      EXPECT_TRUE(position_order(pos) >= position_order(cut)) << "position " << pos << " is before the checkpoint";
+      EXPECT_TRUE(position_order(pos) >= position_order(cut))
+          << "position " << pos << " is before the checkpoint";
     src->close();
   }
 }
-
 
 // The walsender is terminated while one large transaction streams: the source reconnects on its
 // own and the stream goes on exactly where it was — every change once, in order — and the
@@ -641,12 +675,15 @@ TEST(PostgresSource, ReconnectInsideATransactionResumesExactlyAndPositionsNeverR
   reader.request().linger = 500ms;
   ASSERT_TRUE(reader.drain());
   constexpr int kRows = 20000;
-  ASSERT_TRUE(db.sql().exec("INSERT INTO rtx SELECT g, md5(g::text) FROM generate_series(1, " + std::to_string(kRows) +
-                            ") g; INSERT INTO rtx VALUES (" + std::to_string(kRows + 1) + ", 'next tx');"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO rtx SELECT g, md5(g::text) FROM generate_series(1, " +
+                            std::to_string(kRows) + ") g; INSERT INTO rtx VALUES (" +
+                            std::to_string(kRows + 1) + ", 'next tx');"));
   ASSERT_TRUE(reader.read_count(1400));
-  ASSERT_EQ(db.sql().scalar("SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = "
-                            "'sluice_t_reconnect_tx'"),
-            "t");
+  ASSERT_EQ(
+      db.sql().scalar(
+          "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = "
+          "'sluice_t_reconnect_tx'"),
+      "t");
   ASSERT_TRUE(reader.read_count(kRows + 1, 60s));
   ASSERT_TRUE(reader.drain());
   ASSERT_EQ(reader.records().size(), size_t(kRows + 1));

@@ -24,22 +24,26 @@ std::string fill_big(int64_t rows, int width = 1) {
 }
 
 int compare_big(TestDb& db, const std::filesystem::path& dir) {
-  return compare_tables(db.sql(), "SELECT id::text, n::text, s, amount::text FROM big ORDER BY big.id", dir / "out.db",
-                        "SELECT id, n, s, amount FROM big ORDER BY id");
+  return compare_tables(db.sql(),
+                        "SELECT id::text, n::text, s, amount::text FROM big ORDER BY big.id",
+                        dir / "out.db", "SELECT id, n, s, amount FROM big ORDER BY id");
 }
 
 // One writer transaction: inserts, updates and a delete of pseudo-random existing rows.
-std::function<bool(Conn&, uint64_t)> mixed_writes(int64_t max_id, int inserts, int updates, bool deletes) {
+std::function<bool(Conn&, uint64_t)> mixed_writes(int64_t max_id, int inserts, int updates,
+                                                  bool deletes) {
   return [=](Conn& c, uint64_t i) {
     std::mt19937_64 rng(i * 7919 + 13);
     std::string sql = "BEGIN;";
     for (int k = 0; k < inserts; ++k)
-      sql += "INSERT INTO big (n, s, amount) VALUES (" + std::to_string(-int64_t(i)) + ", 'w" + std::to_string(i) + "_" +
-             std::to_string(k) + "', 1.25);";
+      sql += "INSERT INTO big (n, s, amount) VALUES (" + std::to_string(-int64_t(i)) + ", 'w" +
+             std::to_string(i) + "_" + std::to_string(k) + "', 1.25);";
     for (int k = 0; k < updates; ++k)
       sql += "UPDATE big SET n = n + 1, s = md5(s), amount = amount + 0.01 WHERE id = " +
              std::to_string(int64_t(rng() % uint64_t(max_id)) + 1) + ";";
-    if (deletes) sql += "DELETE FROM big WHERE id = " + std::to_string(int64_t(rng() % uint64_t(max_id)) + 1) + ";";
+    if (deletes)
+      sql += "DELETE FROM big WHERE id = " + std::to_string(int64_t(rng() % uint64_t(max_id)) + 1) +
+             ";";
     sql += "COMMIT;";
     return c.exec(sql);
   };
@@ -67,11 +71,14 @@ TEST(PostgresToSqlite, SnapshotWhileAWriterInsertsAndUpdatesEndsEqualToTheSource
   Writer writer(db.url(), mixed_writes(200000, 3, 3, true), 2ms);
   ASSERT_TRUE(wait_until([&] { return writer.steps() > 0; }, 10s));
   Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) { return !c.empty(); }))
-      << p.stderr_text();
-  const uint64_t steps_in_snapshot = writer.steps();  // at the first checkpoint (usually mid-snapshot)
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) {
+    return !c.empty();
+  })) << p.stderr_text();
+  const uint64_t steps_in_snapshot =
+      writer.steps();  // at the first checkpoint (usually mid-snapshot)
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_writes", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   // Keep writing while changes stream, then stop: the pipeline catches up and exits when idle.
   const uint64_t at_cdc = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= at_cdc + 50; }, 30s));
@@ -79,8 +86,8 @@ TEST(PostgresToSqlite, SnapshotWhileAWriterInsertsAndUpdatesEndsEqualToTheSource
   EXPECT_FALSE(writer.failed());
   ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
   EXPECT_EQ(compare_big(db, dir), 0);
-  std::cout << "writer transactions: " << steps_in_snapshot << " before the first checkpoint, " << at_cdc
-            << " before the first CDC one, " << steps << " in all\n";
+  std::cout << "writer transactions: " << steps_in_snapshot << " before the first checkpoint, "
+            << at_cdc << " before the first CDC one, " << steps << " in all\n";
   std::filesystem::remove_all(dir);
 }
 
@@ -91,7 +98,8 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kBigDdl));
   ASSERT_TRUE(db.sql().exec(fill_big(300000, 3)));
-  ASSERT_GT(std::stoll(db.sql().scalar("SELECT pg_relation_size('big') / 8192")), 4096) << "fits one snapshot chunk";
+  ASSERT_GT(std::stoll(db.sql().scalar("SELECT pg_relation_size('big') / 8192")), 4096)
+      << "fits one snapshot chunk";
   auto dir = e2e::make_temp_dir("pg-snap-kill");
   e2e::write_file(dir / "p.yaml", big_pipeline(db, "snap_kill").yaml());
   // A writer runs throughout: before the kill, while sluice is down and after the restart.
@@ -106,21 +114,25 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
   const std::string at_kill = checkpoint_of(dir, "snap_kill");
-  ASSERT_TRUE(starts_with(at_kill, "snapshot ")) << "killed too late to test a snapshot resume: " << at_kill;
+  ASSERT_TRUE(starts_with(at_kill, "snapshot "))
+      << "killed too late to test a snapshot resume: " << at_kill;
   // Changes while sluice is down: some to rows already copied, some to rows not yet copied.
-  ASSERT_TRUE(db.sql().exec("UPDATE big SET n = -n, s = 'changed' WHERE id % 1000 = 0;"
-                            "DELETE FROM big WHERE id % 997 = 0;" +
-                            fill_big(100)));
+  ASSERT_TRUE(
+      db.sql().exec("UPDATE big SET n = -n, s = 'changed' WHERE id % 1000 = 0;"
+                    "DELETE FROM big WHERE id % 997 = 0;" +
+                    fill_big(100)));
   Process p2({"run", "p.yaml", "--idle-exit", "2"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p2, dir, "snap_kill", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p2.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p2, dir, "snap_kill", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p2.stderr_text();
   const uint64_t at_cdc = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= at_cdc + 20; }, 30s));
   writer.stop();
   EXPECT_FALSE(writer.failed());
   ASSERT_EQ(p2.wait_for(120s), 0) << p2.stderr_text();
   EXPECT_NE(p2.stderr_text().find("resuming from checkpoint"), std::string::npos);
-  EXPECT_TRUE(starts_with(checkpoint_of(dir, "snap_kill"), "cdc ")) << checkpoint_of(dir, "snap_kill");
+  EXPECT_TRUE(starts_with(checkpoint_of(dir, "snap_kill"), "cdc "))
+      << checkpoint_of(dir, "snap_kill");
   EXPECT_EQ(compare_big(db, dir), 0);
   std::filesystem::remove_all(dir);
 }
@@ -140,7 +152,8 @@ TEST(PostgresToSqlite, KillNineDuringCdcWithAWriterThenResumeLosesNothing) {
     std::string first_cdc;
     ASSERT_TRUE(wait_for_checkpoint(p, dir, "cdc_kill", [&](const std::string& c) {
       if (starts_with(c, "cdc ") && first_cdc.empty()) first_cdc = c;
-      return !first_cdc.empty() && starts_with(c, "cdc ") && c != first_cdc;  // a second CDC checkpoint
+      return !first_cdc.empty() && starts_with(c, "cdc ") &&
+             c != first_cdc;  // a second CDC checkpoint
     })) << p.stderr_text();
     const uint64_t at = writer.steps();
     ASSERT_TRUE(wait_until([&] { return writer.steps() >= at + 20; }, 30s));
@@ -180,15 +193,19 @@ TEST(PostgresToSqlite, KillNineInsideOneLargeTransactionResumesWithoutSkippingOr
   std::string at_kill;
   {
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, "tx_kill", [](const std::string& c) { return starts_with(c, "cdc "); }))
-        << p.stderr_text();
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, "tx_kill", [](const std::string& c) {
+      return starts_with(c, "cdc ");
+    })) << p.stderr_text();
     // Wide rows make each batch take a while at the destination.
-    ASSERT_TRUE(db.sql().exec("INSERT INTO tx SELECT g, repeat(md5(g::text), 64) FROM generate_series(1, 50000) g"));
+    ASSERT_TRUE(db.sql().exec(
+        "INSERT INTO tx SELECT g, repeat(md5(g::text), 64) FROM generate_series(1, 50000) g"));
     const bool mid = wait_for_checkpoint(
-        p, dir, "tx_kill", [](const std::string& c) { return std::count(c.begin(), c.end(), ' ') == 3; }, 60s, 2ms);
+        p, dir, "tx_kill",
+        [](const std::string& c) { return std::count(c.begin(), c.end(), ' ') == 3; }, 60s, 2ms);
     p.signal(SIGKILL);
     p.wait();
-    ASSERT_TRUE(mid) << "no checkpoint inside the transaction: " << checkpoint_of(dir, "tx_kill") << "\n"
+    ASSERT_TRUE(mid) << "no checkpoint inside the transaction: " << checkpoint_of(dir, "tx_kill")
+                     << "\n"
                      << p.stderr_text();
   }
   at_kill = checkpoint_of(dir, "tx_kill");
@@ -213,12 +230,14 @@ TEST(PostgresToSqlite, KillNineInsideOneLargeTransactionResumesWithoutSkippingOr
       read_count.erase(std::remove(read_count.begin(), read_count.end(), ','), read_count.end());
     }
   EXPECT_EQ(read_count, expect_read) << err;
-  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, length(payload)::text, substr(payload, 1, 40) FROM tx ORDER BY tx.id",
-                           dir / "out.db", "SELECT id, length(payload), substr(payload, 1, 40) FROM tx ORDER BY id"),
-            0);
+  EXPECT_EQ(
+      compare_tables(
+          db.sql(),
+          "SELECT id::text, length(payload)::text, substr(payload, 1, 40) FROM tx ORDER BY tx.id",
+          dir / "out.db", "SELECT id, length(payload), substr(payload, 1, 40) FROM tx ORDER BY id"),
+      0);
   std::filesystem::remove_all(dir);
 }
-
 
 // ── truncate and unchanged TOAST, end to end ────────────────────────────────
 
@@ -238,14 +257,17 @@ TEST(PostgresToSqlite, TruncateEmptiesTheTableAndUnchangedToastKeepsTheStoredVal
   f.tables = {"public.tr", "public.tt"};
   e2e::write_file(dir / "p.yaml", f.yaml());
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "trunc_toast", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
-  ASSERT_TRUE(db.sql().exec("INSERT INTO tr VALUES (6, 'v6'); TRUNCATE tr; INSERT INTO tr VALUES (7, 'v7'), (8, 'v8');"
-                            "UPDATE tt SET n = 2 WHERE id = 1;"));
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "trunc_toast", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
+  ASSERT_TRUE(db.sql().exec(
+      "INSERT INTO tr VALUES (6, 'v6'); TRUNCATE tr; INSERT INTO tr VALUES (7, 'v7'), (8, 'v8');"
+      "UPDATE tt SET n = 2 WHERE id = 1;"));
   ASSERT_TRUE(wait_until(
       [&] {
         e2e::Db out(dir / "out.db");
-        return out.scalar("SELECT count(*) FROM tt WHERE n = 2") == 1 && out.scalar("SELECT count(*) FROM tr") == 2 &&
+        return out.scalar("SELECT count(*) FROM tt WHERE n = 2") == 1 &&
+               out.scalar("SELECT count(*) FROM tr") == 2 &&
                out.scalar("SELECT min(id) FROM tr") == 7;
       },
       30s, 100ms))
@@ -256,8 +278,8 @@ TEST(PostgresToSqlite, TruncateEmptiesTheTableAndUnchangedToastKeepsTheStoredVal
                            "SELECT id, v FROM tr ORDER BY id"),
             0);
   // The big value was absent from the update's `after`: the stored one is kept, not nulled.
-  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, big, n::text FROM tt ORDER BY tt.id", dir / "out.db",
-                           "SELECT id, big, n FROM tt ORDER BY id"),
+  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, big, n::text FROM tt ORDER BY tt.id",
+                           dir / "out.db", "SELECT id, big, n FROM tt ORDER BY id"),
             0);
   std::filesystem::remove_all(dir);
 }
@@ -265,12 +287,14 @@ TEST(PostgresToSqlite, TruncateEmptiesTheTableAndUnchangedToastKeepsTheStoredVal
 // ── heartbeat ───────────────────────────────────────────────────────────────
 
 // The pipeline's table is idle while another table, not in its publication, gets writes: with
-// heartbeat.interval 1s the slot's confirmed_flush_lsn still advances, so the slot does not pin WAL.
+// heartbeat.interval 1s the slot's confirmed_flush_lsn still advances, so the slot does not pin
+// WAL.
 TEST(PostgresToSqlite, HeartbeatAdvancesTheSlotWhileThePublishedTablesAreIdle) {
   TestDb db("heartbeat");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE hb_main (id int PRIMARY KEY); CREATE TABLE hb_other (id serial PRIMARY KEY, v text);"
-                            "INSERT INTO hb_main VALUES (1);"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE hb_main (id int PRIMARY KEY); CREATE TABLE hb_other (id serial PRIMARY KEY, v text);"
+      "INSERT INTO hb_main VALUES (1);"));
   auto dir = e2e::make_temp_dir("pg-heartbeat");
   PipelineFile f;
   f.id = "heartbeat";
@@ -279,24 +303,32 @@ TEST(PostgresToSqlite, HeartbeatAdvancesTheSlotWhileThePublishedTablesAreIdle) {
   f.source_settings["heartbeat.interval"] = "1s";
   e2e::write_file(dir / "p.yaml", f.yaml());
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "heartbeat", [](const std::string& c) { return starts_with(c, "cdc "); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "heartbeat", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
   const std::string start = checkpoint_of(dir, "heartbeat");
   ASSERT_TRUE(db.sql().exec("INSERT INTO hb_other (v) VALUES ('first')"));
   const std::string target = db.sql().scalar("SELECT pg_current_wal_lsn()::text");
-  Writer other(db.url(), [](Conn& c, uint64_t i) { return c.exec("INSERT INTO hb_other (v) VALUES ('" + std::to_string(i) + "')"); },
-               100ms);
+  Writer other(
+      db.url(),
+      [](Conn& c, uint64_t i) {
+        return c.exec("INSERT INTO hb_other (v) VALUES ('" + std::to_string(i) + "')");
+      },
+      100ms);
   std::string confirmed;
   const bool advanced = wait_until(
       [&] {
-        confirmed = db.sql().scalar("SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = "
-                                    "'sluice_heartbeat'");
-        return db.sql().scalar("SELECT '" + confirmed + "'::pg_lsn >= '" + target + "'::pg_lsn") == "t";
+        confirmed = db.sql().scalar(
+            "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = "
+            "'sluice_heartbeat'");
+        return db.sql().scalar("SELECT '" + confirmed + "'::pg_lsn >= '" + target + "'::pg_lsn") ==
+               "t";
       },
       20s, 200ms);
   other.stop();
   EXPECT_TRUE(advanced) << "confirmed_flush_lsn " << confirmed << " never reached " << target
-                        << " (checkpoint at start " << start << ", now " << checkpoint_of(dir, "heartbeat") << ")";
+                        << " (checkpoint at start " << start << ", now "
+                        << checkpoint_of(dir, "heartbeat") << ")";
   EXPECT_NE(checkpoint_of(dir, "heartbeat"), start);
   EXPECT_EQ(p.wait_for(0ms), -1) << p.stderr_text();
   p.signal(SIGTERM);

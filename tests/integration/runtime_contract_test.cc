@@ -30,7 +30,8 @@ std::string input_lines(int n, std::set<int> keyless = {}) {
   for (int i = 1; i <= n; ++i) {
     std::string key = keyless.count(i) ? "" : "\"key\":{\"id\":" + std::to_string(i) + "},";
     out += "{\"operation\":\"create\",\"metadata\":{\"table\":\"items\"}," + key +
-           "\"payload\":{\"after\":{\"id\":" + std::to_string(i) + ",\"v\":\"x" + std::to_string(i) + "\"}}}\n";
+           "\"payload\":{\"after\":{\"id\":" + std::to_string(i) + ",\"v\":\"x" +
+           std::to_string(i) + "\"}}}\n";
   }
   return out;
 }
@@ -38,7 +39,8 @@ std::string input_lines(int n, std::set<int> keyless = {}) {
 std::string pipeline_file(const std::string& extra, size_t max_records) {
   return "version: 1\npipelines:\n  - id: rc\n    source: {connector: file, settings: {path: in.jsonl}}\n"
          "    destination: {connector: sqlite, settings: {path: out.db, checkpoint_in_destination: true}}\n"
-         "    batch: {max_records: " + std::to_string(max_records) + "}\n" + extra +
+         "    batch: {max_records: " +
+         std::to_string(max_records) + "}\n" + extra +
          "checkpoints: {path: state/checkpoints.db}\nhttp: {enabled: false}\n";
 }
 
@@ -52,7 +54,8 @@ std::string stored_in_destination(const std::filesystem::path& dir) {
 void expect_positions_agree_across_a_restart(const std::filesystem::path& dir) {
   const std::string checkpoint = checkpoint_of(dir, "rc");
   ASSERT_FALSE(checkpoint.empty());
-  EXPECT_EQ(stored_in_destination(dir), checkpoint) << "the destination's stored position fell behind";
+  EXPECT_EQ(stored_in_destination(dir), checkpoint)
+      << "the destination's stored position fell behind";
   ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir), 0) << read_file(dir / "stderr.txt");
   const std::string err = read_file(dir / "stderr.txt");
   EXPECT_EQ(err.find("differs from the checkpoint store"), std::string::npos) << err;
@@ -64,23 +67,29 @@ TEST(RuntimeContract, BatchesEmptiedByProcessorsAdvanceTheDestinationsStoredPosi
   auto dir = make_temp_dir("rc-filtered");
   write_file(dir / "in.jsonl", input_lines(20));
   // Batches of 5: ids 11..20 are dropped, so the last two batches reach the destination empty.
-  write_file(dir / "p.yaml", pipeline_file("    processors:\n"
-                                           "      - {type: filter, settings: {field: after.id, op: le, value: \"10\"}}\n",
-                                           5));
+  write_file(
+      dir / "p.yaml",
+      pipeline_file("    processors:\n"
+                    "      - {type: filter, settings: {field: after.id, op: le, value: \"10\"}}\n",
+                    5));
   ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir), 0) << read_file(dir / "stderr.txt");
   EXPECT_EQ(Db(dir / "out.db").scalar("SELECT count(*) FROM items"), 10);
   expect_positions_agree_across_a_restart(dir);
 }
 
 TEST(RuntimeContract, DeadLetteringTheLastRecordsOfABatchStillCommitsItsPosition) {
-  for (const std::set<int>& keyless : {std::set<int>{18}, std::set<int>{20}, std::set<int>{19, 20}}) {
+  for (const std::set<int>& keyless :
+       {std::set<int>{18}, std::set<int>{20}, std::set<int>{19, 20}}) {
     SCOPED_TRACE(::testing::PrintToString(keyless));
     auto dir = make_temp_dir("rc-dlq");
     write_file(dir / "in.jsonl", input_lines(20, keyless));
-    write_file(dir / "p.yaml",
-               pipeline_file("    on_error: dlq\n    dlq: {connector: file, settings: {path: dead.jsonl}}\n", 8));
+    write_file(
+        dir / "p.yaml",
+        pipeline_file(
+            "    on_error: dlq\n    dlq: {connector: file, settings: {path: dead.jsonl}}\n", 8));
     ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir), 0) << read_file(dir / "stderr.txt");
-    EXPECT_EQ(Db(dir / "out.db").scalar("SELECT count(*) FROM items"), int64_t(20 - keyless.size()));
+    EXPECT_EQ(Db(dir / "out.db").scalar("SELECT count(*) FROM items"),
+              int64_t(20 - keyless.size()));
     size_t dead = 0;
     for (char c : read_file(dir / "dead.jsonl")) dead += c == '\n';
     EXPECT_EQ(dead, keyless.size());
@@ -89,7 +98,8 @@ TEST(RuntimeContract, DeadLetteringTheLastRecordsOfABatchStillCommitsItsPosition
 }
 
 // The destinations' side of the contract: an empty batch with a position commits the position.
-void expect_empty_batch_commits_its_position(const std::string& connector, std::map<std::string, std::string> settings) {
+void expect_empty_batch_commits_its_position(const std::string& connector,
+                                             std::map<std::string, std::string> settings) {
   const std::string pipeline = "rc_empty_" + std::to_string(::getpid());
   auto open = [&]() -> std::unique_ptr<Destination> {
     const ConnectorSpec* spec = Registry::builtin().connector(connector);
@@ -124,34 +134,39 @@ void expect_empty_batch_commits_its_position(const std::string& connector, std::
 
 TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInSqlite) {
   auto dir = make_temp_dir("rc-empty-sqlite");
-  expect_empty_batch_commits_its_position("sqlite", {{"path", (dir / "out.db").string()}, {"checkpoint_in_destination", "true"}});
+  expect_empty_batch_commits_its_position(
+      "sqlite", {{"path", (dir / "out.db").string()}, {"checkpoint_in_destination", "true"}});
 }
 
 TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInPostgres) {
   TestDb db("rc_empty_" + std::to_string(::getpid()));
   ASSERT_TRUE(db.ok());
-  expect_empty_batch_commits_its_position("postgres", {{"url", db.url()}, {"checkpoint_in_destination", "true"}});
+  expect_empty_batch_commits_its_position(
+      "postgres", {{"url", db.url()}, {"checkpoint_in_destination", "true"}});
 }
 
 TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInMysql) {
   const char* url = std::getenv("SLUICE_TEST_MYSQL_URL");
   ASSERT_TRUE(url && *url) << "SLUICE_TEST_MYSQL_URL is not set";
-  expect_empty_batch_commits_its_position("mysql", {{"url", url}, {"checkpoint_in_destination", "true"}});
+  expect_empty_batch_commits_its_position("mysql",
+                                          {{"url", url}, {"checkpoint_in_destination", "true"}});
 }
 
 TEST(RuntimeContract, AnEmptyBatchCommitsItsPositionInKafkaWithTransactions) {
   const std::string positions = test::unique_topic("rc_empty_positions");
   test::TopicsCleanup cleanup({positions});
-  expect_empty_batch_commits_its_position(
-      "kafka", {{"brokers", test::kafka_brokers()}, {"transactions", "true"}, {"positions.topic", positions}});
+  expect_empty_batch_commits_its_position("kafka", {{"brokers", test::kafka_brokers()},
+                                                    {"transactions", "true"},
+                                                    {"positions.topic", positions}});
 }
 
 TEST(RuntimeContract, ARecordTheKafkaBrokerRefusesAsynchronouslyGoesToTheDeadLetterQueue) {
   TestDb db("rc_kafka_dlq");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
-                            "INSERT INTO t SELECT g, CASE WHEN g = 5 THEN repeat('y', 5000) ELSE 'ok' END "
-                            "FROM generate_series(1, 10) g"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, s text);"
+                    "INSERT INTO t SELECT g, CASE WHEN g = 5 THEN repeat('y', 5000) ELSE 'ok' END "
+                    "FROM generate_series(1, 10) g"));
   const std::string topic = test::unique_topic("rc_kafka_dlq");
   test::TopicsCleanup cleanup({topic});
   // The broker refuses records above 2,000 bytes; the producer's own limit (1 MB) lets it
@@ -163,7 +178,8 @@ TEST(RuntimeContract, ARecordTheKafkaBrokerRefusesAsynchronouslyGoesToTheDeadLet
   f.tables = {"public.t"};
   f.source_settings = {{"snapshot.mode", "initial_only"}};
   f.destination_settings = {{"topic", topic}};
-  f.pipeline_extra = {{"on_error", "dlq"}, {"dlq", "{connector: file, settings: {path: dead.jsonl}}"}};
+  f.pipeline_extra = {{"on_error", "dlq"},
+                      {"dlq", "{connector: file, settings: {path: dead.jsonl}}"}};
   auto dir = make_temp_dir("rc-kafka-dlq");
   write_file(dir / "p.yaml", f.yaml());
   e2e::Process p({"run", "p.yaml"}, dir);
@@ -179,7 +195,8 @@ TEST(RuntimeContract, ARecordTheKafkaBrokerRefusesAsynchronouslyGoesToTheDeadLet
   for (const auto& m : test::consume_all(topic, 9, 30s))
     if (auto id = test::key_id(m)) ids.insert(*id);
   EXPECT_EQ(ids, (std::set<int64_t>{1, 2, 3, 4, 6, 7, 8, 9, 10}));
-  EXPECT_FALSE(checkpoint_of(dir, "rc_kafka_dlq").empty()) << "the batch with the refused record was acknowledged";
+  EXPECT_FALSE(checkpoint_of(dir, "rc_kafka_dlq").empty())
+      << "the batch with the refused record was acknowledged";
 }
 
 }  // namespace

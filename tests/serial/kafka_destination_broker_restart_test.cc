@@ -17,7 +17,8 @@ namespace {
 using e2e::Process;
 
 int services(const std::string& args) {
-  const std::string cmd = std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >/dev/null 2>&1";
+  const std::string cmd =
+      std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >/dev/null 2>&1";
   return std::system(cmd.c_str());
 }
 
@@ -37,20 +38,25 @@ TEST(KafkaDestinationBrokerRestart, ChangesStreamingThroughABrokerRestartAllArri
   auto dir = e2e::make_temp_dir("kd-restart");
   e2e::write_file(dir / "p.yaml", f.yaml());
 
-  Writer writer(db.url(), [](Conn& c, uint64_t i) {
-    return c.exec("INSERT INTO t SELECT g, 1 FROM generate_series(" + std::to_string(i * 20 + 1) + ", " +
-                  std::to_string(i * 20 + 20) + ") g");
-  }, 5ms);
+  Writer writer(
+      db.url(),
+      [](Conn& c, uint64_t i) {
+        return c.exec("INSERT INTO t SELECT g, 1 FROM generate_series(" +
+                      std::to_string(i * 20 + 1) + ", " + std::to_string(i * 20 + 20) + ") g");
+      },
+      5ms);
   Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "kd_broker_restart", [](const std::string& c) { return starts_with(c, "cdc "); },
-                                  120s))
+  ASSERT_TRUE(wait_for_checkpoint(
+      p, dir, "kd_broker_restart", [](const std::string& c) { return starts_with(c, "cdc "); },
+      120s))
       << p.stderr_text();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= 50; }, 60s));
   ASSERT_EQ(services("stop kafka"), 0);
   // Changes keep coming while the broker is down.
   const uint64_t down_at = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= down_at + 50; }, 60s));
-  EXPECT_EQ(p.wait_for(10ms), -1) << "sluice exited while the broker was down:\n" << p.stderr_text();
+  EXPECT_EQ(p.wait_for(10ms), -1) << "sluice exited while the broker was down:\n"
+                                  << p.stderr_text();
   ASSERT_EQ(services("start kafka"), 0);
   const uint64_t up_at = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= up_at + 50; }, 60s));

@@ -23,7 +23,8 @@ using test::opencdc_json;
 using test::ProduceMessage;
 
 int services(const std::string& args) {
-  const std::string cmd = std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >/dev/null";
+  const std::string cmd =
+      std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >/dev/null";
   return std::system(cmd.c_str());
 }
 
@@ -47,7 +48,8 @@ std::vector<ProduceMessage> changes(std::mt19937_64& rng, int n, int64_t keys, i
 
 std::map<int64_t, std::string> rows(Conn& c) {
   std::map<int64_t, std::string> got;
-  for (const Row& r : c.query("SELECT id, v FROM items ORDER BY id")) got[std::stoll(*r[0])] = r[1] ? *r[1] : "<null>";
+  for (const Row& r : c.query("SELECT id, v FROM items ORDER BY id"))
+    got[std::stoll(*r[0])] = r[1] ? *r[1] : "<null>";
   return got;
 }
 
@@ -72,11 +74,13 @@ TEST(KafkaSourceBrokerRestart, TheBrokerRestartsMidStreamAndEveryMessageStillArr
   e2e::write_file(dir / "p.yaml", f.yaml());
 
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_restart", [](const std::string& c) { return !c.empty(); }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_restart", [](const std::string& c) {
+    return !c.empty();
+  })) << p.stderr_text();
   ASSERT_EQ(services("stop kafka"), 0);
   // The source notices, says so, and keeps running.
-  EXPECT_TRUE(wait_until([&] { return p.stderr_text().find("still polling") != std::string::npos; }, 60s))
+  EXPECT_TRUE(
+      wait_until([&] { return p.stderr_text().find("still polling") != std::string::npos; }, 60s))
       << p.stderr_text();
   EXPECT_EQ(p.wait_for(0ms), -1) << p.stderr_text();
   ASSERT_EQ(services("start kafka"), 0);

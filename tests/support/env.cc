@@ -13,8 +13,8 @@ namespace sluice::test {
 std::string required_env(const char* var, const char* service) {
   const char* v = std::getenv(var);
   if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << var << " is not set: start the server with `eval \"$(scripts/services start " << service
-                  << ")\"` (or run `make test`), then run the tests again";
+    ADD_FAILURE() << var << " is not set: start the server with `eval \"$(scripts/services start "
+                  << service << ")\"` (or run `make test`), then run the tests again";
     return "";
   }
   return v;
@@ -34,10 +34,11 @@ std::string slug(std::string_view s) {
 std::string unique_name(std::string_view prefix, size_t max_len) {
   static std::atomic<unsigned> counter{0};
   static const unsigned salt = std::random_device{}() % 100000;
-  const std::string tail =
-      "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(salt);
+  const std::string tail = "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) +
+                           "_" + std::to_string(salt);
   std::string head = slug(prefix);
-  if (head.size() + tail.size() > max_len) head.resize(max_len > tail.size() ? max_len - tail.size() : 0);
+  if (head.size() + tail.size() > max_len)
+    head.resize(max_len > tail.size() ? max_len - tail.size() : 0);
   return head + tail;
 }
 

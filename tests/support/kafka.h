@@ -22,8 +22,9 @@ namespace sluice::test {
 inline std::string kafka_brokers() {
   const char* b = std::getenv("SLUICE_TEST_KAFKA_BROKERS");
   if (!b || !*b) {
-    ADD_FAILURE() << "SLUICE_TEST_KAFKA_BROKERS is not set: run `eval \"$(scripts/services start kafka)\"` "
-                     "(make test does)";
+    ADD_FAILURE()
+        << "SLUICE_TEST_KAFKA_BROKERS is not set: run `eval \"$(scripts/services start kafka)\"` "
+           "(make test does)";
     return "127.0.0.1:1";
   }
   return b;
@@ -34,8 +35,9 @@ inline std::string unique_topic(std::string_view prefix) {
   static std::atomic<int> n{0};
   auto now = std::chrono::system_clock::now().time_since_epoch();
   return std::string(prefix) + "_" + std::to_string(getpid()) + "_" +
-         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count() % 100000000) + "_" +
-         std::to_string(n++);
+         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count() %
+                        100000000) +
+         "_" + std::to_string(n++);
 }
 
 struct KafkaMessage {
@@ -53,7 +55,8 @@ struct KafkaMessage {
 };
 
 namespace detail {
-inline rd_kafka_t* make_client(rd_kafka_type_t type, const std::map<std::string, std::string>& props) {
+inline rd_kafka_t* make_client(rd_kafka_type_t type,
+                               const std::map<std::string, std::string>& props) {
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
   auto set = [&](const std::string& k, const std::string& v) {
@@ -104,16 +107,20 @@ struct ProduceMessage {
 
 // Produces the messages in order and waits until every one is acknowledged by the broker.
 inline void produce(const std::string& topic, const std::vector<ProduceMessage>& messages) {
-  rd_kafka_t* rk = detail::make_client(RD_KAFKA_PRODUCER, {{"enable.idempotence", "true"}, {"linger.ms", "5"}});
+  rd_kafka_t* rk =
+      detail::make_client(RD_KAFKA_PRODUCER, {{"enable.idempotence", "true"}, {"linger.ms", "5"}});
   ASSERT_NE(rk, nullptr);
   for (const auto& m : messages) {
     rd_kafka_headers_t* hdrs = rd_kafka_headers_new(m.headers.size());
-    for (const auto& [k, v] : m.headers) rd_kafka_header_add(hdrs, k.data(), k.size(), v.data(), v.size());
+    for (const auto& [k, v] : m.headers)
+      rd_kafka_header_add(hdrs, k.data(), k.size(), v.data(), v.size());
     for (;;) {
       rd_kafka_resp_err_t e = rd_kafka_producev(
-          rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(m.partition), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+          rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(m.partition),
+          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
           RD_KAFKA_V_KEY((m.key ? m.key->data() : nullptr), (m.key ? m.key->size() : 0)),
-          RD_KAFKA_V_VALUE((m.value ? const_cast<char*>(m.value->data()) : nullptr), (m.value ? m.value->size() : 0)),
+          RD_KAFKA_V_VALUE((m.value ? const_cast<char*>(m.value->data()) : nullptr),
+                           (m.value ? m.value->size() : 0)),
           RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
       if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
         rd_kafka_poll(rk, 100);
@@ -133,15 +140,16 @@ inline void produce(const std::string& topic, const std::vector<ProduceMessage>&
 // Reads `topic` from the beginning of every partition until at least `expect` messages arrived and
 // every partition reached its end (so extra messages are seen too), or `timeout` passed.
 // read_committed (default) hides messages of aborted or open transactions.
-inline std::vector<KafkaMessage> consume_all(const std::string& topic, size_t expect,
-                                             std::chrono::milliseconds timeout = std::chrono::seconds(60),
-                                             bool read_committed = true) {
+inline std::vector<KafkaMessage> consume_all(
+    const std::string& topic, size_t expect,
+    std::chrono::milliseconds timeout = std::chrono::seconds(60), bool read_committed = true) {
   std::vector<KafkaMessage> out;
   rd_kafka_t* rk = detail::make_client(
-      RD_KAFKA_CONSUMER, {{"group.id", unique_topic("test-reader")},
-                          {"enable.partition.eof", "true"},
-                          {"enable.auto.commit", "false"},
-                          {"isolation.level", read_committed ? "read_committed" : "read_uncommitted"}});
+      RD_KAFKA_CONSUMER,
+      {{"group.id", unique_topic("test-reader")},
+       {"enable.partition.eof", "true"},
+       {"enable.auto.commit", "false"},
+       {"isolation.level", read_committed ? "read_committed" : "read_uncommitted"}});
   if (!rk) return out;
   rd_kafka_poll_set_consumer(rk);
   const rd_kafka_metadata_t* md = nullptr;
@@ -188,8 +196,10 @@ inline std::vector<KafkaMessage> consume_all(const std::string& topic, size_t ex
         const char* name;
         const void* val;
         size_t size;
-        for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-          km.headers.emplace_back(name, val ? std::string(static_cast<const char*>(val), size) : std::string());
+        for (size_t i = 0;
+             rd_kafka_header_get_all(h, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+          km.headers.emplace_back(
+              name, val ? std::string(static_cast<const char*>(val), size) : std::string());
       }
       out.push_back(std::move(km));
     }
@@ -242,25 +252,32 @@ class TopicsCleanup {
   std::vector<std::string> topics_;
 };
 
-// The consumer group's committed offset of each partition 0..partitions-1 of `topic` (-1 when none).
-inline std::vector<int64_t> committed_offsets(const std::string& group, const std::string& topic, int partitions = 1) {
+// The consumer group's committed offset of each partition 0..partitions-1 of `topic` (-1 when
+// none).
+inline std::vector<int64_t> committed_offsets(const std::string& group, const std::string& topic,
+                                              int partitions = 1) {
   std::vector<int64_t> out(size_t(partitions), -1);
-  rd_kafka_t* rk = detail::make_client(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
+  rd_kafka_t* rk = detail::make_client(RD_KAFKA_CONSUMER,
+                                       {{"group.id", group}, {"enable.auto.commit", "false"}});
   if (!rk) return out;
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(partitions);
   for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(l, topic.c_str(), p);
   rd_kafka_resp_err_t e = rd_kafka_committed(rk, l, 30000);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) ADD_FAILURE() << "committed offsets of group " << group << ": " << rd_kafka_err2str(e);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+    ADD_FAILURE() << "committed offsets of group " << group << ": " << rd_kafka_err2str(e);
   for (int i = 0; i < l->cnt; ++i)
-    if (l->elems[i].partition >= 0 && l->elems[i].partition < partitions) out[size_t(l->elems[i].partition)] = l->elems[i].offset;
+    if (l->elems[i].partition >= 0 && l->elems[i].partition < partitions)
+      out[size_t(l->elems[i].partition)] = l->elems[i].offset;
   rd_kafka_topic_partition_list_destroy(l);
   rd_kafka_destroy(rk);
   return out;
 }
 
 // Commits `offset` for partition `partition` of `topic` in `group` (as another member would).
-inline void commit_offset(const std::string& group, const std::string& topic, int32_t partition, int64_t offset) {
-  rd_kafka_t* rk = detail::make_client(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
+inline void commit_offset(const std::string& group, const std::string& topic, int32_t partition,
+                          int64_t offset) {
+  rd_kafka_t* rk = detail::make_client(RD_KAFKA_CONSUMER,
+                                       {{"group.id", group}, {"enable.auto.commit", "false"}});
   ASSERT_NE(rk, nullptr);
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(l, topic.c_str(), partition)->offset = offset;
@@ -287,9 +304,10 @@ inline void delete_groups(const std::vector<std::string>& groups) {
 
 // An OpenCDC JSON record of table `table`: key {"id":id}; after {"id":id,"v":v} (no after for
 // "delete").
-inline std::string opencdc_json(const std::string& op, const std::string& table, int64_t id, const std::string& v = "") {
-  std::string s = "{\"operation\":\"" + op + "\",\"metadata\":{\"table\":\"" + table + "\"},\"key\":{\"id\":" +
-                  std::to_string(id) + "},\"payload\":{";
+inline std::string opencdc_json(const std::string& op, const std::string& table, int64_t id,
+                                const std::string& v = "") {
+  std::string s = "{\"operation\":\"" + op + "\",\"metadata\":{\"table\":\"" + table +
+                  "\"},\"key\":{\"id\":" + std::to_string(id) + "},\"payload\":{";
   if (op != "delete") s += "\"after\":{\"id\":" + std::to_string(id) + ",\"v\":\"" + v + "\"}";
   return s + "}}";
 }

@@ -66,8 +66,8 @@ std::string Yaml::quote(std::string_view s) {
 std::string Yaml::key(std::string_view k) {
   bool plain = !k.empty();
   for (char c : k)
-    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                      c == '.' || c == '-');
+    plain = plain && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '-');
   return plain ? std::string(k) : quote(k);
 }
 
@@ -104,10 +104,12 @@ PipelineYaml& PipelineFile::pipeline(const std::string& id) {
 
 namespace {
 std::string connector_block(const char* name, const ConnectorYaml& c) {
-  std::string s = "    " + std::string(name) + ":\n      connector: " + Yaml::quote(c.connector) + "\n";
+  std::string s =
+      "    " + std::string(name) + ":\n      connector: " + Yaml::quote(c.connector) + "\n";
   if (!c.settings.empty()) {
     s += "      settings:\n";
-    for (const auto& [k, v] : c.settings.entries()) s += "        " + Yaml::key(k) + ": " + v.text() + "\n";
+    for (const auto& [k, v] : c.settings.entries())
+      s += "        " + Yaml::key(k) + ": " + v.text() + "\n";
   }
   return s;
 }
@@ -131,7 +133,8 @@ std::string PipelineFile::yaml() const {
       s += "    dlq: {connector: " + Yaml::quote(p.dlq_->connector) +
            (p.dlq_->settings.empty() ? "" : ", settings: " + p.dlq_->settings.flow()) + "}\n";
     }
-    for (const auto& [k, v] : p.extra.entries()) s += "    " + Yaml::key(k) + ": " + v.text() + "\n";
+    for (const auto& [k, v] : p.extra.entries())
+      s += "    " + Yaml::key(k) + ": " + v.text() + "\n";
   }
   if (checkpoints_path) s += "checkpoints: {path: " + Yaml::quote(*checkpoints_path) + "}\n";
   if (!http.empty()) s += "http: " + http.flow() + "\n";

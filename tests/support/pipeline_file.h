@@ -3,8 +3,8 @@
 // test never hand-builds YAML text. Flow style throughout; keys keep their insertion order.
 //
 //   PipelineFile f;
-//   f.pipeline("p").source("postgres").set("url", db.url()).set("tables", Yaml::strings({"public.t"}));
-//   f.pipeline("p").destination("sqlite").set("path", "out.db");
+//   f.pipeline("p").source("postgres").set("url", db.url()).set("tables",
+//   Yaml::strings({"public.t"})); f.pipeline("p").destination("sqlite").set("path", "out.db");
 //   write_file(dir / "p.yaml", f.yaml());
 #pragma once
 
@@ -23,14 +23,14 @@ namespace sluice::test {
 class Yaml {
  public:
   Yaml() : text_("null") {}
-  Yaml(const char* s) : text_(quote(s)) {}                        // NOLINT: a string scalar
-  Yaml(const std::string& s) : text_(quote(s)) {}                 // NOLINT
-  Yaml(std::string_view s) : text_(quote(s)) {}                   // NOLINT
-  Yaml(bool b) : text_(b ? "true" : "false") {}                   // NOLINT
-  Yaml(int v) : text_(std::to_string(v)) {}                       // NOLINT
-  Yaml(int64_t v) : text_(std::to_string(v)) {}                   // NOLINT
-  Yaml(uint64_t v) : text_(std::to_string(v)) {}                  // NOLINT
-  Yaml(double v);                                                 // NOLINT
+  Yaml(const char* s) : text_(quote(s)) {}         // NOLINT: a string scalar
+  Yaml(const std::string& s) : text_(quote(s)) {}  // NOLINT
+  Yaml(std::string_view s) : text_(quote(s)) {}    // NOLINT
+  Yaml(bool b) : text_(b ? "true" : "false") {}    // NOLINT
+  Yaml(int v) : text_(std::to_string(v)) {}        // NOLINT
+  Yaml(int64_t v) : text_(std::to_string(v)) {}    // NOLINT
+  Yaml(uint64_t v) : text_(std::to_string(v)) {}   // NOLINT
+  Yaml(double v);                                  // NOLINT
 
   // YAML text as written (a test that checks how a scalar form is read, or an existing fragment).
   static Yaml raw(std::string text);
@@ -79,9 +79,9 @@ struct PipelineYaml {
   ConnectorYaml source_, destination_;
   std::vector<ConnectorYaml> processors;
   std::optional<ConnectorYaml> dlq_;
-  YamlMap batch;                       // max_records, max_bytes, linger_ms
+  YamlMap batch;                        // max_records, max_bytes, linger_ms
   std::optional<std::string> on_error;  // stop | dlq | ...
-  YamlMap extra;                       // any other pipeline key
+  YamlMap extra;                        // any other pipeline key
 
   ConnectorYaml& source(const std::string& connector) {
     source_.connector = connector;

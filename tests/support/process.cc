@@ -18,7 +18,8 @@ namespace sluice::test {
 const char* sluice_binary() { return SLUICE_BIN; }
 
 std::filesystem::path make_temp_dir(const std::string& name) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / ("sluice-e2e-" + name + "-XXXXXX")).string();
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / ("sluice-e2e-" + name + "-XXXXXX")).string();
   if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   return tmpl;
 }
@@ -52,7 +53,8 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-Process::Process(const std::vector<std::string>& args, const std::filesystem::path& dir) : dir_(dir) {
+Process::Process(const std::vector<std::string>& args, const std::filesystem::path& dir)
+    : dir_(dir) {
   pid_ = fork();
   if (pid_ == 0) {
     if (chdir(dir.c_str()) != 0) _exit(127);
@@ -92,7 +94,9 @@ void Process::kill9() {
 }
 
 namespace {
-int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int exit_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 }  // namespace
 
 int Process::wait() {
@@ -123,7 +127,8 @@ bool Process::running() { return wait_for(std::chrono::milliseconds(0)) < 0; }
 std::string Process::stderr_text() const { return read_file(dir_ / "stderr.txt"); }
 std::string Process::stdout_text() const { return read_file(dir_ / "stdout.txt"); }
 
-int run_sluice(const std::vector<std::string>& args, const std::filesystem::path& dir, std::chrono::seconds timeout) {
+int run_sluice(const std::vector<std::string>& args, const std::filesystem::path& dir,
+               std::chrono::seconds timeout) {
   Process p(args, dir);
   int rc = p.wait_for(timeout);
   return rc < 0 ? 999 : rc;
@@ -155,6 +160,8 @@ bool is_log_line(const std::string& line) {
   return line.size() > 24 && line[4] == '-' && line[7] == '-' && line[10] == ' ' && line[13] == ':';
 }
 
-bool is_error_log_line(const std::string& line) { return is_log_line(line) && line.compare(24, 5, "error") == 0; }
+bool is_error_log_line(const std::string& line) {
+  return is_log_line(line) && line.compare(24, 5, "error") == 0;
+}
 
 }  // namespace sluice::test

@@ -14,8 +14,8 @@ Rows sorted(Rows rows) {
 }
 
 namespace {
-std::string select_list(const std::vector<std::string>& columns, std::string (*quote)(const std::string&),
-                        const std::string& cast) {
+std::string select_list(const std::vector<std::string>& columns,
+                        std::string (*quote)(const std::string&), const std::string& cast) {
   std::string s;
   for (const auto& c : columns) s += (s.empty() ? "" : ", ") + quote(c) + cast;
   return s;
@@ -25,19 +25,22 @@ std::string sqlite_ident(const std::string& s) { return pg_ident(s); }
 
 std::optional<Rows> read_pg_table(PgClient& c, const std::string& schema, const std::string& table,
                                   const std::vector<std::string>& columns) {
-  const std::string exists = c.scalar("SELECT to_regclass(" + sql_literal(pg_ident(schema) + "." + pg_ident(table)) +
-                                      ") IS NOT NULL");
+  const std::string exists =
+      c.scalar("SELECT to_regclass(" + sql_literal(pg_ident(schema) + "." + pg_ident(table)) +
+               ") IS NOT NULL");
   if (exists != "t") return std::nullopt;
-  return sorted(c.query("SELECT " + select_list(columns, pg_ident, "::text") + " FROM " + pg_ident(schema) + "." +
-                        pg_ident(table)));
+  return sorted(c.query("SELECT " + select_list(columns, pg_ident, "::text") + " FROM " +
+                        pg_ident(schema) + "." + pg_ident(table)));
 }
 
-std::optional<Rows> read_mysql_table(MysqlClient& c, const std::string& table, const std::vector<std::string>& columns) {
+std::optional<Rows> read_mysql_table(MysqlClient& c, const std::string& table,
+                                     const std::vector<std::string>& columns) {
   const std::string n = c.scalar(
       "SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = " +
       sql_literal(table));
   if (n != "1") return std::nullopt;
-  return sorted(c.query("SELECT " + select_list(columns, my_ident, "") + " FROM " + my_ident(table)));
+  return sorted(
+      c.query("SELECT " + select_list(columns, my_ident, "") + " FROM " + my_ident(table)));
 }
 
 std::optional<Rows> read_sqlite_table(const std::filesystem::path& file, const std::string& table,
@@ -45,9 +48,11 @@ std::optional<Rows> read_sqlite_table(const std::filesystem::path& file, const s
   if (!std::filesystem::exists(file)) return std::nullopt;
   try {
     SqliteFile db(file);
-    if (db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = " + sql_literal(table)) != 1)
+    if (db.scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = " +
+                  sql_literal(table)) != 1)
       return std::nullopt;
-    auto rows = db.rows("SELECT " + select_list(columns, sqlite_ident, "") + " FROM " + sqlite_ident(table));
+    auto rows = db.rows("SELECT " + select_list(columns, sqlite_ident, "") + " FROM " +
+                        sqlite_ident(table));
     if (!rows) return std::nullopt;
     return sorted(std::move(*rows));
   } catch (const std::exception&) {

@@ -19,7 +19,8 @@ Rows sorted(Rows rows);
 std::optional<Rows> read_pg_table(PgClient& c, const std::string& schema, const std::string& table,
                                   const std::vector<std::string>& columns);
 // `columns` of `table` in the client's database, sorted.
-std::optional<Rows> read_mysql_table(MysqlClient& c, const std::string& table, const std::vector<std::string>& columns);
+std::optional<Rows> read_mysql_table(MysqlClient& c, const std::string& table,
+                                     const std::vector<std::string>& columns);
 // `columns` of `table` in a SQLite file (values as SQLite's text of them), sorted.
 std::optional<Rows> read_sqlite_table(const std::filesystem::path& file, const std::string& table,
                                       const std::vector<std::string>& columns);

@@ -59,7 +59,8 @@ std::string pg_url_with_database(const std::string& url, const std::string& db) 
   u.db = db;
   return u.str();
 }
-std::string pg_url_with_credentials(const std::string& url, const std::string& user, const std::string& password) {
+std::string pg_url_with_credentials(const std::string& url, const std::string& user,
+                                    const std::string& password) {
   PgUrl u = PgUrl::parse(url);
   u.userinfo = user + ":" + password;
   return u.str();
@@ -98,7 +99,8 @@ bool PgClient::connect(const std::string& url) {
     c_ = nullptr;
     return false;
   }
-  PQsetNoticeProcessor(c_, [](void*, const char*) {}, nullptr);  // e.g. terminating an exited backend
+  PQsetNoticeProcessor(
+      c_, [](void*, const char*) {}, nullptr);  // e.g. terminating an exited backend
   return true;
 }
 
@@ -107,7 +109,8 @@ bool PgClient::exec(const std::string& sql, bool quiet) {
   PGresult* r = PQexec(c_, sql.c_str());
   const auto st = PQresultStatus(r);
   const bool good = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-  if (!good && !quiet) ADD_FAILURE() << "SQL failed: " << PQresultErrorMessage(r) << "  in: " << sql.substr(0, 300);
+  if (!good && !quiet)
+    ADD_FAILURE() << "SQL failed: " << PQresultErrorMessage(r) << "  in: " << sql.substr(0, 300);
   PQclear(r);
   return good;
 }
@@ -117,7 +120,9 @@ Rows PgClient::query(const std::string& sql, bool quiet) {
   if (!c_) return rows;
   PGresult* r = PQexec(c_, sql.c_str());
   if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-    if (!quiet) ADD_FAILURE() << "query failed: " << PQresultErrorMessage(r) << "  in: " << sql.substr(0, 300);
+    if (!quiet)
+      ADD_FAILURE() << "query failed: " << PQresultErrorMessage(r)
+                    << "  in: " << sql.substr(0, 300);
     PQclear(r);
     return rows;
   }
@@ -127,7 +132,8 @@ Rows PgClient::query(const std::string& sql, bool quiet) {
     Row row;
     row.reserve(size_t(m));
     for (int j = 0; j < m; ++j)
-      row.push_back(PQgetisnull(r, i, j) ? std::nullopt : std::optional<std::string>(PQgetvalue(r, i, j)));
+      row.push_back(PQgetisnull(r, i, j) ? std::nullopt
+                                         : std::optional<std::string>(PQgetvalue(r, i, j)));
     rows.push_back(std::move(row));
   }
   PQclear(r);
@@ -144,11 +150,13 @@ std::vector<std::string> drop_pg_slots(PgClient& admin, const std::string& db) {
   std::vector<std::string> left;
   for (int attempt = 0; attempt < 100; ++attempt) {
     left.clear();
-    auto slots = admin.query("SELECT slot_name, coalesce(active_pid, 0) FROM pg_replication_slots WHERE database = " +
-                             sql_literal(db));
+    auto slots = admin.query(
+        "SELECT slot_name, coalesce(active_pid, 0) FROM pg_replication_slots WHERE database = " +
+        sql_literal(db));
     for (const Row& s : slots) {
       if (*s[1] != "0") admin.exec("SELECT pg_terminate_backend(" + *s[1] + ")", true);
-      if (!admin.exec("SELECT pg_drop_replication_slot(" + sql_literal(*s[0]) + ")", true)) left.push_back(*s[0]);
+      if (!admin.exec("SELECT pg_drop_replication_slot(" + sql_literal(*s[0]) + ")", true))
+        left.push_back(*s[0]);
     }
     if (left.empty()) break;
     std::this_thread::sleep_for(100ms);
@@ -156,7 +164,8 @@ std::vector<std::string> drop_pg_slots(PgClient& admin, const std::string& db) {
   return left;
 }
 
-PgDatabase::PgDatabase(std::string name, const char* var, const char* service) : name_(std::move(name)) {
+PgDatabase::PgDatabase(std::string name, const char* var, const char* service)
+    : name_(std::move(name)) {
   admin_url_ = required_env(var, service);
   if (admin_url_.empty()) return;
   if (!admin_.connect(admin_url_)) return;
@@ -189,7 +198,8 @@ MyUrl MyUrl::parse(const std::string& url) {
   const std::string userinfo = rest.substr(0, at);
   rest = rest.substr(at + 1);
   u.user = userinfo.substr(0, userinfo.find(':'));
-  u.password = userinfo.find(':') == std::string::npos ? "" : userinfo.substr(userinfo.find(':') + 1);
+  u.password =
+      userinfo.find(':') == std::string::npos ? "" : userinfo.substr(userinfo.find(':') + 1);
   const size_t slash = rest.find('/');
   u.db = slash == std::string::npos ? "" : rest.substr(slash + 1);
   rest = rest.substr(0, slash);
@@ -199,8 +209,8 @@ MyUrl MyUrl::parse(const std::string& url) {
 }
 
 std::string MyUrl::str() const {
-  return "mysql://" + user + (password.empty() ? "" : ":" + password) + "@" + host + ":" + std::to_string(port) + "/" +
-         db;
+  return "mysql://" + user + (password.empty() ? "" : ":" + password) + "@" + host + ":" +
+         std::to_string(port) + "/" + db;
 }
 
 MysqlClient::~MysqlClient() { close(); }
@@ -216,8 +226,9 @@ bool MysqlClient::connect(const std::string& url, const std::optional<std::strin
   const std::string db = database ? *database : u.db;
   c_ = mysql_init(nullptr);
   mysql_optionsv(c_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-  if (!mysql_real_connect(c_, u.host.c_str(), u.user.c_str(), u.password.c_str(), db.empty() ? nullptr : db.c_str(),
-                          unsigned(u.port), nullptr, CLIENT_MULTI_STATEMENTS)) {
+  if (!mysql_real_connect(c_, u.host.c_str(), u.user.c_str(), u.password.c_str(),
+                          db.empty() ? nullptr : db.c_str(), unsigned(u.port), nullptr,
+                          CLIENT_MULTI_STATEMENTS)) {
     ADD_FAILURE() << "cannot connect to MariaDB: " << mysql_error(c_);
     close();
     return false;
@@ -247,7 +258,9 @@ bool MysqlClient::exec(const std::string& sql, bool quiet) {
 Rows MysqlClient::query(const std::string& sql, bool quiet) {
   Rows out;
   if (!c_ || mysql_real_query(c_, sql.data(), sql.size()) != 0) {
-    if (!quiet) ADD_FAILURE() << "SQL failed: " << sql.substr(0, 300) << ": " << (c_ ? mysql_error(c_) : "not connected");
+    if (!quiet)
+      ADD_FAILURE() << "SQL failed: " << sql.substr(0, 300) << ": "
+                    << (c_ ? mysql_error(c_) : "not connected");
     return out;
   }
   MYSQL_RES* r = mysql_store_result(c_);
@@ -291,12 +304,14 @@ MysqlDatabase::~MysqlDatabase() {
   }
 }
 
-std::string MysqlDatabase::user_url(const std::string& user_prefix, const std::vector<std::string>& grants) {
+std::string MysqlDatabase::user_url(const std::string& user_prefix,
+                                    const std::vector<std::string>& grants) {
   const std::string user = unique_name(user_prefix, 32);
   users_.push_back(user);
   admin_.exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'");
   for (std::string g : grants) {
-    for (size_t p; (p = g.find("{user}")) != std::string::npos;) g.replace(p, 6, "'" + user + "'@'%'");
+    for (size_t p; (p = g.find("{user}")) != std::string::npos;)
+      g.replace(p, 6, "'" + user + "'@'%'");
     for (size_t p; (p = g.find("{db}")) != std::string::npos;) g.replace(p, 4, my_ident(name_));
     admin_.exec(g);
   }

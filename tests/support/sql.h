@@ -29,7 +29,8 @@ struct PgUrl {
   std::string str() const;
 };
 std::string pg_url_with_database(const std::string& url, const std::string& db);
-std::string pg_url_with_credentials(const std::string& url, const std::string& user, const std::string& password);
+std::string pg_url_with_credentials(const std::string& url, const std::string& user,
+                                    const std::string& password);
 std::string pg_url_with_port(const std::string& url, int port);
 
 // '...' with quotes doubled; "..." with quotes doubled.
@@ -73,7 +74,8 @@ std::vector<std::string> drop_pg_slots(PgClient& admin, const std::string& db);
 // dropped with its replication slots at the end. `var`/`service`: which server.
 class PgDatabase {
  public:
-  explicit PgDatabase(std::string name, const char* var = "SLUICE_TEST_PG_URL", const char* service = "postgres");
+  explicit PgDatabase(std::string name, const char* var = "SLUICE_TEST_PG_URL",
+                      const char* service = "postgres");
   ~PgDatabase();
   PgDatabase(const PgDatabase&) = delete;
   PgDatabase& operator=(const PgDatabase&) = delete;
@@ -135,7 +137,8 @@ class MysqlClient {
 // dropped at the end with the users created through user_url().
 class MysqlDatabase {
  public:
-  explicit MysqlDatabase(std::string name, const char* var = "SLUICE_TEST_MYSQL_URL", const char* service = "mariadb");
+  explicit MysqlDatabase(std::string name, const char* var = "SLUICE_TEST_MYSQL_URL",
+                         const char* service = "mariadb");
   ~MysqlDatabase();
   MysqlDatabase(const MysqlDatabase&) = delete;
   MysqlDatabase& operator=(const MysqlDatabase&) = delete;

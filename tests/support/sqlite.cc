@@ -58,11 +58,13 @@ std::string sqlite_column_text(sqlite3_stmt* st, int i) {
   return p ? std::string(reinterpret_cast<const char*>(p)) : std::string("<null>");
 }
 
-std::string stored_checkpoint(const std::filesystem::path& checkpoints_db, const std::string& pipeline) {
+std::string stored_checkpoint(const std::filesystem::path& checkpoints_db,
+                              const std::string& pipeline) {
   if (!std::filesystem::exists(checkpoints_db)) return "";
   try {
     SqliteFile db(checkpoints_db);
-    return db.text("SELECT CAST(position AS TEXT) FROM checkpoints WHERE pipeline = " + sql_literal(pipeline));
+    return db.text("SELECT CAST(position AS TEXT) FROM checkpoints WHERE pipeline = " +
+                   sql_literal(pipeline));
   } catch (const std::exception&) {
     return "";
   }

@@ -35,6 +35,7 @@ class SqliteFile {
 std::string sqlite_column_text(sqlite3_stmt* st, int i);
 
 // The checkpoint of pipeline `pipeline` in a checkpoint store file ("" if none yet).
-std::string stored_checkpoint(const std::filesystem::path& checkpoints_db, const std::string& pipeline);
+std::string stored_checkpoint(const std::filesystem::path& checkpoints_db,
+                              const std::string& pipeline);
 
 }  // namespace sluice::test

@@ -36,25 +36,31 @@ class ConnectionProbe {
     const MetricLabels labels = ctx.metric_labels();
     const std::string p = "sluice_" + role + "_";
     std::vector<MetricDef> defs{
-        MetricDef::gauge(p + "connected", "1 while the " + role + " is connected to its server, 0 while it is down.",
-                         labels, [this] { return MetricValue(connected_.load(std::memory_order_relaxed)); }),
-        MetricDef::counter(p + "reconnects_total",
-                           "Connections to the server re-established after the " + role + " lost one.", labels,
-                           reconnects_),
-        MetricDef::gauge(p + "down_seconds", "Length of the current outage of the " + role + " (0: connected).",
-                         labels, [this] { return MetricValue(down_seconds()); }),
+        MetricDef::gauge(
+            p + "connected",
+            "1 while the " + role + " is connected to its server, 0 while it is down.", labels,
+            [this] { return MetricValue(connected_.load(std::memory_order_relaxed)); }),
+        MetricDef::counter(
+            p + "reconnects_total",
+            "Connections to the server re-established after the " + role + " lost one.", labels,
+            reconnects_),
+        MetricDef::gauge(p + "down_seconds",
+                         "Length of the current outage of the " + role + " (0: connected).", labels,
+                         [this] { return MetricValue(down_seconds()); }),
     };
     if (with_phase) {
       static constexpr std::pair<const char*, ConnectionPhase> kPhases[] = {
-          {"snapshot", ConnectionPhase::snapshot}, {"stream", ConnectionPhase::stream}, {"done", ConnectionPhase::done}};
+          {"snapshot", ConnectionPhase::snapshot},
+          {"stream", ConnectionPhase::stream},
+          {"done", ConnectionPhase::done}};
       for (const auto& [name, phase] : kPhases) {
         MetricLabels l = labels;
         l.emplace_back("phase", name);
-        defs.push_back(MetricDef::gauge(p + "phase", "1 for the phase the " + role + " is in (snapshot, stream, done).",
-                                        std::move(l), [this, phase] {
-                                          return MetricValue(int64_t(phase_.load(std::memory_order_relaxed) ==
-                                                                     int(phase)));
-                                        }));
+        defs.push_back(MetricDef::gauge(
+            p + "phase", "1 for the phase the " + role + " is in (snapshot, stream, done).",
+            std::move(l), [this, phase] {
+              return MetricValue(int64_t(phase_.load(std::memory_order_relaxed) == int(phase)));
+            }));
       }
     }
     registration_ = ctx.metrics->add(std::move(defs));
@@ -72,7 +78,8 @@ class ConnectionProbe {
   void lost() noexcept {
     lost_ = true;
     connected_.store(0, std::memory_order_relaxed);
-    if (down_since_ms_.load(std::memory_order_relaxed) == 0) down_since_ms_.store(now_ms(), std::memory_order_relaxed);
+    if (down_since_ms_.load(std::memory_order_relaxed) == 0)
+      down_since_ms_.store(now_ms(), std::memory_order_relaxed);
   }
   void set_phase(ConnectionPhase p) noexcept { phase_.store(int(p), std::memory_order_relaxed); }
 
@@ -82,11 +89,14 @@ class ConnectionProbe {
     const int64_t since = down_since_ms_.load(std::memory_order_relaxed);
     return since == 0 ? 0.0 : double(now_ms() - since) / 1000.0;
   }
-  ConnectionPhase phase() const noexcept { return ConnectionPhase(phase_.load(std::memory_order_relaxed)); }
+  ConnectionPhase phase() const noexcept {
+    return ConnectionPhase(phase_.load(std::memory_order_relaxed));
+  }
 
  private:
   static int64_t now_ms() noexcept {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
                .count() +
            1;  // never 0, which means "up"
   }

@@ -68,7 +68,8 @@ std::optional<GtidSet> GtidSet::parse(std::string_view text) {
     const size_t d2 = d1 == std::string_view::npos ? d1 : item.find('-', d1 + 1);
     if (d2 == std::string_view::npos) return std::nullopt;
     MariaGtidPoint g;
-    if (!parse_number(item.substr(0, d1), &g.domain) || !parse_number(item.substr(d1 + 1, d2 - d1 - 1), &g.server_id) ||
+    if (!parse_number(item.substr(0, d1), &g.domain) ||
+        !parse_number(item.substr(d1 + 1, d2 - d1 - 1), &g.server_id) ||
         !parse_number(item.substr(d2 + 1), &g.seq))
       return std::nullopt;
     set.items_.push_back(g);
@@ -83,7 +84,8 @@ std::string GtidSet::to_string() const {
   std::string out;
   for (const MariaGtidPoint& g : items_) {
     if (!out.empty()) out += ',';
-    out += std::to_string(g.domain) + '-' + std::to_string(g.server_id) + '-' + std::to_string(g.seq);
+    out +=
+        std::to_string(g.domain) + '-' + std::to_string(g.server_id) + '-' + std::to_string(g.seq);
   }
   return out;
 }
@@ -165,7 +167,9 @@ void write_field(PositionWriter& w, const BinlogPoint& v) {
   write_field(w, v.coord);
   write_field(w, v.gtid);
 }
-bool read_field(PositionReader& r, BinlogPoint* v) { return read_field(r, &v->coord) && read_field(r, &v->gtid); }
+bool read_field(PositionReader& r, BinlogPoint* v) {
+  return read_field(r, &v->coord) && read_field(r, &v->gtid);
+}
 
 void write_field(PositionWriter& w, const KeysetCursor& v) {
   switch (v.kind) {

@@ -18,9 +18,13 @@ using MyPosition = mysql::SourcePosition;
 // fmt::format encoders), stored in checkpoint stores and destinations today: each must decode and
 // encode back to the very same bytes.
 TEST(LogPositionLegacy, PostgresPositionsDecodeAndEncodeByteIdentical) {
-  const std::vector<std::string> stored = {
-      "snapshot 0/16B3748 0 0", "snapshot 1/A0 3 8192", "cdc 0/16B3748", "cdc FFFFFFFF/FFFFFFFF",
-      "cdc 0/1A2B3C 0/1A2000 17", "done 0/0", "done 2/3"};
+  const std::vector<std::string> stored = {"snapshot 0/16B3748 0 0",
+                                           "snapshot 1/A0 3 8192",
+                                           "cdc 0/16B3748",
+                                           "cdc FFFFFFFF/FFFFFFFF",
+                                           "cdc 0/1A2B3C 0/1A2000 17",
+                                           "done 0/0",
+                                           "done 2/3"};
   for (const std::string& s : stored) {
     auto p = PgPosition::decode(s);
     ASSERT_TRUE(p) << s;
@@ -70,12 +74,14 @@ TEST(LogPositionLegacy, MysqlPositionsDecodeAndEncodeByteIdentical) {
 }
 
 TEST(LogPositionLegacy, MalformedPositionsAreRefused) {
-  for (const char* s : {"", "cdc", "cdc zz", "cdc 0/1 0/2", "cdc 0/1 ", "cdc  0/1", "snapshot 0/1 1", "snapshot 0/1 x 0",
-                        "bogus 0/1", "done", "done 0/1 4", "cdc 0/1 0/2 -3", "CDC 0/1"})
+  for (const char* s :
+       {"", "cdc", "cdc zz", "cdc 0/1 0/2", "cdc 0/1 ", "cdc  0/1", "snapshot 0/1 1",
+        "snapshot 0/1 x 0", "bogus 0/1", "done", "done 0/1 4", "cdc 0/1 0/2 -3", "CDC 0/1"})
     EXPECT_FALSE(PgPosition::decode(s)) << s;
-  for (const char* s : {"cdc f x -", "cdc f 4", "cdc  4 -", "cdc f 4 0-1", "cdc f 4 0-1-2,", "cdc f 4 - g 5",
-                        "snapshot f 4 - 1 kzz", "snapshot f 4 - 1 k0", "snapshot f 4 - 1 ox", "snapshot f 4 - 1 q",
-                        "snapshot f 4 - 1", "done f 4 - x"})
+  for (const char* s :
+       {"cdc f x -", "cdc f 4", "cdc  4 -", "cdc f 4 0-1", "cdc f 4 0-1-2,", "cdc f 4 - g 5",
+        "snapshot f 4 - 1 kzz", "snapshot f 4 - 1 k0", "snapshot f 4 - 1 ox", "snapshot f 4 - 1 q",
+        "snapshot f 4 - 1", "done f 4 - x"})
     EXPECT_FALSE(MyPosition::decode(s)) << s;
 }
 

@@ -84,8 +84,10 @@ class TransactionResume {
   bool settled() const { return !in_tx_ && resume_n_ == 0; }
   // The partly durable transaction the next position must name, if any.
   std::optional<std::pair<TxPoint, uint64_t>> partial() const {
-    if (in_tx_ && std::max(n_, skip_) > 0) return std::make_pair(tx_, std::max(n_, skip_));  // skipped ones count
-    if (!in_tx_ && resume_n_ > 0) return std::make_pair(resume_tx_, resume_n_);  // not come again yet
+    if (in_tx_ && std::max(n_, skip_) > 0)
+      return std::make_pair(tx_, std::max(n_, skip_));  // skipped ones count
+    if (!in_tx_ && resume_n_ > 0)
+      return std::make_pair(resume_tx_, resume_n_);  // not come again yet
     return std::nullopt;
   }
   // The stream broke: it restarts from the last commit, so what was read of the current
@@ -124,8 +126,11 @@ class BatchCaches {
   }
   // The transaction's metadata in this batch, or null when it must be copied in (then fill the
   // array and call set_tx_metadata()).
-  const std::array<std::string_view, kTxFields>* tx_metadata() const { return tx_valid_ ? &tx_ : nullptr; }
-  const std::array<std::string_view, kTxFields>& set_tx_metadata(const std::array<std::string_view, kTxFields>& v) {
+  const std::array<std::string_view, kTxFields>* tx_metadata() const {
+    return tx_valid_ ? &tx_ : nullptr;
+  }
+  const std::array<std::string_view, kTxFields>& set_tx_metadata(
+      const std::array<std::string_view, kTxFields>& v) {
     tx_ = v;
     tx_valid_ = true;
     return tx_;
@@ -157,7 +162,8 @@ struct LogState {
   void report_commit_time(int64_t commit_unix_micros) {
     if (!ctx.stats) return;
     const int64_t now = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::system_clock::now().time_since_epoch()).count();
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
     ctx.stats->lag_ms = std::max<int64_t>(0, (now - commit_unix_micros) / 1000);
   }
   // A snapshot (re)starts with about `estimated_rows` to read.
@@ -192,8 +198,8 @@ class LogSourceDriver {
   virtual Status plan_start(State& s) = 0;
   // Reads snapshot rows into `batch` within `req`, advancing s.position's table index and cursor;
   // `finished` once every table is read.
-  virtual Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
-                                             State& s) = 0;
+  virtual Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req,
+                                             std::stop_token stop, State& s) = 0;
   // Ends the snapshot transaction (the skeleton moves the phase on).
   virtual Status finish_snapshot(State& s) = 0;
   // Whether open() starts the stream at once (failing open when it cannot), or the first read.
@@ -201,7 +207,8 @@ class LogSourceDriver {
   // Opens the change stream at s.position.point. A retriable error is retried with backoff.
   virtual Status start_stream(State& s) = 0;
   // Reads and decodes events into `batch` within `req`; `lost` when the stream broke (retriable).
-  virtual Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) = 0;
+  virtual Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop,
+                                         State& s) = 0;
   // Closes a broken stream before the skeleton reconnects.
   virtual void stop_stream(State& s) noexcept = 0;
   // After a successful open (e.g. start a status thread).
@@ -230,8 +237,10 @@ class LogSource final : public Source {
     if (checkpoint) {
       auto p = Position::decode(*checkpoint);
       if (!p)
-        return Error(Errc::data, fmt::format("checkpoint '{}' is not a {} position; run `sluice cleanup` to start over",
-                                             *checkpoint, driver_->name()));
+        return Error(
+            Errc::data,
+            fmt::format("checkpoint '{}' is not a {} position; run `sluice cleanup` to start over",
+                        *checkpoint, driver_->name()));
       s_.position = *p;
     }
     SLUICE_TRY(driver_->connect(s_));
@@ -298,7 +307,8 @@ class LogSource final : public Source {
     SLUICE_TRY_ASSIGN(const SnapshotRead r, driver_->read_snapshot(batch, req, stop, s_));
     if (r == SnapshotRead::finished) {
       SLUICE_TRY(driver_->finish_snapshot(s_));
-      spdlog::info("pipeline {}: snapshot complete ({} rows)", s_.ctx.pipeline_id, s_.snapshot_rows);
+      spdlog::info("pipeline {}: snapshot complete ({} rows)", s_.ctx.pipeline_id,
+                   s_.snapshot_rows);
       Position next;
       next.phase = driver_->snapshot_only() ? LogPhase::done : LogPhase::stream;
       next.point = s_.position.point;
@@ -323,7 +333,8 @@ class LogSource final : public Source {
         if (!st.error().retriable()) return st.error();
         probe_.lost();
         const auto delay = reconnect_.next();
-        spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id, st.error().message(), delay.count());
+        spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
+                     st.error().message(), delay.count());
         next_attempt_ = std::chrono::steady_clock::now() + delay;
         return ReadStatus::idle;
       }

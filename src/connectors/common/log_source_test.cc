@@ -53,7 +53,8 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
     }
     return ok_status();
   }
-  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest&, std::stop_token, State& s) override {
+  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest&, std::stop_token,
+                                     State& s) override {
     if (s.position.cursor.rows >= uint64_t(snapshot_rows)) return SnapshotRead::finished;
     for (int i = 0; i < 2 && s.position.cursor.rows < uint64_t(snapshot_rows); ++i) {
       batch.add().op = Operation::snapshot;
@@ -74,7 +75,8 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
     streaming = true;
     return ok_status();
   }
-  Result<StreamRead> read_stream(Batch& batch, const ReadRequest&, std::stop_token, State& s) override {
+  Result<StreamRead> read_stream(Batch& batch, const ReadRequest&, std::stop_token,
+                                 State& s) override {
     while (!events.empty()) {
       Event e = events.front();
       events.pop_front();
@@ -132,7 +134,8 @@ struct Fixture {
   std::vector<std::string> values(const Batch& b) {
     std::vector<std::string> out;
     for (const Record& r : b.records())
-      if (const Value* v = r.after.is_object() ? r.after.find("v") : nullptr) out.emplace_back(v->as_text());
+      if (const Value* v = r.after.is_object() ? r.after.find("v") : nullptr)
+        out.emplace_back(v->as_text());
     return out;
   }
 };
@@ -238,7 +241,9 @@ TEST(LogSourceResume, ALostConnectionResumesInsideTheTransactionItWasReading) {
   Fixture f;
   ASSERT_TRUE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
   Batch b;
-  f.driver->events = {{Event::begin, 0x20}, {Event::change, 0, "a"}, {Event::change, 0, "b"},
+  f.driver->events = {{Event::begin, 0x20},
+                      {Event::change, 0, "a"},
+                      {Event::change, 0, "b"},
                       {Event::lose_connection}};
   ASSERT_EQ(f.read(b).value(), ReadStatus::more);
   EXPECT_EQ(f.values(b), (std::vector<std::string>{"a", "b"}));
@@ -246,8 +251,11 @@ TEST(LogSourceResume, ALostConnectionResumesInsideTheTransactionItWasReading) {
   EXPECT_EQ(f.driver->stream_stops, 1);
   b.clear();
   // The server sends the transaction again from its start.
-  f.driver->events = {{Event::begin, 0x20}, {Event::change, 0, "a"}, {Event::change, 0, "b"},
-                      {Event::change, 0, "c"}, {Event::commit, 0x30}};
+  f.driver->events = {{Event::begin, 0x20},
+                      {Event::change, 0, "a"},
+                      {Event::change, 0, "b"},
+                      {Event::change, 0, "c"},
+                      {Event::commit, 0x30}};
   ASSERT_EQ(f.read(b).value(), ReadStatus::idle);
   EXPECT_EQ(f.values(b), std::vector<std::string>{"c"});
   EXPECT_EQ(b.position(), "cdc 0/30");
@@ -350,7 +358,9 @@ TEST(LogSourceProbe, ReportsConnectedThenDownThenTheReconnectAndIsIdleWhileDown)
 
   // The stream starts (not a reconnect), then breaks; the server stays down for a while.
   b.clear();
-  f.driver->events = {{Event::begin, 0x20}, {Event::change, 0, "a"}, {Event::commit, 0x30},
+  f.driver->events = {{Event::begin, 0x20},
+                      {Event::change, 0, "a"},
+                      {Event::commit, 0x30},
                       {Event::lose_connection}};
   ASSERT_EQ(f.read(b).value(), ReadStatus::more);
   EXPECT_EQ(f.get("sluice_source_connected"), 0);

@@ -11,17 +11,21 @@ using file::DestinationOptions;
 using file::SourceOptions;
 
 constexpr auto kSourceSettings = settings_table<SourceOptions>(
-    setting<&SourceOptions::path>("path", "JSON Lines file to read (one OpenCDC record per line).").mandatory(),
+    setting<&SourceOptions::path>("path", "JSON Lines file to read (one OpenCDC record per line).")
+        .mandatory(),
     setting<&SourceOptions::follow>(
-        "follow", "Keep reading lines appended to the file instead of ending at its end (like `tail -f`).")
+        "follow",
+        "Keep reading lines appended to the file instead of ending at its end (like `tail -f`).")
         .with_default("false"));
 
 constexpr auto kDestinationSettings = settings_table<DestinationOptions>(
     setting<&DestinationOptions::path>(
-        "path", "JSON Lines file to append records to (created if missing; its directory must exist).")
+        "path",
+        "JSON Lines file to append records to (created if missing; its directory must exist).")
         .mandatory(),
     setting<&DestinationOptions::sync>(
-        "sync", "fsync the file after each batch before reporting it durable; false trades crash safety for speed.")
+        "sync",
+        "fsync the file after each batch before reporting it durable; false trades crash safety for speed.")
         .with_default("true"));
 
 }  // namespace
@@ -34,7 +38,8 @@ Status finalize(const SourceOptions& o) {
   return ok_status();
 }
 Status finalize(const DestinationOptions& o) {
-  if (o.path.empty()) return Error(Errc::config, "file destination: setting 'path' must name a file");
+  if (o.path.empty())
+    return Error(Errc::config, "file destination: setting 'path' must name a file");
   return ok_status();
 }
 
@@ -45,7 +50,8 @@ Result<SourceOptions> source_options(const Settings& settings) {
 }
 
 Result<DestinationOptions> destination_options(const Settings& settings) {
-  SLUICE_TRY_ASSIGN(DestinationOptions o, bind_settings(kDestinationSettings, settings, "file destination"));
+  SLUICE_TRY_ASSIGN(DestinationOptions o,
+                    bind_settings(kDestinationSettings, settings, "file destination"));
   SLUICE_TRY(finalize(o));
   return o;
 }
@@ -55,8 +61,9 @@ Result<DestinationOptions> destination_options(const Settings& settings) {
 ConnectorSpec file_connector() {
   return ConnectorSpec{
       .name = "file",
-      .summary = "JSON Lines file of OpenCDC records: appends records (destination) or reads them, "
-                 "optionally following the file as it grows (source).",
+      .summary =
+          "JSON Lines file of OpenCDC records: appends records (destination) or reads them, "
+          "optionally following the file as it grows (source).",
       .source_settings = kSourceSettings,
       .destination_settings = kDestinationSettings,
       .make_source = &file::make_source,

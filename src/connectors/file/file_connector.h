@@ -1,5 +1,6 @@
 // The `file` connector: JSON Lines in the OpenCDC shape (one record per line, see sluice/json.h).
-// Source and destination live in their own files; the spec and settings tables in file_connector.cc.
+// Source and destination live in their own files; the spec and settings tables in
+// file_connector.cc.
 #pragma once
 
 #include <memory>

@@ -28,7 +28,8 @@ class FileConnectorTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  static Settings settings(std::span<const SettingSpec> spec, std::map<std::string, std::string> text) {
+  static Settings settings(std::span<const SettingSpec> spec,
+                           std::map<std::string, std::string> text) {
     Settings s(spec);
     auto err = settings_from_text(spec, text, &s);
     EXPECT_FALSE(err) << *err;
@@ -37,16 +38,19 @@ class FileConnectorTest : public ::testing::Test {
 
   std::unique_ptr<Destination> destination(bool sync = true) {
     auto d = file_connector().make_destination(
-        settings(file_connector().destination_settings, {{"path", path_}, {"sync", sync ? "true" : "false"}}));
+        settings(file_connector().destination_settings,
+                 {{"path", path_}, {"sync", sync ? "true" : "false"}}));
     EXPECT_TRUE(d.ok());
     Status st = d.value()->open(ConnectorContext{"p", "file", nullptr});
     EXPECT_TRUE(st.ok()) << st.error().message();
     return std::move(d).value();
   }
 
-  std::unique_ptr<Source> source(bool follow, std::optional<std::string> checkpoint = std::nullopt) {
+  std::unique_ptr<Source> source(bool follow,
+                                 std::optional<std::string> checkpoint = std::nullopt) {
     auto s = file_connector().make_source(
-        settings(file_connector().source_settings, {{"path", path_}, {"follow", follow ? "true" : "false"}}));
+        settings(file_connector().source_settings,
+                 {{"path", path_}, {"follow", follow ? "true" : "false"}}));
     EXPECT_TRUE(s.ok());
     Status st = s.value()->open(ConnectorContext{"p", "file", nullptr}, checkpoint);
     EXPECT_TRUE(st.ok()) << st.error().message();
@@ -130,7 +134,8 @@ TEST_F(FileConnectorTest, WritesBatchesAndReadsThemBack) {
   ASSERT_TRUE(st.ok()) << st.error().message();
   EXPECT_EQ(st.value(), ReadStatus::end);
   ASSERT_EQ(out.size(), 12u);
-  for (size_t i = 0; i < 12; ++i) expect_same_values(i < 5 ? b1.records()[i] : b2.records()[i - 5], out.records()[i]);
+  for (size_t i = 0; i < 12; ++i)
+    expect_same_values(i < 5 ? b1.records()[i] : b2.records()[i - 5], out.records()[i]);
   // Positions are byte offsets just past each line; the batch covers the whole file.
   EXPECT_EQ(out.position(), std::to_string(text.size()));
   EXPECT_EQ(out.records().back().position, std::to_string(text.size()));
@@ -193,7 +198,8 @@ TEST_F(FileConnectorTest, ResumesFromCheckpointOffset) {
 TEST_F(FileConnectorTest, BadCheckpointsAreRejected) {
   append_raw("");
   for (const char* cp : {"abc", "12x", "", "999999"}) {
-    auto s = file_connector().make_source(settings(file_connector().source_settings, {{"path", path_}}));
+    auto s =
+        file_connector().make_source(settings(file_connector().source_settings, {{"path", path_}}));
     ASSERT_TRUE(s.ok());
     Status st = s.value()->open(ConnectorContext{}, std::string(cp));
     ASSERT_FALSE(st.ok()) << cp;
@@ -266,8 +272,9 @@ TEST_F(FileConnectorTest, FollowReturnsPromptlyOnStop) {
 }
 
 TEST_F(FileConnectorTest, LastLineWithoutNewlineIsReadAtEndWhenNotFollowing) {
-  append_raw("\n{\"operation\":\"create\",\"payload\":{\"after\":{\"a\":1}}}\r\n  \n"
-             "{\"operation\":\"delete\",\"key\":7}");
+  append_raw(
+      "\n{\"operation\":\"create\",\"payload\":{\"after\":{\"a\":1}}}\r\n  \n"
+      "{\"operation\":\"delete\",\"key\":7}");
   auto src = source(false);
   Batch out;
   auto st = src->read(out, request(), {});
@@ -280,7 +287,8 @@ TEST_F(FileConnectorTest, LastLineWithoutNewlineIsReadAtEndWhenNotFollowing) {
 }
 
 TEST_F(FileConnectorTest, BadLineIsReportedAfterTheGoodOnes) {
-  append_raw("{\"operation\":\"create\",\"key\":1}\n{\"operation\":\"create\",\"key\":2}\nnot json\n");
+  append_raw(
+      "{\"operation\":\"create\",\"key\":1}\n{\"operation\":\"create\",\"key\":2}\nnot json\n");
   auto src = source(false);
   Batch out;
   auto st = src->read(out, request(), {});
@@ -314,7 +322,8 @@ TEST_F(FileConnectorTest, LongLinesGrowTheBuffer) {
 
 TEST_F(FileConnectorTest, MissingFileIsAnIoErrorNamingThePath) {
   path_ = (dir_ / "nope.jsonl").string();
-  auto s = file_connector().make_source(settings(file_connector().source_settings, {{"path", path_}}));
+  auto s =
+      file_connector().make_source(settings(file_connector().source_settings, {{"path", path_}}));
   ASSERT_TRUE(s.ok());
   Status st = s.value()->open(ConnectorContext{}, std::nullopt);
   ASSERT_FALSE(st.ok());
@@ -323,7 +332,8 @@ TEST_F(FileConnectorTest, MissingFileIsAnIoErrorNamingThePath) {
   EXPECT_EQ(st.error().message().find('\n'), std::string::npos);
 
   path_ = (dir_ / "no-such-dir" / "out.jsonl").string();
-  auto d = file_connector().make_destination(settings(file_connector().destination_settings, {{"path", path_}}));
+  auto d = file_connector().make_destination(
+      settings(file_connector().destination_settings, {{"path", path_}}));
   ASSERT_TRUE(d.ok());
   st = d.value()->open(ConnectorContext{});
   ASSERT_FALSE(st.ok());

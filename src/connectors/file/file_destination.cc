@@ -32,18 +32,17 @@ class FileDestination final : public Destination {
   Status open(const ConnectorContext&) override {
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd_ < 0)
-      return Error(Errc::io, fmt::format("file destination: cannot open '{}' for appending: {}; check that "
-                                         "its directory exists and is writable (setting `path`)",
-                                         path_, std::strerror(errno)));
+      return Error(Errc::io,
+                   fmt::format("file destination: cannot open '{}' for appending: {}; check that "
+                               "its directory exists and is writable (setting `path`)",
+                               path_, std::strerror(errno)));
     struct stat st;
     if (::fstat(fd_, &st) != 0) return io_error("cannot stat");
     size_ = uint64_t(st.st_size);
     return repair_tail();
   }
 
-  void write(Batch& batch, WriteDone done) override {
-    done(write_batch(batch));
-  }
+  void write(Batch& batch, WriteDone done) override { done(write_batch(batch)); }
 
   void close() noexcept override {
     if (fd_ >= 0) ::close(fd_);
@@ -52,7 +51,8 @@ class FileDestination final : public Destination {
 
  private:
   Error io_error(std::string_view what) const {
-    return Error(Errc::io, fmt::format("file destination: {} '{}': {}", what, path_, std::strerror(errno)),
+    return Error(Errc::io,
+                 fmt::format("file destination: {} '{}': {}", what, path_, std::strerror(errno)),
                  /*retriable=*/true);
   }
 
@@ -121,7 +121,8 @@ class FileDestination final : public Destination {
       buf_.assign(1, '\n');
       if (Status st = write_out(size_); !st.ok()) return st;
     } else {
-      if (::ftruncate(fd_, off_t(line_start)) != 0) return io_error("cannot truncate the torn last line of");
+      if (::ftruncate(fd_, off_t(line_start)) != 0)
+        return io_error("cannot truncate the torn last line of");
       size_ = line_start;
     }
     if (::fsync(fd_) != 0) return io_error("cannot sync");

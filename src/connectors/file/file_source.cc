@@ -39,25 +39,28 @@ class FileSource final : public Source {
   Status open(const ConnectorContext&, const std::optional<std::string>& checkpoint) override {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0)
-      return Error(Errc::io, fmt::format("file source: cannot open '{}': {}; check the `path` setting "
-                                         "(the file must exist and be readable)",
-                                         path_, std::strerror(errno)));
+      return Error(Errc::io,
+                   fmt::format("file source: cannot open '{}': {}; check the `path` setting "
+                               "(the file must exist and be readable)",
+                               path_, std::strerror(errno)));
     offset_ = 0;
     if (checkpoint) {
       const char* b = checkpoint->data();
       const char* e = b + checkpoint->size();
       auto [p, ec] = std::from_chars(b, e, offset_);
       if (ec != std::errc() || p != e || b == e)
-        return Error(Errc::data, fmt::format("file source: checkpoint '{}' is not a byte offset; remove "
-                                             "the pipeline's checkpoint to read '{}' from the start",
-                                             *checkpoint, path_));
+        return Error(Errc::data,
+                     fmt::format("file source: checkpoint '{}' is not a byte offset; remove "
+                                 "the pipeline's checkpoint to read '{}' from the start",
+                                 *checkpoint, path_));
       struct stat st;
       if (::fstat(fd_, &st) != 0) return io_error("cannot stat");
       if (uint64_t(st.st_size) < offset_)
-        return Error(Errc::data, fmt::format("file source: checkpoint offset {} is past the end of '{}' "
-                                             "({} bytes): the file was truncated or replaced; remove the "
-                                             "pipeline's checkpoint to read it from the start",
-                                             offset_, path_, st.st_size));
+        return Error(Errc::data,
+                     fmt::format("file source: checkpoint offset {} is past the end of '{}' "
+                                 "({} bytes): the file was truncated or replaced; remove the "
+                                 "pipeline's checkpoint to read it from the start",
+                                 offset_, path_, st.st_size));
       if (::lseek(fd_, off_t(offset_), SEEK_SET) < 0) return io_error("cannot seek in");
     }
     buf_.reset(new char[kInitialBuffer]);
@@ -68,7 +71,8 @@ class FileSource final : public Source {
 
   Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) override {
     const auto start = Clock::now();
-    Clock::time_point first = start;  // when the batch got its first record (linger runs from there)
+    Clock::time_point first =
+        start;  // when the batch got its first record (linger runs from there)
     const uint64_t start_offset = offset_;
     auto finish = [&](ReadStatus s) -> Result<ReadStatus> {
       if (offset_ != start_offset) set_position(batch);
@@ -78,7 +82,8 @@ class FileSource final : public Source {
     while (true) {
       // Consume the complete lines already buffered.
       while (batch.size() < req.max_records && batch.bytes() < req.max_bytes) {
-        const char* nl = static_cast<const char*>(std::memchr(buf_.get() + scan_, '\n', tail_ - scan_));
+        const char* nl =
+            static_cast<const char*>(std::memchr(buf_.get() + scan_, '\n', tail_ - scan_));
         if (!nl) {
           scan_ = tail_;
           break;
@@ -93,7 +98,8 @@ class FileSource final : public Source {
         }
         if (was_empty && !batch.empty()) first = Clock::now();
       }
-      if (batch.size() >= req.max_records || batch.bytes() >= req.max_bytes) return finish(ReadStatus::more);
+      if (batch.size() >= req.max_records || batch.bytes() >= req.max_bytes)
+        return finish(ReadStatus::more);
 
       Result<size_t> got = fill();
       if (!got.ok()) return std::move(got).error();
@@ -127,7 +133,8 @@ class FileSource final : public Source {
 
  private:
   Error io_error(std::string_view what) const {
-    return Error(Errc::io, fmt::format("file source: {} '{}': {}", what, path_, std::strerror(errno)));
+    return Error(Errc::io,
+                 fmt::format("file source: {} '{}': {}", what, path_, std::strerror(errno)));
   }
 
   // Decodes the buffered line [head_, end) and moves past it to `next` (end + 1 after a newline).
@@ -138,7 +145,8 @@ class FileSource final : public Source {
     if (!blank(line)) {
       Status st = decode_record_json(line, batch);
       if (!st.ok())
-        return st.error().with_context(fmt::format("file source: '{}' at byte offset {}: ", path_, line_offset));
+        return st.error().with_context(
+            fmt::format("file source: '{}' at byte offset {}: ", path_, line_offset));
       // The record's position is this source's: the offset just past its line.
       char pos[24];
       auto* e = std::to_chars(pos, pos + sizeof pos, offset_ + (next - head_)).ptr;
@@ -185,10 +193,11 @@ class FileSource final : public Source {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return io_error("cannot stat");
     if (uint64_t(st.st_size) < offset_ + (tail_ - head_))
-      return Error(Errc::io, fmt::format("file source: '{}' shrank to {} bytes below the read offset {} "
-                                         "(truncated while followed); restart the pipeline after removing "
-                                         "its checkpoint to read it again",
-                                         path_, st.st_size, offset_ + (tail_ - head_)));
+      return Error(Errc::io,
+                   fmt::format("file source: '{}' shrank to {} bytes below the read offset {} "
+                               "(truncated while followed); restart the pipeline after removing "
+                               "its checkpoint to read it again",
+                               path_, st.st_size, offset_ + (tail_ - head_)));
     return ok_status();
   }
 

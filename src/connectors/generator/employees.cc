@@ -8,23 +8,26 @@ namespace sluice::generator {
 
 namespace {
 constexpr std::string_view kFirst[] = {
-    "Ada", "Alan", "Barbara", "Claude", "Dennis", "Edsger", "Frances", "Grace", "Hedy", "Ivan",
-    "John", "Katherine", "Leslie", "Margaret", "Niklaus", "Ole", "Radia", "Shafi", "Tim", "Whitfield",
-    "Anita", "Bjarne", "Donald", "Elena", "Fernando", "Guido", "Hal", "Ingrid", "James", "Ken", "Linus",
-    "Marvin"};
+    "Ada",      "Alan",  "Barbara", "Claude",    "Dennis", "Edsger",   "Frances", "Grace",
+    "Hedy",     "Ivan",  "John",    "Katherine", "Leslie", "Margaret", "Niklaus", "Ole",
+    "Radia",    "Shafi", "Tim",     "Whitfield", "Anita",  "Bjarne",   "Donald",  "Elena",
+    "Fernando", "Guido", "Hal",     "Ingrid",    "James",  "Ken",      "Linus",   "Marvin"};
 constexpr std::string_view kLast[] = {
-    "Lovelace", "Turing", "Liskov", "Shannon", "Ritchie", "Dijkstra", "Allen", "Hopper", "Lamarr",
-    "Sutherland", "McCarthy", "Johnson", "Lamport", "Hamilton", "Wirth", "Dahl", "Perlman",
-    "Goldwasser", "Berners-Lee", "Diffie", "Borg", "Stroustrup", "Knuth", "Garcia", "Corbato", "Rossum",
-    "Abelson", "Daubechies", "Gosling", "Thompson", "Torvalds", "Minsky"};
+    "Lovelace",   "Turing",   "Liskov",     "Shannon",    "Ritchie",     "Dijkstra", "Allen",
+    "Hopper",     "Lamarr",   "Sutherland", "McCarthy",   "Johnson",     "Lamport",  "Hamilton",
+    "Wirth",      "Dahl",     "Perlman",    "Goldwasser", "Berners-Lee", "Diffie",   "Borg",
+    "Stroustrup", "Knuth",    "Garcia",     "Corbato",    "Rossum",      "Abelson",  "Daubechies",
+    "Gosling",    "Thompson", "Torvalds",   "Minsky"};
 constexpr std::string_view kPositions[] = {
-    "Engineer", "Senior Engineer", "Staff Engineer", "Manager", "Director", "Analyst", "Designer",
-    "Product Manager", "Support", "Sales", "Recruiter", "Accountant"};
+    "Engineer", "Senior Engineer", "Staff Engineer", "Manager", "Director",  "Analyst",
+    "Designer", "Product Manager", "Support",        "Sales",   "Recruiter", "Accountant"};
 // 2024-01-01T00:00:00Z in microseconds.
 constexpr int64_t kBaseMicros = 1704067200LL * 1000000LL;
 constexpr int32_t kBaseDay = 19723;  // 2024-01-01
 
-uint64_t mix(uint64_t seed, uint64_t a, uint64_t salt) { return splitmix64(seed ^ splitmix64(a * 4 + salt)); }
+uint64_t mix(uint64_t seed, uint64_t a, uint64_t salt) {
+  return splitmix64(seed ^ splitmix64(a * 4 + salt));
+}
 }  // namespace
 
 EmployeeRow employee_row(uint64_t seed, int64_t id, uint64_t event) {
@@ -52,7 +55,8 @@ std::string EmployeeRow::email() const {
   return e;
 }
 
-EventPlanner::EventPlanner(uint64_t seed, double create_weight, double update_weight, double delete_weight)
+EventPlanner::EventPlanner(uint64_t seed, double create_weight, double update_weight,
+                           double delete_weight)
     : seed_(seed) {
   const double total = create_weight + update_weight + delete_weight;
   create_cut_ = total > 0 ? create_weight / total : 1.0;

@@ -1,11 +1,11 @@
 // The deterministic `employees` data of the generator source (the table of the public Conduit vs
 // Kafka Connect PostgreSQL benchmark):
 //
-//   id INT PRIMARY KEY, name VARCHAR(255), email VARCHAR(255), full_time BOOLEAN, position VARCHAR(100),
-//   hire_date DATE, salary REAL, updated_at TIMESTAMPTZ, created_at TIMESTAMPTZ
+//   id INT PRIMARY KEY, name VARCHAR(255), email VARCHAR(255), full_time BOOLEAN, position
+//   VARCHAR(100), hire_date DATE, salary REAL, updated_at TIMESTAMPTZ, created_at TIMESTAMPTZ
 //
-// Every value is a pure function of (seed, id) — attributes fixed at hire — and (seed, event index) —
-// attributes an update changes — so tests can recompute exactly what any record must contain.
+// Every value is a pure function of (seed, id) — attributes fixed at hire — and (seed, event index)
+// — attributes an update changes — so tests can recompute exactly what any record must contain.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +21,10 @@ struct EmployeeRow {
   std::string_view last_name;
   bool full_time;
   std::string_view position;
-  int32_t hire_date;   // days since epoch
-  double salary;       // exactly representable as float (REAL)
-  int64_t updated_at;  // micros since epoch, UTC
-  int64_t created_at;  // micros since epoch, UTC
+  int32_t hire_date;          // days since epoch
+  double salary;              // exactly representable as float (REAL)
+  int64_t updated_at;         // micros since epoch, UTC
+  int64_t created_at;         // micros since epoch, UTC
   std::string name() const;   // "First Last"
   std::string email() const;  // "first.last.<id>@example.com"
 };

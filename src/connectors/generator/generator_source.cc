@@ -29,30 +29,40 @@ struct Options {
 };
 
 constexpr auto kGeneratorSettings = settings_table<Options>(
-    setting<&Options::count>("count", "Number of events to emit; 0 = unlimited.").with_default("0").at_least(0),
-    setting<&Options::rate>("rate", "Events per second; 0 = as fast as possible.").with_default("0").at_least(0),
-    setting<&Options::seed>("seed", "Seed of the deterministic data; same seed, same events.").with_default("1"),
+    setting<&Options::count>("count", "Number of events to emit; 0 = unlimited.")
+        .with_default("0")
+        .at_least(0),
+    setting<&Options::rate>("rate", "Events per second; 0 = as fast as possible.")
+        .with_default("0")
+        .at_least(0),
+    setting<&Options::seed>("seed", "Seed of the deterministic data; same seed, same events.")
+        .with_default("1"),
     setting<&Options::operations>(
         "operations",
         "Mix of operations as weights, e.g. {create: 0.8, update: 0.15, delete: 0.05}; updates and "
         "deletes always target existing keys. Default: inserts only."),
-    setting<&Options::table>("table", "Value of the `table` metadata of every record.").with_default("employees"));
+    setting<&Options::table>("table", "Value of the `table` metadata of every record.")
+        .with_default("employees"));
 
 Status finalize(Options& o) {
   if (!o.operations) return ok_status();
   o.create = o.update = o.del = 0;
   for (const auto& [op, w] : *o.operations) {
-    if (w < 0) return Error(Errc::config, fmt::format("setting 'operations': weight of '{}' must be >= 0", op));
+    if (w < 0)
+      return Error(Errc::config,
+                   fmt::format("setting 'operations': weight of '{}' must be >= 0", op));
     if (op == "create") o.create = w;
     else if (op == "update") o.update = w;
     else if (op == "delete") o.del = w;
     else
       return Error(Errc::config, fmt::format("setting 'operations': unknown operation '{}' "
-                                             "(use create, update, delete)", op));
+                                             "(use create, update, delete)",
+                                             op));
   }
   if (o.create <= 0)
-    return Error(Errc::config,
-                 "setting 'operations': 'create' needs a weight > 0 (updates and deletes need existing keys)");
+    return Error(
+        Errc::config,
+        "setting 'operations': 'create' needs a weight > 0 (updates and deletes need existing keys)");
   return ok_status();
 }
 
@@ -60,7 +70,8 @@ using Clock = std::chrono::steady_clock;
 
 class GeneratorSource final : public Source {
  public:
-  GeneratorSource(int64_t count, double rate, uint64_t seed, double c, double u, double d, std::string table)
+  GeneratorSource(int64_t count, double rate, uint64_t seed, double c, double u, double d,
+                  std::string table)
       : count_(count), rate_(rate), seed_(seed), planner_(seed, c, u, d), table_(std::move(table)) {
     meta_fields_[0] = Field{meta::kTable, Value::string(table_)};
     metadata_ = Value::object(meta_fields_.data(), 1);
@@ -69,10 +80,13 @@ class GeneratorSource final : public Source {
   Status open(const ConnectorContext&, const std::optional<std::string>& checkpoint) override {
     if (checkpoint) {
       uint64_t n = 0;
-      auto [p, ec] = std::from_chars(checkpoint->data(), checkpoint->data() + checkpoint->size(), n);
+      auto [p, ec] =
+          std::from_chars(checkpoint->data(), checkpoint->data() + checkpoint->size(), n);
       if (ec != std::errc() || p != checkpoint->data() + checkpoint->size())
-        return Error(Errc::data, fmt::format("checkpoint '{}' is not a generator position; remove the "
-                                             "pipeline's checkpoint to start over", *checkpoint));
+        return Error(Errc::data,
+                     fmt::format("checkpoint '{}' is not a generator position; remove the "
+                                 "pipeline's checkpoint to start over",
+                                 *checkpoint));
       while (planner_.events() < n) (void)planner_.next();
     }
     rate_start_ = Clock::now();
@@ -85,8 +99,9 @@ class GeneratorSource final : public Source {
     while (batch.size() < req.max_records && batch.bytes() < req.max_bytes) {
       if (count_ > 0 && planner_.events() >= uint64_t(count_)) break;
       if (rate_ > 0) {
-        auto due = rate_start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                     double(planner_.events() - rate_base_) / rate_));
+        auto due =
+            rate_start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                              double(planner_.events() - rate_base_) / rate_));
         auto now = Clock::now();
         if (due > now) {
           auto limit = batch.empty() ? now + req.poll : first + req.linger;
@@ -113,7 +128,8 @@ class GeneratorSource final : public Source {
     while (!stop.stop_requested()) {
       auto now = Clock::now();
       if (now >= t) return;
-      std::this_thread::sleep_for(std::min<Clock::duration>(t - now, std::chrono::milliseconds(50)));
+      std::this_thread::sleep_for(
+          std::min<Clock::duration>(t - now, std::chrono::milliseconds(50)));
     }
   }
 
@@ -184,8 +200,8 @@ class GeneratorSource final : public Source {
 Result<std::unique_ptr<Source>> make_generator(const Settings& s) {
   SLUICE_TRY_ASSIGN(Options o, bind_settings(kGeneratorSettings, s));
   SLUICE_TRY(finalize(o));
-  return std::unique_ptr<Source>(std::make_unique<GeneratorSource>(o.count, o.rate, uint64_t(o.seed), o.create,
-                                                                   o.update, o.del, std::move(o.table)));
+  return std::unique_ptr<Source>(std::make_unique<GeneratorSource>(
+      o.count, o.rate, uint64_t(o.seed), o.create, o.update, o.del, std::move(o.table)));
 }
 
 }  // namespace
@@ -193,8 +209,9 @@ Result<std::unique_ptr<Source>> make_generator(const Settings& s) {
 ConnectorSpec generator_connector() {
   return ConnectorSpec{
       .name = "generator",
-      .summary = "Deterministic changes to an `employees` table (inserts, updates, deletes) for "
-                 "quickstarts, tests and benchmarks.",
+      .summary =
+          "Deterministic changes to an `employees` table (inserts, updates, deletes) for "
+          "quickstarts, tests and benchmarks.",
       .source_settings = kGeneratorSettings,
       .destination_settings = {},
       .make_source = &make_generator,

@@ -16,13 +16,15 @@ void append_int(std::string& out, int64_t v) {
   out.append(buf, size_t(p - buf));
 }
 
-void append_string(std::string& out, std::string_view s) { encode_value_json(Value::string(s), out); }
+void append_string(std::string& out, std::string_view s) {
+  encode_value_json(Value::string(s), out);
+}
 
 // Debezium's MicroDuration: months count as 365.25 / 12 days.
 int64_t interval_micros(const Interval& iv) {
   constexpr double kMonthMicros = 365.25 / 12.0 * 86400.0 * 1e6;
-  return static_cast<int64_t>(std::llround(iv.months * kMonthMicros)) + int64_t(iv.days) * temporal::kMicrosPerDay +
-         iv.micros;
+  return static_cast<int64_t>(std::llround(iv.months * kMonthMicros)) +
+         int64_t(iv.days) * temporal::kMicrosPerDay + iv.micros;
 }
 
 // Debezium's ZonedTime: the time in UTC, ISO-8601 with a Z.
@@ -64,10 +66,14 @@ void encode_debezium_value(const Value& v, std::string& out) {
     case ValueKind::date: append_int(out, v.as_date()); return;
     case ValueKind::time:
     case ValueKind::timestamp: append_int(out, v.as_micros()); return;
-    case ValueKind::timetz: append_string(out, timetz_utc(v.as_micros(), v.tz_offset_seconds())); return;
+    case ValueKind::timetz:
+      append_string(out, timetz_utc(v.as_micros(), v.tz_offset_seconds()));
+      return;
     case ValueKind::timestamptz: append_string(out, format_timestamptz(v.as_micros())); return;
     case ValueKind::interval: append_int(out, interval_micros(v.as_interval())); return;
-    case ValueKind::json: append_string(out, v.as_text()); return;  // io.debezium.data.Json: a string
+    case ValueKind::json:
+      append_string(out, v.as_text());
+      return;  // io.debezium.data.Json: a string
     case ValueKind::array: {
       out += '[';
       bool first = true;
@@ -94,7 +100,8 @@ void encode_debezium_value(const Value& v, std::string& out) {
       return;
     }
     default:
-      // bool, integers, doubles (NaN/Infinity as strings), decimal (string), string, bytes (base64), uuid.
+      // bool, integers, doubles (NaN/Infinity as strings), decimal (string), string, bytes
+      // (base64), uuid.
       encode_value_json(v, out);
       return;
   }
@@ -192,8 +199,7 @@ void encode_debezium_envelope(const Record& r, const DebeziumSource& src, std::s
       uint64_t lsn = 0;
       if (parse_pg_lsn(meta_text(r, "lsn"), &lsn) || parse_pg_lsn(meta_text(r, "commit_lsn"), &lsn))
         append_int(out, int64_t(lsn));
-      else
-        out += "null";
+      else out += "null";
     }
     out += ",\"xmin\":null}";
   }

@@ -26,14 +26,14 @@ namespace sluice::kafka {
 void encode_debezium_value(const Value& v, std::string& out);
 
 // The message key: compact JSON of the record key ({"id":1}); `debezium` maps the values like
-// encode_debezium_value, otherwise like the OpenCDC codec. Returns false (nothing appended) when the
-// record has no key: the message gets a null key.
+// encode_debezium_value, otherwise like the OpenCDC codec. Returns false (nothing appended) when
+// the record has no key: the message gets a null key.
 bool encode_key(const Record& r, bool debezium, std::string& out);
 
 struct DebeziumSource {
-  std::string_view name;           // source.name: the topic prefix
-  std::string_view version;        // source.version
-  int64_t now_ms = 0;              // top-level ts_ms (processing time); also source.ts_ms without a commit time
+  std::string_view name;     // source.name: the topic prefix
+  std::string_view version;  // source.version
+  int64_t now_ms = 0;  // top-level ts_ms (processing time); also source.ts_ms without a commit time
 };
 
 // The Debezium op letter of a record: r (snapshot), c, u, d, t (truncate).

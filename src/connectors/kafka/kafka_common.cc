@@ -28,8 +28,8 @@ void log_callback(const rd_kafka_t* rk, int level, const char* fac, const char* 
 }  // namespace
 
 bool is_secret_property(std::string_view name) noexcept {
-  static constexpr std::array<std::string_view, 5> kMarkers = {"password", "secret", "token", "key.pem",
-                                                               "jaas"};
+  static constexpr std::array<std::string_view, 5> kMarkers = {"password", "secret", "token",
+                                                               "key.pem", "jaas"};
   if (name == "ssl.key.pem" || name == "ssl_key") return true;
   return std::any_of(kMarkers.begin(), kMarkers.end(),
                      [&](std::string_view m) { return name.find(m) != std::string_view::npos; });
@@ -41,14 +41,16 @@ Status set_property(rd_kafka_conf_t* conf, const std::string& name, const std::s
   if (res == RD_KAFKA_CONF_OK) return ok_status();
   const std::string shown = is_secret_property(name) ? std::string("(secret)") : "'" + value + "'";
   if (res == RD_KAFKA_CONF_UNKNOWN) {
-    return Error(Errc::invalid_argument,
-                 fmt::format("unknown librdkafka property '{}': check the name against librdkafka's "
-                             "CONFIGURATION.md (pass it as rdkafka.<property>)",
-                             name));
+    return Error(
+        Errc::invalid_argument,
+        fmt::format("unknown librdkafka property '{}': check the name against librdkafka's "
+                    "CONFIGURATION.md (pass it as rdkafka.<property>)",
+                    name));
   }
-  return Error(Errc::invalid_argument,
-               fmt::format("librdkafka property '{}' = {}: {}", name, shown,
-                           is_secret_property(name) ? std::string("invalid value") : std::string(err)));
+  return Error(
+      Errc::invalid_argument,
+      fmt::format("librdkafka property '{}' = {}: {}", name, shown,
+                  is_secret_property(name) ? std::string("invalid value") : std::string(err)));
 }
 
 Result<Conf> make_conf(std::string_view brokers, std::string_view who,
@@ -61,7 +63,8 @@ Result<Conf> make_conf(std::string_view brokers, std::string_view who,
   rd_kafka_conf_set_log_cb(conf.get(), &log_callback);
   // The opaque names the connector in log lines; static storage: `who` is a string literal view
   // of limited variety, interned here.
-  static constexpr std::array<std::string_view, 3> kWho = {"kafka source", "kafka destination", "kafka"};
+  static constexpr std::array<std::string_view, 3> kWho = {"kafka source", "kafka destination",
+                                                           "kafka"};
   const char* who_c = "kafka";
   for (std::string_view w : kWho) {
     if (w == who) who_c = w.data();
@@ -78,7 +81,8 @@ Result<Conf> make_conf(std::string_view brokers, std::string_view who,
 }
 
 Error error_from(rd_kafka_resp_err_t err, std::string_view context) {
-  std::string msg = fmt::format("{}{} ({})", context, rd_kafka_err2str(err), rd_kafka_err2name(err));
+  std::string msg =
+      fmt::format("{}{} ({})", context, rd_kafka_err2str(err), rd_kafka_err2name(err));
   switch (err) {
     case RD_KAFKA_RESP_ERR__TRANSPORT:
     case RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN:
@@ -99,7 +103,8 @@ Error error_from(rd_kafka_resp_err_t err, std::string_view context) {
       return Error(Errc::connection, std::move(msg), /*retriable=*/true);
     case RD_KAFKA_RESP_ERR__AUTHENTICATION:
     case RD_KAFKA_RESP_ERR_SASL_AUTHENTICATION_FAILED:
-      return Error(Errc::auth, msg + ": check the SASL/SSL settings (rdkafka.sasl.*, rdkafka.ssl.*)");
+      return Error(Errc::auth,
+                   msg + ": check the SASL/SSL settings (rdkafka.sasl.*, rdkafka.ssl.*)");
     case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
     case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
@@ -107,17 +112,17 @@ Error error_from(rd_kafka_resp_err_t err, std::string_view context) {
       return Error(Errc::permission, msg + ": grant the principal access in the broker's ACLs");
     case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
     case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
-      return Error(Errc::not_found, msg + ": create the topic or enable auto.create.topics.enable on the broker");
+      return Error(Errc::not_found,
+                   msg + ": create the topic or enable auto.create.topics.enable on the broker");
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
     case RD_KAFKA_RESP_ERR_INVALID_MSG:
-    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
-      return Error(Errc::data, std::move(msg));
-    default:
-      return Error(Errc::internal, std::move(msg));
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD: return Error(Errc::data, std::move(msg));
+    default: return Error(Errc::internal, std::move(msg));
   }
 }
 
-Status check_reachable(rd_kafka_t* rk, std::string_view brokers, std::chrono::milliseconds timeout) {
+Status check_reachable(rd_kafka_t* rk, std::string_view brokers,
+                       std::chrono::milliseconds timeout) {
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_resp_err_t err =
       rd_kafka_metadata(rk, /*all_topics=*/0, nullptr, &md, static_cast<int>(timeout.count()));
@@ -125,11 +130,12 @@ Status check_reachable(rd_kafka_t* rk, std::string_view brokers, std::chrono::mi
     rd_kafka_metadata_destroy(md);
     return ok_status();
   }
-  return Error(Errc::connection,
-               fmt::format("cannot reach Kafka at {} within {} ms ({}): check `brokers` and that the "
-                           "brokers are running and reachable",
-                           brokers, timeout.count(), rd_kafka_err2str(err)),
-               /*retriable=*/true);
+  return Error(
+      Errc::connection,
+      fmt::format("cannot reach Kafka at {} within {} ms ({}): check `brokers` and that the "
+                  "brokers are running and reachable",
+                  brokers, timeout.count(), rd_kafka_err2str(err)),
+      /*retriable=*/true);
 }
 
 }  // namespace sluice::kafka

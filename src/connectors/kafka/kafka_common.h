@@ -22,7 +22,9 @@ struct ConfDeleter {
   void operator()(rd_kafka_conf_t* c) const noexcept { rd_kafka_conf_destroy(c); }
 };
 struct TopicPartitionListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const noexcept { rd_kafka_topic_partition_list_destroy(l); }
+  void operator()(rd_kafka_topic_partition_list_t* l) const noexcept {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
 };
 struct HeadersDeleter {
   void operator()(rd_kafka_headers_t* h) const noexcept { rd_kafka_headers_destroy(h); }

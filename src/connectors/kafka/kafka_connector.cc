@@ -9,9 +9,10 @@ namespace sluice {
 ConnectorSpec kafka_connector() {
   return ConnectorSpec{
       .name = "kafka",
-      .summary = "Reads from and writes to Apache Kafka topics (librdkafka): idempotent or "
-                 "transactional producer, consumer groups with offsets committed after the "
-                 "destination acknowledged.",
+      .summary =
+          "Reads from and writes to Apache Kafka topics (librdkafka): idempotent or "
+          "transactional producer, consumer groups with offsets committed after the "
+          "destination acknowledged.",
       .source_settings = kafka_source_settings(),
       .destination_settings = kafka_destination_settings(),
       .make_source = &make_kafka_source,

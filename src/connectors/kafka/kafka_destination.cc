@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -59,14 +59,16 @@ struct Options {
 };
 
 constexpr auto kSettings = settings_table<Options>(
-    setting<&Options::brokers>("brokers", "Bootstrap brokers, host:port[,host:port...].").mandatory(),
+    setting<&Options::brokers>("brokers", "Bootstrap brokers, host:port[,host:port...].")
+        .mandatory(),
     setting<&Options::topic>(
         "topic",
         "Topic of each record: a template where {{schema}}, {{table}} and any {{metadata-key}} are replaced "
         "from the record's metadata. Default, like Debezium: <topic.prefix>.<schema>.<table>, or "
         "<topic.prefix>.<table> when the record has no schema. Characters Kafka does not allow in topic names "
         "become '_'. Missing topics are created by the broker (auto.create.topics.enable)."),
-    setting<&Options::topic_prefix>("topic.prefix", "Prefix of the default topic names. Default: the pipeline id."),
+    setting<&Options::topic_prefix>("topic.prefix",
+                                    "Prefix of the default topic names. Default: the pipeline id."),
     setting<&Options::format>(
         "format",
         "Message value. opencdc: the OpenCDC JSON record; debezium: the Debezium change-event envelope as "
@@ -83,12 +85,14 @@ constexpr auto kSettings = settings_table<Options>(
         "messages).")
         .one_of("all,1,0")
         .with_default("all"),
-    setting<&Options::linger>("linger", "How long the producer waits to fill a message batch (linger.ms).")
+    setting<&Options::linger>("linger",
+                              "How long the producer waits to fill a message batch (linger.ms).")
         .with_default("5ms"),
-    setting<&Options::batch_size>("batch.size", "Largest message batch per partition, in bytes (batch.size).")
+    setting<&Options::batch_size>("batch.size",
+                                  "Largest message batch per partition, in bytes (batch.size).")
         .with_default("1MiB"),
-    setting<&Options::batch_num_messages>("batch.num.messages",
-                                          "Most messages in one message batch (batch.num.messages).")
+    setting<&Options::batch_num_messages>(
+        "batch.num.messages", "Most messages in one message batch (batch.num.messages).")
         .with_default("10000")
         .at_least(1),
     setting<&Options::delivery_timeout>(
@@ -97,8 +101,8 @@ constexpr auto kSettings = settings_table<Options>(
         "restarts shorter than this are absorbed by the producer's own in-order retries, longer outages stop "
         "the pipeline (a restart re-sends from the checkpoint).")
         .with_default("300s"),
-    setting<&Options::headers>("headers",
-                               "Write the record's metadata as message headers (one header per metadata key).")
+    setting<&Options::headers>(
+        "headers", "Write the record's metadata as message headers (one header per metadata key).")
         .with_default("true"),
     setting<&Options::tombstones>(
         "debezium.tombstones",
@@ -120,16 +124,17 @@ constexpr auto kSettings = settings_table<Options>(
         "transactions: the compacted topic (1 partition, created if missing) holding each pipeline's last "
         "committed source position, keyed by the pipeline id.")
         .with_default("sluice_positions"),
-    setting<&Options::rdkafka>("rdkafka.*",
-                               "Any librdkafka producer property, passed through (rdkafka.security.protocol: "
-                               "SASL_SSL, rdkafka.message.max.bytes: 2000000, ...); wins over the settings "
-                               "above."));
+    setting<&Options::rdkafka>(
+        "rdkafka.*",
+        "Any librdkafka producer property, passed through (rdkafka.security.protocol: "
+        "SASL_SSL, rdkafka.message.max.bytes: 2000000, ...); wins over the settings "
+        "above."));
 
 // Kafka topic names: [a-zA-Z0-9._-], at most 249 characters.
 void sanitize_topic(std::string& t) {
   for (char& c : t) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
     if (!ok) c = '_';
   }
   if (t.size() > 249) t.resize(249);
@@ -149,12 +154,12 @@ struct BatchState;
 // One message of a batch; librdkafka's opaque for its delivery report.
 struct Msg {
   BatchState* st;
-  Chunk* chunk;             // nullptr: the position message (copied by librdkafka)
+  Chunk* chunk;  // nullptr: the position message (copied by librdkafka)
   rd_kafka_topic_t* topic;
-  const char* key;          // nullptr: null key
-  char* value;              // nullptr: null value (tombstone)
+  const char* key;  // nullptr: null key
+  char* value;      // nullptr: null value (tombstone)
   uint32_t key_len, value_len;
-  uint32_t rec;             // record index (headers)
+  uint32_t rec;  // record index (headers)
 };
 
 // librdkafka's own log: connection failures it retries by itself are warnings (a delivery that
@@ -233,7 +238,7 @@ class KafkaDestination final : public Destination {
   std::condition_variable cv_;  // in-flight batch count changed, or a delivery freed queue space
   size_t in_flight_ = 0;
   std::atomic<bool> waiting_for_space_{false};  // write() waits for librdkafka's queue to drain
-  std::string scratch_;  // one message being encoded (writer thread)
+  std::string scratch_;                         // one message being encoded (writer thread)
   bool closed_ = false;
 };
 
@@ -256,12 +261,14 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
   };
   if (o_.acks == "all") defaults["enable.idempotence"] = "true";
   if (o_.transactions) {
-    defaults["transactional.id"] = o_.transactional_id.empty() ? "sluice-" + pipeline_id_ : o_.transactional_id;
+    defaults["transactional.id"] =
+        o_.transactional_id.empty() ? "sluice-" + pipeline_id_ : o_.transactional_id;
     defaults["enable.idempotence"] = "true";
     defaults["acks"] = "all";
     // librdkafka requires message.timeout.ms <= transaction.timeout.ms (the broker caps the latter
     // at transaction.max.timeout.ms, 15 minutes by default).
-    defaults["transaction.timeout.ms"] = std::to_string(std::max<int64_t>(60000, o_.delivery_timeout.count()));
+    defaults["transaction.timeout.ms"] =
+        std::to_string(std::max<int64_t>(60000, o_.delivery_timeout.count()));
   }
   auto conf = kafka::make_conf(o_.brokers, "kafka destination", defaults, o_.rdkafka);
   if (!conf.ok()) return std::move(conf).error();
@@ -292,8 +299,10 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
     if (rd_kafka_error_t* e = rd_kafka_init_transactions(rk_.get(), 60000))
       return txn_error(e, "initialising transactions");
   }
-  spdlog::info("kafka destination: producing to {} (format {}, {}{})", o_.brokers, o_.debezium ? "debezium" : "opencdc",
-               o_.transactions ? "transactional" : "idempotent", o_.acks == "all" ? "" : ", acks=" + o_.acks);
+  spdlog::info("kafka destination: producing to {} (format {}, {}{})", o_.brokers,
+               o_.debezium ? "debezium" : "opencdc",
+               o_.transactions ? "transactional" : "idempotent",
+               o_.acks == "all" ? "" : ", acks=" + o_.acks);
   return ok_status();
 }
 
@@ -302,8 +311,9 @@ Status KafkaDestination::txn_error(rd_kafka_error_t* e, std::string_view what) {
   Error out = kafka::error_from(rd_kafka_error_code(e), fmt::format("{}: ", what));
   std::string msg = out.message();
   if (rd_kafka_error_is_fatal(e))
-    msg += " (fatal: the producer was fenced by a newer one with the same transactional.id, or cannot go on; "
-           "restart the pipeline)";
+    msg +=
+        " (fatal: the producer was fenced by a newer one with the same transactional.id, or cannot go on; "
+        "restart the pipeline)";
   Error result(out.code(), msg, retriable);
   rd_kafka_error_destroy(e);
   return result;
@@ -311,7 +321,8 @@ Status KafkaDestination::txn_error(rd_kafka_error_t* e, std::string_view what) {
 
 Status KafkaDestination::ensure_positions_topic() {
   char err[512];
-  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(o_.positions_topic.c_str(), 1, -1, err, sizeof err);
+  rd_kafka_NewTopic_t* nt =
+      rd_kafka_NewTopic_new(o_.positions_topic.c_str(), 1, -1, err, sizeof err);
   if (!nt) return Error(Errc::invalid_argument, fmt::format("positions.topic: {}", err));
   rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_.get());
@@ -319,8 +330,8 @@ Status KafkaDestination::ensure_positions_topic() {
   rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
   Status out = ok_status();
   if (!ev) {
-    out = Error(Errc::timeout, fmt::format("creating positions topic '{}' timed out",
-                                           o_.positions_topic), true);
+    out = Error(Errc::timeout,
+                fmt::format("creating positions topic '{}' timed out", o_.positions_topic), true);
   } else {
     size_t n = 0;
     const rd_kafka_topic_result_t** tr =
@@ -328,7 +339,8 @@ Status KafkaDestination::ensure_positions_topic() {
     rd_kafka_resp_err_t e = rd_kafka_event_error(ev);
     if (e == RD_KAFKA_RESP_ERR_NO_ERROR && n == 1) e = rd_kafka_topic_result_error(tr[0]);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-      out = kafka::error_from(e, fmt::format("creating positions topic '{}': ", o_.positions_topic));
+      out =
+          kafka::error_from(e, fmt::format("creating positions topic '{}': ", o_.positions_topic));
     rd_kafka_event_destroy(ev);
   }
   rd_kafka_queue_destroy(q);
@@ -347,8 +359,9 @@ rd_kafka_topic_t* KafkaDestination::topic_handle(std::string_view name) {
 Status KafkaDestination::encode(Batch& batch, BatchState& st) {
   const auto& records = batch.records();
   st.msgs.reserve(records.size() + (o_.debezium && o_.tombstones ? records.size() / 8 : 0));
-  const int64_t now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   kafka::DebeziumSource src{o_.topic_prefix, SLUICE_VERSION_TEXT, now_ms};
   rd_kafka_topic_t* last_topic = nullptr;
   std::string last_topic_name;
@@ -380,11 +393,13 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st) {
     if (o_.headers && r.metadata.is_object())
       for (const Field& f : r.metadata.fields()) size += f.name.size() + f.value.as_text().size();
     if (size > max_message_bytes_ || scratch_.size() > UINT32_MAX)
-      return Error(Errc::data,
-                   fmt::format("the message for topic '{}' is {} bytes, above message.max.bytes "
-                               "({}): raise rdkafka.message.max.bytes (and the topic's max.message.bytes), or route "
-                               "such records with on_error: dlq",
-                               topic_buf_, size, max_message_bytes_));
+      return Error(
+          Errc::data,
+          fmt::format(
+              "the message for topic '{}' is {} bytes, above message.max.bytes "
+              "({}): raise rdkafka.message.max.bytes (and the topic's max.message.bytes), or route "
+              "such records with on_error: dlq",
+              topic_buf_, size, max_message_bytes_));
     if (st.chunks.empty() || st.chunks.back()->cap - st.chunks.back()->used < scratch_.size()) {
       auto c = std::make_unique<Chunk>();
       c->cap = std::max(Chunk::kSize, scratch_.size());
@@ -395,8 +410,14 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st) {
     char* at = c->data.get() + c->used;
     std::memcpy(at, scratch_.data(), scratch_.size());
     c->used += scratch_.size();
-    Msg m{&st, c, last_topic, keyed ? at : nullptr, at + key_len, uint32_t(key_len),
-          uint32_t(scratch_.size() - key_len), i};
+    Msg m{&st,
+          c,
+          last_topic,
+          keyed ? at : nullptr,
+          at + key_len,
+          uint32_t(key_len),
+          uint32_t(scratch_.size() - key_len),
+          i};
     st.msgs.push_back(m);
     c->pending.fetch_add(1, std::memory_order_relaxed);
     if (o_.debezium && o_.tombstones && keyed && r.op == Operation::remove && !is_truncate(r)) {
@@ -421,7 +442,8 @@ void KafkaDestination::release_state(BatchState* st) { delete st; }
 void KafkaDestination::on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
   auto* msg = static_cast<Msg*>(m->_private);
   if (!msg) return;
-  if (msg->chunk && msg->chunk->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) msg->chunk->data.reset();
+  if (msg->chunk && msg->chunk->pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    msg->chunk->data.reset();
   msg->st->owner->message_done(msg->st, m->err, m->rkt ? rd_kafka_topic_name(m->rkt) : "");
 }
 
@@ -431,9 +453,11 @@ void KafkaDestination::message_done(BatchState* st, rd_kafka_resp_err_t err, con
     if (!st->error) {
       Error e = kafka::error_from(err, fmt::format("delivery to '{}' failed: ", topic));
       if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
-        e = Error(e.code(), e.message() + ": the broker refuses a message this large: raise the topic's "
-                                          "max.message.bytes (or lower rdkafka.message.max.bytes so such records "
-                                          "are rejected before producing and can go to the dead-letter queue)");
+        e = Error(e.code(),
+                  e.message() +
+                      ": the broker refuses a message this large: raise the topic's "
+                      "max.message.bytes (or lower rdkafka.message.max.bytes so such records "
+                      "are rejected before producing and can go to the dead-letter queue)");
       st->error = std::move(e);
     }
   }
@@ -466,11 +490,12 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
     for (;;) {
       rd_kafka_headers_t* hdrs = nullptr;
       if (is_pos) {
-        err = rd_kafka_producev(rk_.get(), RD_KAFKA_V_TOPIC(o_.positions_topic.c_str()), RD_KAFKA_V_PARTITION(0),
-                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                                RD_KAFKA_V_KEY(pipeline_id_.data(), pipeline_id_.size()),
-                                RD_KAFKA_V_VALUE(const_cast<char*>(position->data()), position->size()),
-                                RD_KAFKA_V_OPAQUE(&st->position_msg), RD_KAFKA_V_END);
+        err = rd_kafka_producev(
+            rk_.get(), RD_KAFKA_V_TOPIC(o_.positions_topic.c_str()), RD_KAFKA_V_PARTITION(0),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_KEY(pipeline_id_.data(), pipeline_id_.size()),
+            RD_KAFKA_V_VALUE(const_cast<char*>(position->data()), position->size()),
+            RD_KAFKA_V_OPAQUE(&st->position_msg), RD_KAFKA_V_END);
       } else {
         Msg& m = st->msgs[i];
         const Record& r = records[m.rec];
@@ -479,13 +504,14 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
           for (const Field& f : r.metadata.fields()) {
             if (f.value.kind() != ValueKind::string) continue;
             std::string_view v = f.value.as_text();
-            rd_kafka_header_add(hdrs, f.name.data(), ssize_t(f.name.size()), v.data(), ssize_t(v.size()));
+            rd_kafka_header_add(hdrs, f.name.data(), ssize_t(f.name.size()), v.data(),
+                                ssize_t(v.size()));
           }
         }
-        err = rd_kafka_producev(
-            rk_.get(), RD_KAFKA_V_RKT(m.topic), RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_KEY(m.key, (m.key ? m.key_len : 0)),
-            RD_KAFKA_V_VALUE(m.value, (m.value ? m.value_len : 0)),
-            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&m), RD_KAFKA_V_END);
+        err = rd_kafka_producev(rk_.get(), RD_KAFKA_V_RKT(m.topic), RD_KAFKA_V_MSGFLAGS(0),
+                                RD_KAFKA_V_KEY(m.key, (m.key ? m.key_len : 0)),
+                                RD_KAFKA_V_VALUE(m.value, (m.value ? m.value_len : 0)),
+                                RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&m), RD_KAFKA_V_END);
       }
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (hdrs) rd_kafka_headers_destroy(hdrs);  // not taken on failure
@@ -502,7 +528,8 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
         if (!st->error) {
           st->error = kafka::error_from(
               err, fmt::format("producing to '{}': ",
-                               is_pos ? o_.positions_topic : std::string(rd_kafka_topic_name(st->msgs[i].topic))));
+                               is_pos ? o_.positions_topic
+                                      : std::string(rd_kafka_topic_name(st->msgs[i].topic))));
         }
       }
       return total - i;
@@ -535,7 +562,8 @@ void KafkaDestination::write(Batch& batch, WriteDone done) {
   // +1: this thread's guard, so the batch cannot complete while it is still being produced.
   st->outstanding.store(st->msgs.size() + 1, std::memory_order_relaxed);
   const size_t not_produced = produce_all(batch, st, nullptr);
-  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1) finish(st);
+  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1)
+    finish(st);
 }
 
 void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
@@ -557,7 +585,8 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
     done(txn_error(e, "beginning a transaction"));
     return;
   }
-  // All delivery reports in: the state is freed and the promise set (with the first delivery error).
+  // All delivery reports in: the state is freed and the promise set (with the first delivery
+  // error).
   auto delivered = std::make_shared<std::promise<Status>>();
   std::future<Status> all_delivered = delivered->get_future();
   st->done = [delivered](Status s) { delivered->set_value(std::move(s)); };
@@ -568,21 +597,25 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
   const size_t total = st->msgs.size() + (with_position ? 1 : 0);
   st->outstanding.store(total + 1, std::memory_order_relaxed);
   const size_t not_produced = produce_all(batch, st, with_position ? &position : nullptr);
-  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1) finish(st);
+  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1)
+    finish(st);
   Status result = ok_status();
   if (not_produced == 0) {
-    if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1)) result = txn_error(e, "committing");
+    if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
+      result = txn_error(e, "committing");
   }
   Status deliveries = all_delivered.get();
   if (not_produced != 0) {
-    result = deliveries.ok() ? Status(Error(Errc::internal, "producing in a transaction failed")) : deliveries;
+    result = deliveries.ok() ? Status(Error(Errc::internal, "producing in a transaction failed"))
+                             : deliveries;
   }
   if (result.ok() && !deliveries.ok()) result = deliveries;
   if (!result.ok()) {
     if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000)) {
       Status abort = txn_error(e, "aborting a failed transaction");
       spdlog::warn("{}", abort.error().message());
-      result = Error(abort.error().code(), result.error().message() + "; " + abort.error().message(), false);
+      result = Error(abort.error().code(),
+                     result.error().message() + "; " + abort.error().message(), false);
     } else if (!deliveries.ok() && result.error().code() == Errc::data) {
       result = deliveries;
     } else {
@@ -628,7 +661,8 @@ Result<std::optional<std::string>> KafkaDestination::stored_position(std::string
   };
   // Security settings apply to this reader too; producer-only properties do not.
   for (const auto& [k, v] : o_.rdkafka)
-    if (k.rfind("security.", 0) == 0 || k.rfind("ssl.", 0) == 0 || k.rfind("sasl.", 0) == 0) props[k] = v;
+    if (k.rfind("security.", 0) == 0 || k.rfind("ssl.", 0) == 0 || k.rfind("sasl.", 0) == 0)
+      props[k] = v;
   auto conf = kafka::make_conf(o_.brokers, "kafka destination", {}, props);
   if (!conf.ok()) return std::move(conf).error().with_context("positions reader: ");
   char err[512];
@@ -644,7 +678,8 @@ Result<std::optional<std::string>> KafkaDestination::stored_position(std::string
   std::optional<std::string> found;
   if (high <= low) return found;
   kafka::PartitionList parts(rd_kafka_topic_partition_list_new(1));
-  rd_kafka_topic_partition_list_add(parts.get(), o_.positions_topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_topic_partition_list_add(parts.get(), o_.positions_topic.c_str(), 0)->offset =
+      RD_KAFKA_OFFSET_BEGINNING;
   if ((e = rd_kafka_assign(c.get(), parts.get())) != RD_KAFKA_RESP_ERR_NO_ERROR)
     return kafka::error_from(e, "reading positions: ");
   const auto until = std::chrono::steady_clock::now() + 60s;
@@ -656,7 +691,8 @@ Result<std::optional<std::string>> KafkaDestination::stored_position(std::string
     if (!m) continue;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) break;
     if (m->err) {
-      if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) continue;
+      if (m->err == RD_KAFKA_RESP_ERR__TRANSPORT || m->err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+        continue;
       return kafka::error_from(m->err, "reading positions: ");
     }
     if (m->key && std::string_view(static_cast<const char*>(m->key), m->key_len) == pipeline_id) {

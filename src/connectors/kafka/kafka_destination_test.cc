@@ -15,7 +15,8 @@ Result<std::unique_ptr<Destination>> make(const std::map<std::string, std::strin
 }
 
 TEST(KafkaDestinationSettings, EverySettingHasADocLine) {
-  for (const SettingSpec& spec : kafka_destination_settings()) EXPECT_FALSE(spec.doc.empty()) << spec.name;
+  for (const SettingSpec& spec : kafka_destination_settings())
+    EXPECT_FALSE(spec.doc.empty()) << spec.name;
 }
 
 TEST(KafkaDestinationSettings, BrokersAloneIsEnoughAndDefaultsAreIdempotentOpenCdc) {
@@ -50,12 +51,15 @@ TEST(KafkaDestinationSettings, AnUnknownLibrdkafkaPropertyFailsOpenWithOneLineNa
   Status st = (*d)->open(ctx);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code(), Errc::invalid_argument);
-  EXPECT_NE(st.error().message().find("no.such.property"), std::string::npos) << st.error().message();
+  EXPECT_NE(st.error().message().find("no.such.property"), std::string::npos)
+      << st.error().message();
   EXPECT_EQ(st.error().message().find('\n'), std::string::npos);
 }
 
 TEST(KafkaDestinationSettings, ABadSecretValueIsNotEchoed) {
-  auto d = make({{"brokers", "127.0.0.1:1"}, {"rdkafka.ssl.key.password", "hunter2"}, {"rdkafka.linger.ms", "-5"}});
+  auto d = make({{"brokers", "127.0.0.1:1"},
+                 {"rdkafka.ssl.key.password", "hunter2"},
+                 {"rdkafka.linger.ms", "-5"}});
   ASSERT_TRUE(d.ok());
   ConnectorContext ctx{"p1", "kafka", nullptr};
   Status st = (*d)->open(ctx);

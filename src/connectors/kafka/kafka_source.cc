@@ -28,9 +28,9 @@ namespace sluice {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using kafka::encode_position;
 using kafka::Format;
 using kafka::Offsets;
-using kafka::encode_position;
 using kafka::parse_position;
 
 // The source's options: filled from the settings table below by bind_settings (defaults written
@@ -47,7 +47,8 @@ struct Options {
 };
 
 constexpr auto kSettings = settings_table<Options>(
-    setting<&Options::brokers>("brokers", "Bootstrap brokers, host:port[,host:port...].").mandatory(),
+    setting<&Options::brokers>("brokers", "Bootstrap brokers, host:port[,host:port...].")
+        .mandatory(),
     setting<&Options::topics>(
         "topics",
         "Topics to read. An entry starting with ^ is a regular expression (librdkafka subscribes to every "
@@ -72,8 +73,8 @@ constexpr auto kSettings = settings_table<Options>(
         "raw: key = {key: message key}, after = {value: message value}, table = the topic.")
         .one_of("opencdc,debezium,raw")
         .with_default("opencdc"),
-    setting<&Options::connect_timeout>("connect_timeout",
-                                       "How long open may wait for the brokers' metadata before failing.")
+    setting<&Options::connect_timeout>(
+        "connect_timeout", "How long open may wait for the brokers' metadata before failing.")
         .with_default("10s"),
     setting<&Options::rdkafka>(
         "rdkafka.*",
@@ -146,9 +147,9 @@ class KafkaSource final : public Source {
   bool had_checkpoint_ = false;
 
   // reader thread
-  Offsets offsets_;              // next offset to read, per topic-partition
-  bool offsets_dirty_ = false;   // changed without a record (assignment at `latest`, tombstones)
-  std::string last_position_;    // last position given to a batch
+  Offsets offsets_;             // next offset to read, per topic-partition
+  bool offsets_dirty_ = false;  // changed without a record (assignment at `latest`, tombstones)
+  std::string last_position_;   // last position given to a batch
   struct Slot {
     rd_kafka_topic_t* rkt;
     int32_t partition;
@@ -164,7 +165,7 @@ class KafkaSource final : public Source {
     if (value) --not_at_end_;
     else ++not_at_end_;
   }
-  std::vector<Slot> slots_;      // (topic handle, partition) → &offsets_[..][..]
+  std::vector<Slot> slots_;  // (topic handle, partition) → &offsets_[..][..]
   std::vector<std::pair<std::string_view, std::string_view>> headers_;
   std::unordered_map<int, Clock::time_point> last_warned_;
   std::optional<Error> callback_error_;
@@ -175,12 +176,13 @@ class KafkaSource final : public Source {
 
   // acker thread (and close)
   std::mutex commit_mu_;
-  Offsets committed_;            // what was last sent to the group
+  Offsets committed_;  // what was last sent to the group
   std::string last_acked_;
   bool closed_ = false;
 };
 
-void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts, void*) {
+void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+                  void*) {
   if (t_current != nullptr) return t_current->on_rebalance(err, parts);
   // Not expected (callbacks are served by the reader thread); keep librdkafka's default behaviour.
   const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
@@ -199,7 +201,8 @@ void error_cb(rd_kafka_t*, int err, const char* reason, void*) {
   if (t_current != nullptr) t_current->on_error(rd_kafka_resp_err_t(err), reason);
 }
 
-void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void*) {
+void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets,
+               void*) {
   if (t_current != nullptr) t_current->on_commit(err, offsets);
 }
 
@@ -208,8 +211,10 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
   const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
   if (err != RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
     if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
-      spdlog::warn("pipeline {}: kafka rebalance error: {}", ctx_.pipeline_id, rd_kafka_err2str(err));
-    spdlog::info("pipeline {}: {} partition(s) revoked from group '{}'", ctx_.pipeline_id, parts->cnt, group_);
+      spdlog::warn("pipeline {}: kafka rebalance error: {}", ctx_.pipeline_id,
+                   rd_kafka_err2str(err));
+    spdlog::info("pipeline {}: {} partition(s) revoked from group '{}'", ctx_.pipeline_id,
+                 parts->cnt, group_);
     slots_.clear();
     if (cooperative) {
       for (int i = 0; i < parts->cnt; ++i) {
@@ -248,25 +253,28 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
     } else if (start_ == "latest") {
       // Resolve the end now, so that what is produced after the assignment is never skipped.
       int64_t low = 0, high = 0;
-      rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, tp.topic, tp.partition, &low, &high,
-                                                               int(connect_timeout_.count()));
+      rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(
+          rk, tp.topic, tp.partition, &low, &high, int(connect_timeout_.count()));
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
         tp.offset = high;
         offsets_[tp.topic][tp.partition] = high;
         offsets_dirty_ = true;
       } else {
-        spdlog::warn("pipeline {}: cannot read the end offset of '{}' partition {}: {} (starting at its end)",
-                     ctx_.pipeline_id, tp.topic, tp.partition, rd_kafka_err2str(e));
+        spdlog::warn(
+            "pipeline {}: cannot read the end offset of '{}' partition {}: {} (starting at its end)",
+            ctx_.pipeline_id, tp.topic, tp.partition, rd_kafka_err2str(e));
         tp.offset = RD_KAFKA_OFFSET_END;
       }
     } else {
-      tp.offset = RD_KAFKA_OFFSET_INVALID;  // the group's committed offset, else auto.offset.reset=earliest
+      tp.offset =
+          RD_KAFKA_OFFSET_INVALID;  // the group's committed offset, else auto.offset.reset=earliest
     }
   }
   slots_.clear();
   if (cooperative) {
     if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, parts)) {
-      callback_error_ = Error(Errc::internal, fmt::format("cannot assign partitions: {}", rd_kafka_error_string(e)));
+      callback_error_ = Error(
+          Errc::internal, fmt::format("cannot assign partitions: {}", rd_kafka_error_string(e)));
       rd_kafka_error_destroy(e);
       return;
     }
@@ -279,12 +287,15 @@ void KafkaSource::on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition
     not_at_end_ = 0;
   }
   for (int i = 0; i < parts->cnt; ++i) {
-    auto [it, fresh] = assigned_.try_emplace({parts->elems[i].topic, parts->elems[i].partition}, false);
+    auto [it, fresh] =
+        assigned_.try_emplace({parts->elems[i].topic, parts->elems[i].partition}, false);
     if (fresh) ++not_at_end_;
   }
   assignment_pending_ = false;
-  spdlog::info("pipeline {}: assigned {} partition(s) of group '{}' ({} at a known offset, {} from start: {})",
-               ctx_.pipeline_id, parts->cnt, group_, from_position, from_start, had_checkpoint_ ? "new partition" : start_);
+  spdlog::info(
+      "pipeline {}: assigned {} partition(s) of group '{}' ({} at a known offset, {} from start: {})",
+      ctx_.pipeline_id, parts->cnt, group_, from_position, from_start,
+      had_checkpoint_ ? "new partition" : start_);
 }
 
 void KafkaSource::on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t*) {
@@ -294,8 +305,9 @@ void KafkaSource::on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_li
     committed_.clear();  // commit everything again with the next ack
   }
   if (should_warn(err))
-    spdlog::warn("pipeline {}: committing offsets to group '{}' failed: {} (retried with the next acknowledgement)",
-                 ctx_.pipeline_id, group_, rd_kafka_err2str(err));
+    spdlog::warn(
+        "pipeline {}: committing offsets to group '{}' failed: {} (retried with the next acknowledgement)",
+        ctx_.pipeline_id, group_, rd_kafka_err2str(err));
 }
 
 void KafkaSource::on_error(rd_kafka_resp_err_t err, const char* reason) {
@@ -307,7 +319,8 @@ void KafkaSource::on_error(rd_kafka_resp_err_t err, const char* reason) {
   }
   // Brokers down or restarting, connections refused: librdkafka reconnects on its own.
   if (should_warn(err))
-    spdlog::warn("pipeline {}: kafka: {} (still polling; librdkafka reconnects)", ctx_.pipeline_id, reason);
+    spdlog::warn("pipeline {}: kafka: {} (still polling; librdkafka reconnects)", ctx_.pipeline_id,
+                 reason);
 }
 
 bool KafkaSource::should_warn(rd_kafka_resp_err_t err) {
@@ -319,7 +332,8 @@ bool KafkaSource::should_warn(rd_kafka_resp_err_t err) {
   return true;
 }
 
-Status KafkaSource::open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) {
+Status KafkaSource::open(const ConnectorContext& ctx,
+                         const std::optional<std::string>& checkpoint) {
   ctx_ = ctx;
   group_ = group_setting_.empty() ? "sluice-" + ctx.pipeline_id : group_setting_;
   if (topics_.empty()) return Error(Errc::config, "setting 'topics' lists no topic");
@@ -329,16 +343,21 @@ Status KafkaSource::open(const ConnectorContext& ctx, const std::optional<std::s
     if (int rc = regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
       char why[256];
       regerror(rc, &re, why, sizeof why);
-      return Error(Errc::config, fmt::format("setting 'topics': {} is not a valid regular expression ({}); fix it, "
-                                             "or list the topic without a leading ^", quote_user_text(t), why));
+      return Error(
+          Errc::config,
+          fmt::format("setting 'topics': {} is not a valid regular expression ({}); fix it, "
+                      "or list the topic without a leading ^",
+                      quote_user_text(t), why));
     }
     regfree(&re);
   }
   if (checkpoint && !checkpoint->empty()) {
     auto p = parse_position(*checkpoint);
     if (!p)
-      return Error(Errc::data, fmt::format("checkpoint {} is not a kafka position; run `sluice cleanup` to start over",
-                                           quote_user_text(*checkpoint)));
+      return Error(
+          Errc::data,
+          fmt::format("checkpoint {} is not a kafka position; run `sluice cleanup` to start over",
+                      quote_user_text(*checkpoint)));
     offsets_ = std::move(*p);
     had_checkpoint_ = true;
   }
@@ -360,18 +379,22 @@ Status KafkaSource::open(const ConnectorContext& ctx, const std::optional<std::s
   if (!conf.ok()) return std::move(conf).error();
   for (const char* k : {"enable.auto.commit", "enable.auto.offset.store"}) {
     if (properties_.count(k))
-      spdlog::warn("pipeline {}: rdkafka.{} is ignored: the kafka source commits offsets itself, after the "
-                   "destination acknowledged", ctx_.pipeline_id, k);
+      spdlog::warn(
+          "pipeline {}: rdkafka.{} is ignored: the kafka source commits offsets itself, after the "
+          "destination acknowledged",
+          ctx_.pipeline_id, k);
     if (Status st = kafka::set_property(conf->get(), k, "false"); !st.ok()) return st;
   }
   // End-of-partition events tell when every assigned partition is caught up (idle).
-  if (Status st = kafka::set_property(conf->get(), "enable.partition.eof", "true"); !st.ok()) return st;
+  if (Status st = kafka::set_property(conf->get(), "enable.partition.eof", "true"); !st.ok())
+    return st;
   rd_kafka_conf_set_rebalance_cb(conf->get(), &rebalance_cb);
   rd_kafka_conf_set_offset_commit_cb(conf->get(), &commit_cb);
   rd_kafka_conf_set_error_cb(conf->get(), &error_cb);
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof err);
-  if (rk == nullptr) return Error(Errc::invalid_argument, fmt::format("cannot create the Kafka consumer: {}", err));
+  if (rk == nullptr)
+    return Error(Errc::invalid_argument, fmt::format("cannot create the Kafka consumer: {}", err));
   (void)conf->release();  // owned by rk now
   rk_.reset(rk);
 
@@ -383,7 +406,8 @@ Status KafkaSource::open(const ConnectorContext& ctx, const std::optional<std::s
     if (t.empty() || t[0] != '^') named.push_back(t);
   if (!named.empty()) {
     const rd_kafka_metadata_t* md = nullptr;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, /*all_topics=*/1, nullptr, &md, int(connect_timeout_.count()));
+    rd_kafka_resp_err_t e =
+        rd_kafka_metadata(rk, /*all_topics=*/1, nullptr, &md, int(connect_timeout_.count()));
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
       return kafka::error_from(e, fmt::format("cannot list the topics on {}: ", brokers_));
     std::optional<Error> problem;
@@ -396,8 +420,11 @@ Status KafkaSource::open(const ConnectorContext& ctx, const std::optional<std::s
           problem = kafka::error_from(md->topics[i].err, fmt::format("topic '{}': ", name));
       }
       if (!found && !problem)
-        problem = Error(Errc::not_found, fmt::format("topic '{}' does not exist on {}: create it, or fix `topics` (a "
-                                                     "regular expression starts with ^)", name, brokers_));
+        problem =
+            Error(Errc::not_found,
+                  fmt::format("topic '{}' does not exist on {}: create it, or fix `topics` (a "
+                              "regular expression starts with ^)",
+                              name, brokers_));
     }
     rd_kafka_metadata_destroy(md);
     if (problem) return *problem;
@@ -405,12 +432,13 @@ Status KafkaSource::open(const ConnectorContext& ctx, const std::optional<std::s
 
   rd_kafka_poll_set_consumer(rk);
   kafka::PartitionList subs(rd_kafka_topic_partition_list_new(int(topics_.size())));
-  for (const auto& t : topics_) rd_kafka_topic_partition_list_add(subs.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
+  for (const auto& t : topics_)
+    rd_kafka_topic_partition_list_add(subs.get(), t.c_str(), RD_KAFKA_PARTITION_UA);
   if (rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, subs.get()); e != RD_KAFKA_RESP_ERR_NO_ERROR)
     return kafka::error_from(e, fmt::format("cannot subscribe to {}: ", join(topics_)));
   last_position_ = had_checkpoint_ ? *checkpoint : std::string();
-  spdlog::info("pipeline {}: consuming {} as group '{}' ({})", ctx_.pipeline_id, join(topics_), group_,
-               had_checkpoint_ ? "resuming from the checkpoint" : "start: " + start_);
+  spdlog::info("pipeline {}: consuming {} as group '{}' ({})", ctx_.pipeline_id, join(topics_),
+               group_, had_checkpoint_ ? "resuming from the checkpoint" : "start: " + start_);
   return ok_status();
 }
 
@@ -434,7 +462,8 @@ Status KafkaSource::handle_error(const rd_kafka_message_t& m) {
   if (should_warn(err)) {
     const char* topic = m.rkt ? rd_kafka_topic_name(m.rkt) : nullptr;
     spdlog::warn("pipeline {}: kafka consumer: {}{} (still polling)", ctx_.pipeline_id,
-                 topic ? fmt::format("topic '{}': ", topic) : std::string(), rd_kafka_message_errstr(&m));
+                 topic ? fmt::format("topic '{}': ", topic) : std::string(),
+                 rd_kafka_message_errstr(&m));
   }
   return ok_status();
 }
@@ -474,8 +503,10 @@ Status KafkaSource::handle_message(const rd_kafka_message_t& m, Batch& batch) {
     const char* name;
     const void* value;
     size_t size;
-    for (size_t i = 0; rd_kafka_header_get_all(h, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-      headers_.emplace_back(name, value ? std::string_view(static_cast<const char*>(value), size) : std::string_view());
+    for (size_t i = 0;
+         rd_kafka_header_get_all(h, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+      headers_.emplace_back(name, value ? std::string_view(static_cast<const char*>(value), size)
+                                        : std::string_view());
   }
   v.headers = headers_;
   if (Status st = decoder_.decode(v, batch); !st.ok()) return st;
@@ -491,7 +522,8 @@ Result<ReadStatus> KafkaSource::read(Batch& batch, const ReadRequest& req, std::
   const auto started = Clock::now();
   Clock::time_point first{};
   bool idle = false, drained = false;
-  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
     if (callback_error_) return *std::exchange(callback_error_, std::nullopt);
     int wait_ms = 0;
     if (drained) {
@@ -521,8 +553,10 @@ Result<ReadStatus> KafkaSource::read(Batch& batch, const ReadRequest& req, std::
   if (callback_error_) return *std::exchange(callback_error_, std::nullopt);
   if (ctx_.stats && newest_timestamp_ms_ >= 0 && !batch.empty()) {
     const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                               std::chrono::system_clock::now().time_since_epoch()).count();
-    ctx_.stats->lag_ms.store(std::max<int64_t>(0, now_ms - newest_timestamp_ms_), std::memory_order_relaxed);
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    ctx_.stats->lag_ms.store(std::max<int64_t>(0, now_ms - newest_timestamp_ms_),
+                             std::memory_order_relaxed);
   }
   if (offsets_dirty_) {
     std::string position = encode_position(offsets_);
@@ -553,10 +587,12 @@ void KafkaSource::ack(std::string_view position) {
     }
   }
   if (list->cnt == 0) return;
-  if (rd_kafka_resp_err_t e = rd_kafka_commit(rk_.get(), list.get(), /*async=*/1); e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+  if (rd_kafka_resp_err_t e = rd_kafka_commit(rk_.get(), list.get(), /*async=*/1);
+      e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     committed_.clear();
-    spdlog::warn("pipeline {}: committing offsets to group '{}' failed: {} (retried with the next acknowledgement)",
-                 ctx_.pipeline_id, group_, rd_kafka_err2str(e));
+    spdlog::warn(
+        "pipeline {}: committing offsets to group '{}' failed: {} (retried with the next acknowledgement)",
+        ctx_.pipeline_id, group_, rd_kafka_err2str(e));
   }
 }
 
@@ -568,11 +604,12 @@ void KafkaSource::close() noexcept {
   if (auto acked = parse_position(last_acked_); acked && !acked->empty()) {
     kafka::PartitionList list(rd_kafka_topic_partition_list_new(8));
     for (const auto& [topic, parts] : *acked)
-      for (const auto& [p, o] : parts) rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset = o;
-    if (rd_kafka_resp_err_t e = rd_kafka_commit(rk_.get(), list.get(), 0); e != RD_KAFKA_RESP_ERR_NO_ERROR &&
-                                                                            e != RD_KAFKA_RESP_ERR__NO_OFFSET)
-      spdlog::warn("pipeline {}: final offset commit to group '{}' failed: {}", ctx_.pipeline_id, group_,
-                   rd_kafka_err2str(e));
+      for (const auto& [p, o] : parts)
+        rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), p)->offset = o;
+    if (rd_kafka_resp_err_t e = rd_kafka_commit(rk_.get(), list.get(), 0);
+        e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+      spdlog::warn("pipeline {}: final offset commit to group '{}' failed: {}", ctx_.pipeline_id,
+                   group_, rd_kafka_err2str(e));
   }
   lk.unlock();
   {
@@ -595,14 +632,16 @@ Status KafkaSource::cleanup(const ConnectorContext& ctx) {
   if (!conf.ok()) return std::move(conf).error();
   char err[512];
   rd_kafka_t* raw = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
-  if (raw == nullptr) return Error(Errc::invalid_argument, fmt::format("cannot create a Kafka client: {}", err));
+  if (raw == nullptr)
+    return Error(Errc::invalid_argument, fmt::format("cannot create a Kafka client: {}", err));
   (void)conf->release();
   kafka::Handle rk(raw);
   if (Status st = kafka::check_reachable(rk.get(), brokers_, connect_timeout_); !st.ok()) return st;
   rd_kafka_DeleteGroup_t* dg = rd_kafka_DeleteGroup_new(group.c_str());
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk.get());
   rd_kafka_DeleteGroups(rk.get(), &dg, 1, nullptr, q);
-  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, int(std::max<int64_t>(connect_timeout_.count(), 10000)));
+  rd_kafka_event_t* ev =
+      rd_kafka_queue_poll(q, int(std::max<int64_t>(connect_timeout_.count(), 10000)));
   rd_kafka_resp_err_t result = RD_KAFKA_RESP_ERR__TIMED_OUT;
   if (ev != nullptr) {
     result = rd_kafka_event_error(ev);
@@ -621,7 +660,9 @@ Status KafkaSource::cleanup(const ConnectorContext& ctx) {
   } else if (result == RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND) {
     spdlog::info("consumer group '{}' does not exist", group);
   } else if (result == RD_KAFKA_RESP_ERR_NON_EMPTY_GROUP) {
-    return Error(Errc::conflict, fmt::format("consumer group '{}' has active members: stop the pipeline first", group));
+    return Error(
+        Errc::conflict,
+        fmt::format("consumer group '{}' has active members: stop the pipeline first", group));
   } else {
     return kafka::error_from(result, fmt::format("cannot delete consumer group '{}': ", group));
   }
@@ -631,7 +672,6 @@ Status KafkaSource::cleanup(const ConnectorContext& ctx) {
 }  // namespace
 
 namespace kafka {
-
 
 std::string encode_position(const Offsets& offsets) {
   std::string out;
@@ -674,7 +714,8 @@ std::optional<Offsets> parse_position(std::string_view text) {
       const size_t eq = item.find('=');
       int32_t p;
       int64_t o;
-      if (eq == std::string_view::npos || !num(item.substr(0, eq), &p) || !num(item.substr(eq + 1), &o) || o < 0)
+      if (eq == std::string_view::npos || !num(item.substr(0, eq), &p) ||
+          !num(item.substr(eq + 1), &o) || o < 0)
         return std::nullopt;
       parts[p] = o;
       s = e + 1;

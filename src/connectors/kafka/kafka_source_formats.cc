@@ -83,20 +83,26 @@ class JsonToValue {
     }
     switch (e.type()) {
       case element_type::NULL_VALUE: *out = Value::null(); return true;
-      case element_type::BOOL: *out = Value::boolean(bool(e.get_bool().value_unsafe())); return true;
+      case element_type::BOOL:
+        *out = Value::boolean(bool(e.get_bool().value_unsafe()));
+        return true;
       case element_type::INT64: *out = Value::int64(e.get_int64().value_unsafe()); return true;
       case element_type::UINT64: *out = Value::uint64(e.get_uint64().value_unsafe()); return true;
       case element_type::DOUBLE: *out = Value::float64(e.get_double().value_unsafe()); return true;
-      case element_type::STRING: *out = Value::string(arena_.copy(e.get_string().value_unsafe())); return true;
+      case element_type::STRING:
+        *out = Value::string(arena_.copy(e.get_string().value_unsafe()));
+        return true;
       case element_type::ARRAY: {
         simdjson::dom::array a = e.get_array().value_unsafe();
         const size_t n = a.size();
         Value* items = arena_.allocate_array<Value>(n);
         element item_schema;
-        const bool has_items = schema != nullptr && schema->at_key("items").get(item_schema) == simdjson::SUCCESS;
+        const bool has_items =
+            schema != nullptr && schema->at_key("items").get(item_schema) == simdjson::SUCCESS;
         size_t i = 0;
         for (element item : a) {
-          if (!convert(item, has_items ? &item_schema : nullptr, &items[i], depth + 1)) return false;
+          if (!convert(item, has_items ? &item_schema : nullptr, &items[i], depth + 1))
+            return false;
           ++i;
         }
         *out = Value::array(items, uint32_t(i));
@@ -156,7 +162,8 @@ class JsonToValue {
     if (name == "io.debezium.time.Date" || name == "org.apache.kafka.connect.data.Date") {
       if (!want_int(e, &i, name)) return false;
       *out = Value::date(int32_t(i));
-    } else if (name == "io.debezium.time.Timestamp" || name == "org.apache.kafka.connect.data.Timestamp") {
+    } else if (name == "io.debezium.time.Timestamp" ||
+               name == "org.apache.kafka.connect.data.Timestamp") {
       if (!want_int(e, &i, name)) return false;
       *out = Value::timestamp(i * 1000);
     } else if (name == "io.debezium.time.MicroTimestamp") {
@@ -174,21 +181,25 @@ class JsonToValue {
     } else if (name == "io.debezium.time.NanoTime") {
       if (!want_int(e, &i, name)) return false;
       *out = Value::time(i / 1000);
-    } else if (name == "io.debezium.time.ZonedTimestamp" || name == "io.debezium.time.IsoTimestamp") {
+    } else if (name == "io.debezium.time.ZonedTimestamp" ||
+               name == "io.debezium.time.IsoTimestamp") {
       if (!want_string(e, &s, name)) return false;
       int64_t micros;
-      if (!parse_timestamptz(s, &micros)) return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
+      if (!parse_timestamptz(s, &micros))
+        return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
       *out = Value::timestamptz(micros);
     } else if (name == "io.debezium.time.ZonedTime" || name == "io.debezium.time.IsoTime") {
       if (!want_string(e, &s, name)) return false;
       int64_t micros;
       int32_t offset;
-      if (!parse_timetz(s, &micros, &offset)) return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
+      if (!parse_timetz(s, &micros, &offset))
+        return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
       *out = Value::timetz(micros, offset);
     } else if (name == "io.debezium.time.IsoDate") {
       if (!want_string(e, &s, name)) return false;
       int32_t days;
-      if (!parse_date(s.substr(0, 10), &days)) return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
+      if (!parse_date(s.substr(0, 10), &days))
+        return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
       *out = Value::date(days);
     } else if (name == "org.apache.kafka.connect.data.Decimal") {
       if (e.type() != element_type::STRING) {
@@ -219,8 +230,10 @@ class JsonToValue {
     } else if (name == "io.debezium.data.Uuid") {
       if (!want_string(e, &s, name)) return false;
       uint8_t bytes[16];
-      if (!parse_uuid(s, bytes)) return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
-      *out = Value::uuid(reinterpret_cast<const uint8_t*>(arena_.copy({reinterpret_cast<char*>(bytes), 16}).data()));
+      if (!parse_uuid(s, bytes))
+        return fail(fmt::format("{}: bad value {}", name, quote_user_text(s)));
+      *out = Value::uuid(reinterpret_cast<const uint8_t*>(
+          arena_.copy({reinterpret_cast<char*>(bytes), 16}).data()));
     } else if (name == "io.debezium.data.Json") {
       if (!want_string(e, &s, name)) return false;
       *out = Value::json(arena_.copy(s));
@@ -325,10 +338,12 @@ MessageDecoder::~MessageDecoder() = default;
 namespace {
 
 Error decode_error(const MessageView& m, Format f, std::string_view what, std::string_view why) {
-  return Error(Errc::data,
-               fmt::format("cannot decode the {} of the message at topic '{}' partition {} offset {} as {}: {}; fix "
-                           "the producer or choose the matching `format` (raw accepts any message)",
-                           what, m.topic, m.partition, m.offset, format_name(f), why));
+  return Error(
+      Errc::data,
+      fmt::format(
+          "cannot decode the {} of the message at topic '{}' partition {} offset {} as {}: {}; fix "
+          "the producer or choose the matching `format` (raw accepts any message)",
+          what, m.topic, m.partition, m.offset, format_name(f), why));
 }
 
 // Builds the record's final metadata: its own fields (minus kafka.*), the kafka.* fields, then the
@@ -349,7 +364,9 @@ Value merge_metadata(Arena& arena, const Value& own, const MessageView& m, const
   };
   if (own_n) {
     for (const Field& x : own.fields()) {
-      if (x.name == kMetaTopic || x.name == kMetaPartition || x.name == kMetaOffset || x.name == kMetaTimestamp) continue;
+      if (x.name == kMetaTopic || x.name == kMetaPartition || x.name == kMetaOffset ||
+          x.name == kMetaTimestamp)
+        continue;
       f[n++] = x;
     }
   }
@@ -438,25 +455,29 @@ Status MessageDecoder::decode(const MessageView& m, Batch& batch) {
   } shrink{st.value, m.value->size()};
   element root;
   if (auto e = st.value.parse(*m.value, &root))
-    return decode_error(m, format_, "value", std::string("invalid JSON: ") + simdjson::error_message(e));
+    return decode_error(m, format_, "value",
+                        std::string("invalid JSON: ") + simdjson::error_message(e));
   if (!root.is_object()) return decode_error(m, format_, "value", "not a JSON object");
   element envelope = root, schema;
   bool has_schema = false;
   {
     element payload, sch;
-    if (root.at_key("payload").get(payload) == simdjson::SUCCESS && root.at_key("schema").get(sch) == simdjson::SUCCESS) {
+    if (root.at_key("payload").get(payload) == simdjson::SUCCESS &&
+        root.at_key("schema").get(sch) == simdjson::SUCCESS) {
       envelope = payload;
       has_schema = sch.is_object();
       if (has_schema) schema = sch;
     }
   }
   if (envelope.is_null()) return ok_status();  // a null payload is a tombstone too
-  if (!envelope.is_object()) return decode_error(m, format_, "value", "the payload is not a JSON object");
+  if (!envelope.is_object())
+    return decode_error(m, format_, "value", "the payload is not a JSON object");
   std::string_view op;
   if (envelope.at_key("op").get_string().get(op))
-    return decode_error(m, format_, "value",
-                        "no \"op\" field: not a Debezium change event (schema-change, heartbeat and transaction "
-                        "topics carry other messages; do not subscribe to them)");
+    return decode_error(
+        m, format_, "value",
+        "no \"op\" field: not a Debezium change event (schema-change, heartbeat and transaction "
+        "topics carry other messages; do not subscribe to them)");
   Record r;
   bool truncate = false;
   if (op == "c") r.op = Operation::create;
@@ -473,7 +494,8 @@ Status MessageDecoder::decode(const MessageView& m, Batch& batch) {
   JsonToValue conv(arena);
   auto image = [&](std::string_view name, Value* out) -> Status {
     element e;
-    if (envelope.at_key(name).get(e) != simdjson::SUCCESS || e.is_null()) return ok_status();  // absent
+    if (envelope.at_key(name).get(e) != simdjson::SUCCESS || e.is_null())
+      return ok_status();  // absent
     element fs;
     const bool has_fs = has_schema && schema_field(schema, name, &fs);
     if (!conv.convert(e, has_fs ? &fs : nullptr, out))
@@ -508,7 +530,8 @@ Status MessageDecoder::decode(const MessageView& m, Batch& batch) {
     } shrink_key{st.key, m.key->size()};
     element k;
     if (auto e = st.key.parse(*m.key, &k))
-      return decode_error(m, format_, "key", std::string("invalid JSON: ") + simdjson::error_message(e));
+      return decode_error(m, format_, "key",
+                          std::string("invalid JSON: ") + simdjson::error_message(e));
     element kpayload, kschema;
     const element* kschema_p = nullptr;
     if (k.is_object() && k.at_key("payload").get(kpayload) == simdjson::SUCCESS &&

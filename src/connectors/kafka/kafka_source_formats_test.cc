@@ -14,7 +14,8 @@
 namespace sluice::kafka {
 namespace {
 
-MessageView msg(std::optional<std::string_view> key, std::optional<std::string_view> value, int64_t offset = 42) {
+MessageView msg(std::optional<std::string_view> key, std::optional<std::string_view> value,
+                int64_t offset = 42) {
   MessageView m;
   m.topic = "dbserver1.inventory.customers";
   m.partition = 3;
@@ -46,7 +47,8 @@ constexpr std::string_view kPlainCreate = R"({
 TEST(KafkaDebezium, CreateWithoutSchemaKeepsValuesAndMetadata) {
   Batch b;
   MessageDecoder d(Format::debezium);
-  std::vector<std::pair<std::string_view, std::string_view>> headers = {{"trace", "abc"}, {"table", "ignored"}};
+  std::vector<std::pair<std::string_view, std::string_view>> headers = {{"trace", "abc"},
+                                                                        {"table", "ignored"}};
   MessageView m = msg(R"({"id": 1004})", kPlainCreate);
   m.headers = headers;
   ASSERT_TRUE(d.decode(m, b).ok());
@@ -68,14 +70,17 @@ TEST(KafkaDebezium, CreateWithoutSchemaKeepsValuesAndMetadata) {
 }
 
 TEST(KafkaDebezium, OperationsMapToRecordOperations) {
-  const std::pair<std::string_view, Operation> cases[] = {
-      {"c", Operation::create}, {"u", Operation::update}, {"d", Operation::remove}, {"r", Operation::snapshot}};
+  const std::pair<std::string_view, Operation> cases[] = {{"c", Operation::create},
+                                                          {"u", Operation::update},
+                                                          {"d", Operation::remove},
+                                                          {"r", Operation::snapshot}};
   for (const auto& [op, want] : cases) {
     Batch b;
     MessageDecoder d(Format::debezium);
     const std::string v = std::string(R"({"before":{"id":1,"v":"old"},"after":)") +
                           (op == "d" ? "null" : R"({"id":1,"v":"new"})") +
-                          R"(,"source":{"db":"shop","table":"items"},"op":")" + std::string(op) + R"("})";
+                          R"(,"source":{"db":"shop","table":"items"},"op":")" + std::string(op) +
+                          R"("})";
     ASSERT_TRUE(d.decode(msg(R"({"id":1})", v), b).ok()) << op;
     ASSERT_EQ(b.size(), 1u);
     const Record& r = b.records()[0];
@@ -91,7 +96,12 @@ TEST(KafkaDebezium, OperationsMapToRecordOperations) {
 TEST(KafkaDebezium, TruncateIsAKeylessDeleteMarkedTruncate) {
   Batch b;
   MessageDecoder d(Format::debezium);
-  ASSERT_TRUE(d.decode(msg(std::nullopt, R"({"before":null,"after":null,"source":{"schema":"public","table":"t"},"op":"t"})"), b).ok());
+  ASSERT_TRUE(
+      d.decode(
+           msg(std::nullopt,
+               R"({"before":null,"after":null,"source":{"schema":"public","table":"t"},"op":"t"})"),
+           b)
+          .ok());
   ASSERT_EQ(b.size(), 1u);
   EXPECT_TRUE(is_truncate(b.records()[0]));
   EXPECT_EQ(b.records()[0].meta("table"), "t");
@@ -186,13 +196,16 @@ TEST(KafkaDebezium, DecimalFromUnscaledBytes) {
 
 TEST(KafkaDebezium, MalformedMessagesAreOneLineDataErrorsNamingTheMessage) {
   MessageDecoder d(Format::debezium);
-  for (std::string_view bad : {std::string_view("{not json"), std::string_view(R"({"after":{"id":1}})"),
-                               std::string_view(R"({"op":"x","after":{}})"), std::string_view("[1,2]")}) {
+  for (std::string_view bad :
+       {std::string_view("{not json"), std::string_view(R"({"after":{"id":1}})"),
+        std::string_view(R"({"op":"x","after":{}})"), std::string_view("[1,2]")}) {
     Batch b;
     Status st = d.decode(msg(std::nullopt, bad, 17), b);
     ASSERT_FALSE(st.ok()) << bad;
     EXPECT_EQ(st.error().code(), Errc::data);
-    EXPECT_NE(st.error().message().find("topic 'dbserver1.inventory.customers' partition 3 offset 17"), std::string::npos)
+    EXPECT_NE(
+        st.error().message().find("topic 'dbserver1.inventory.customers' partition 3 offset 17"),
+        std::string::npos)
         << st.error().message();
     EXPECT_EQ(st.error().message().find('\n'), std::string::npos);
     EXPECT_EQ(b.size(), 0u);
@@ -252,8 +265,8 @@ TEST(KafkaRaw, KeyAndValueAsStringsOrBytes) {
   MessageDecoder d(Format::raw);
   ASSERT_TRUE(d.decode(msg("user-1", "hello"), b).ok());
   ASSERT_TRUE(d.decode(msg(std::string_view("\xff\x00", 2), std::string_view("\x80", 1)), b).ok());
-  ASSERT_TRUE(d.decode(msg("user-1", std::nullopt), b).ok());       // keyed tombstone: delete
-  ASSERT_TRUE(d.decode(msg(std::nullopt, std::nullopt), b).ok());   // nothing to say: skipped
+  ASSERT_TRUE(d.decode(msg("user-1", std::nullopt), b).ok());      // keyed tombstone: delete
+  ASSERT_TRUE(d.decode(msg(std::nullopt, std::nullopt), b).ok());  // nothing to say: skipped
   ASSERT_TRUE(d.decode(msg(std::nullopt, "no key"), b).ok());
   ASSERT_EQ(b.size(), 4u);
   const auto& rs = b.records();
@@ -281,7 +294,8 @@ TEST(KafkaPosition, RoundTripsAndRejectsGarbage) {
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, o);
   EXPECT_TRUE(parse_position("")->empty());
-  for (std::string_view bad : {"orders", "orders:", "orders:x=1", "orders:0=", "orders:0=-5", ":0=1", "cdc 0/16B3748"})
+  for (std::string_view bad :
+       {"orders", "orders:", "orders:x=1", "orders:0=", "orders:0=-5", ":0=1", "cdc 0/16B3748"})
     EXPECT_FALSE(parse_position(bad)) << bad;
 }
 

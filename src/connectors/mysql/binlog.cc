@@ -1,6 +1,6 @@
-// The binlog decoder's event layer: checksums, event headers and the bodies of the events the source
-// uses (FORMAT_DESCRIPTION, ROTATE, QUERY, GTIDs, TABLE_MAP, rows-event headers). Row images:
-// binlog_rows.cc; binary JSON: binlog_json.cc.
+// The binlog decoder's event layer: checksums, event headers and the bodies of the events the
+// source uses (FORMAT_DESCRIPTION, ROTATE, QUERY, GTIDs, TABLE_MAP, rows-event headers). Row
+// images: binlog_rows.cc; binary JSON: binlog_json.cc.
 #include "connectors/mysql/binlog.h"
 
 #include <fmt/format.h>
@@ -44,8 +44,8 @@ uint32_t crc32(const void* data, size_t n, uint32_t crc) noexcept {
   while (n >= 8) {  // slicing-by-8
     const uint32_t a = crc ^ le32(p);
     const uint32_t b = le32(p + 4);
-    crc = t[7][a & 0xff] ^ t[6][(a >> 8) & 0xff] ^ t[5][(a >> 16) & 0xff] ^ t[4][a >> 24] ^ t[3][b & 0xff] ^
-          t[2][(b >> 8) & 0xff] ^ t[1][(b >> 16) & 0xff] ^ t[0][b >> 24];
+    crc = t[7][a & 0xff] ^ t[6][(a >> 8) & 0xff] ^ t[5][(a >> 16) & 0xff] ^ t[4][a >> 24] ^
+          t[3][b & 0xff] ^ t[2][(b >> 8) & 0xff] ^ t[1][(b >> 16) & 0xff] ^ t[0][b >> 24];
     p += 8;
     n -= 8;
   }
@@ -57,11 +57,22 @@ bool read_lenenc(std::string_view& in, uint64_t* out) noexcept {
   if (in.empty()) return false;
   const uint8_t* p = u8(in);
   size_t n = 0;
-  if (p[0] < 251) { *out = p[0]; n = 1; }
-  else if (p[0] == 0xfc) { if (in.size() < 3) return false; *out = le16(p + 1); n = 3; }
-  else if (p[0] == 0xfd) { if (in.size() < 4) return false; *out = le24(p + 1); n = 4; }
-  else if (p[0] == 0xfe) { if (in.size() < 9) return false; *out = le64(p + 1); n = 9; }
-  else return false;
+  if (p[0] < 251) {
+    *out = p[0];
+    n = 1;
+  } else if (p[0] == 0xfc) {
+    if (in.size() < 3) return false;
+    *out = le16(p + 1);
+    n = 3;
+  } else if (p[0] == 0xfd) {
+    if (in.size() < 4) return false;
+    *out = le24(p + 1);
+    n = 4;
+  } else if (p[0] == 0xfe) {
+    if (in.size() < 9) return false;
+    *out = le64(p + 1);
+    n = 9;
+  } else return false;
   in.remove_prefix(n);
   return true;
 }
@@ -79,7 +90,10 @@ std::string from_hex(std::string_view hex) {
     else if (c == ' ' || c == '\n' || c == '\t' || c == '\r') continue;
     else return {};
     if (hi < 0) hi = v;
-    else { out += char(hi * 16 + v); hi = -1; }
+    else {
+      out += char(hi * 16 + v);
+      hi = -1;
+    }
   }
   return hi < 0 ? out : std::string();
 }
@@ -98,20 +112,26 @@ static Header parse_header(const uint8_t* p) {
 }
 
 Result<Event> parse_event(std::string_view raw, bool crc32_checksum) {
-  if (raw.size() < kHeaderSize) return Error(Errc::data, fmt::format("binlog event of {} bytes is shorter than its header", raw.size()));
+  if (raw.size() < kHeaderSize)
+    return Error(Errc::data,
+                 fmt::format("binlog event of {} bytes is shorter than its header", raw.size()));
   Event e;
   e.header = parse_header(u8(raw));
   if (e.header.size != raw.size())
-    return Error(Errc::data, fmt::format("binlog event size {} does not match the {} bytes received", e.header.size, raw.size()));
+    return Error(Errc::data,
+                 fmt::format("binlog event size {} does not match the {} bytes received",
+                             e.header.size, raw.size()));
   size_t end = raw.size();
   if (crc32_checksum) {
     if (end < kHeaderSize + 4) return truncated("checksummed");
     const uint32_t want = le32(u8(raw) + end - 4);
     const uint32_t got = crc32(raw.data(), end - 4);
     if (want != got)
-      return Error(Errc::data, fmt::format("binlog event (type {}, ending at position {}) fails its CRC32 check "
-                                           "(stored {:08x}, computed {:08x}): the stream is corrupt",
-                                           e.header.type, e.header.next_pos, want, got));
+      return Error(
+          Errc::data,
+          fmt::format("binlog event (type {}, ending at position {}) fails its CRC32 check "
+                      "(stored {:08x}, computed {:08x}): the stream is corrupt",
+                      e.header.type, e.header.next_pos, want, got));
     end -= 4;
   }
   e.body = raw.substr(kHeaderSize, end - kHeaderSize);
@@ -135,7 +155,8 @@ Result<FormatDescription> parse_format_description(std::string_view raw) {
   bool has_alg = false;
   int major = 0, minor = 0, patch = 0;
   std::sscanf(fd.server_version.c_str(), "%d.%d.%d", &major, &minor, &patch);
-  if (major > 5 || (major == 5 && (minor > 6 || (minor == 6 && patch >= 1))) || fd.mariadb) has_alg = true;
+  if (major > 5 || (major == 5 && (minor > 6 || (minor == 6 && patch >= 1))) || fd.mariadb)
+    has_alg = true;
   if (has_alg) {
     if (rest.size() < 5) return truncated("FORMAT_DESCRIPTION");
     const uint8_t alg = uint8_t(rest[rest.size() - 5]);
@@ -143,9 +164,13 @@ Result<FormatDescription> parse_format_description(std::string_view raw) {
     if (fd.crc32) {
       const uint32_t want = le32(u8(raw) + raw.size() - 4);
       if (crc32(raw.data(), raw.size() - 4) != want)
-        return Error(Errc::data, "binlog FORMAT_DESCRIPTION event fails its CRC32 check: the stream is corrupt");
+        return Error(
+            Errc::data,
+            "binlog FORMAT_DESCRIPTION event fails its CRC32 check: the stream is corrupt");
     } else if (alg != 0 && alg != 0xff) {
-      return Error(Errc::unsupported, fmt::format("binlog checksum algorithm {} is not supported (only NONE and CRC32)", alg));
+      return Error(
+          Errc::unsupported,
+          fmt::format("binlog checksum algorithm {} is not supported (only NONE and CRC32)", alg));
     }
     rest.remove_suffix(5);
   }
@@ -205,8 +230,8 @@ Result<std::vector<MariaGtid>> parse_maria_gtid_list(const Event& e) {
 
 std::string MysqlGtid::to_string() const {
   std::string hex = to_hex(std::string_view(reinterpret_cast<const char*>(sid), 16));
-  return fmt::format("{}-{}-{}-{}-{}:{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4), hex.substr(16, 4),
-                     hex.substr(20), gno);
+  return fmt::format("{}-{}-{}-{}-{}:{}", hex.substr(0, 8), hex.substr(8, 4), hex.substr(12, 4),
+                     hex.substr(16, 4), hex.substr(20), gno);
 }
 
 Result<MysqlGtid> parse_mysql_gtid(const Event& e) {
@@ -247,21 +272,35 @@ Result<TableMap> parse_table_map(const Event& e, const FormatDescription& fd) {
   for (size_t i = 0; i < ncols; ++i) {
     size_t need = 0;
     switch (m.types[i]) {
-      case kTypeFloat: case kTypeDouble: case kTypeBlob: case kTypeJson: case kTypeGeometry:
-      case kTypeTimestamp2: case kTypeDatetime2: case kTypeTime2: case kTypeTinyBlob: case kTypeMediumBlob:
-      case kTypeLongBlob:
-        need = 1; break;
-      case kTypeVarchar: case kTypeVarString: case kTypeBit: case kTypeNewDecimal: case kTypeString:
-      case kTypeEnum: case kTypeSet:
-        need = 2; break;
+      case kTypeFloat:
+      case kTypeDouble:
+      case kTypeBlob:
+      case kTypeJson:
+      case kTypeGeometry:
+      case kTypeTimestamp2:
+      case kTypeDatetime2:
+      case kTypeTime2:
+      case kTypeTinyBlob:
+      case kTypeMediumBlob:
+      case kTypeLongBlob: need = 1; break;
+      case kTypeVarchar:
+      case kTypeVarString:
+      case kTypeBit:
+      case kTypeNewDecimal:
+      case kTypeString:
+      case kTypeEnum:
+      case kTypeSet: need = 2; break;
       default: need = 0;
     }
     if (mi + need > meta.size()) return truncated("TABLE_MAP");
     if (need == 1) m.meta[i] = mp[mi];
     else if (need == 2) {
       switch (m.types[i]) {
-        case kTypeVarchar: case kTypeVarString: m.meta[i] = uint16_t(le16(mp + mi)); break;
-        default: m.meta[i] = uint16_t(mp[mi] << 8 | mp[mi + 1]);  // (real type or precision, length or scale)
+        case kTypeVarchar:
+        case kTypeVarString: m.meta[i] = uint16_t(le16(mp + mi)); break;
+        default:
+          m.meta[i] =
+              uint16_t(mp[mi] << 8 | mp[mi + 1]);  // (real type or precision, length or scale)
       }
     }
     mi += need;
@@ -276,8 +315,9 @@ Result<TableMap> parse_table_map(const Event& e, const FormatDescription& fd) {
   }
   // Optional metadata: (type, length, value) fields.
   auto numeric = [](uint8_t t) {
-    return t == kTypeTiny || t == kTypeShort || t == kTypeInt24 || t == kTypeLong || t == kTypeLonglong ||
-           t == kTypeNewDecimal || t == kTypeFloat || t == kTypeDouble || t == kTypeDecimal;
+    return t == kTypeTiny || t == kTypeShort || t == kTypeInt24 || t == kTypeLong ||
+           t == kTypeLonglong || t == kTypeNewDecimal || t == kTypeFloat || t == kTypeDouble ||
+           t == kTypeDecimal;
   };
   while (b.size() >= 2) {
     const uint8_t type = uint8_t(b[0]);
@@ -309,7 +349,8 @@ Result<TableMap> parse_table_map(const Event& e, const FormatDescription& fd) {
 }
 
 bool is_rows_event(uint8_t type) noexcept {
-  return (type >= kWriteRowsV1 && type <= kDeleteRowsV1) || (type >= kWriteRowsV2 && type <= kDeleteRowsV2);
+  return (type >= kWriteRowsV1 && type <= kDeleteRowsV1) ||
+         (type >= kWriteRowsV2 && type <= kDeleteRowsV2);
 }
 
 Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd) {
@@ -317,7 +358,9 @@ Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd) {
   const uint8_t t = e.header.type;
   const bool v2 = t >= kWriteRowsV2;
   const uint8_t base = v2 ? kWriteRowsV2 : kWriteRowsV1;
-  r.kind = t == base ? RowsEvent::Kind::write : t == base + 1 ? RowsEvent::Kind::update : RowsEvent::Kind::remove;
+  r.kind = t == base       ? RowsEvent::Kind::write
+           : t == base + 1 ? RowsEvent::Kind::update
+                           : RowsEvent::Kind::remove;
   std::string_view b = e.body;
   const size_t ph = fd.post_header(t, v2 ? 10 : 8);
   if (b.size() < ph || ph < 8) return truncated("ROWS");

@@ -136,7 +136,8 @@ struct Query {
 };
 Result<Query> parse_query(const Event& e);
 
-// MariaDB GTID_EVENT: domain-server-seq; begins a transaction (standalone: a single statement, DDL).
+// MariaDB GTID_EVENT: domain-server-seq; begins a transaction (standalone: a single statement,
+// DDL).
 struct MariaGtid {
   uint64_t seq = 0;
   uint32_t domain = 0;
@@ -196,16 +197,19 @@ struct ColumnInfo {
 // is not in `present`). Returns the bytes consumed. `cols` may be shorter than the map (unknown
 // columns decode with defaults: signed, utf8).
 // Enum and set values point into `cols` (their labels): keep it alive as long as the values.
-Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols, std::string_view present,
-                          std::string_view data, Arena& arena, Value* out);
-Result<size_t> decode_row(const TableMap& map, std::vector<ColumnInfo>&& cols, std::string_view present,
-                          std::string_view data, Arena& arena, Value* out) = delete;
+Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
+                          std::string_view present, std::string_view data, Arena& arena,
+                          Value* out);
+Result<size_t> decode_row(const TableMap& map, std::vector<ColumnInfo>&& cols,
+                          std::string_view present, std::string_view data, Arena& arena,
+                          Value* out) = delete;
 
 // Decodes MySQL's binary JSON (column type JSON on MySQL 5.7+) to JSON text.
 Result<std::string> mysql_json_to_text(std::string_view bin);
 
 // Exact text of a binary DECIMAL(precision, scale); `size` receives its byte length.
-Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision, int scale, size_t* size);
+Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision, int scale,
+                                   size_t* size);
 
 // Reads a length-encoded integer; false when truncated.
 bool read_lenenc(std::string_view& in, uint64_t* out) noexcept;

@@ -45,7 +45,11 @@ struct JsonReader {
     for (size_t i = 0; i < 5 && pos + i < doc.size(); ++i) {
       const uint8_t b = uint8_t(doc[pos + i]);
       v |= uint64_t(b & 0x7f) << (7 * i);
-      if (!(b & 0x80)) { *len = size_t(v); *used = i + 1; return true; }
+      if (!(b & 0x80)) {
+        *len = size_t(v);
+        *used = i + 1;
+        return true;
+      }
     }
     return false;
   }
@@ -61,18 +65,38 @@ struct JsonReader {
     auto need = [&](size_t n) { return pos + n <= doc.size(); };
     const uint8_t* p = u8(doc) + pos;
     switch (type) {
-      case 0x00: case 0x01: return container(pos, type == 0x01, true);
-      case 0x02: case 0x03: return container(pos, type == 0x03, false);
+      case 0x00:
+      case 0x01: return container(pos, type == 0x01, true);
+      case 0x02:
+      case 0x03: return container(pos, type == 0x03, false);
       case 0x04:
         if (!need(1)) return false;
         out += p[0] == 1 ? "true" : p[0] == 2 ? "false" : "null";
         return true;
-      case 0x05: if (!need(2)) return false; out += std::to_string(int16_t(le16(p))); return true;
-      case 0x06: if (!need(2)) return false; out += std::to_string(le16(p)); return true;
-      case 0x07: if (!need(4)) return false; out += std::to_string(int32_t(le32(p))); return true;
-      case 0x08: if (!need(4)) return false; out += std::to_string(le32(p)); return true;
-      case 0x09: if (!need(8)) return false; out += std::to_string(int64_t(le64(p))); return true;
-      case 0x0a: if (!need(8)) return false; out += std::to_string(le64(p)); return true;
+      case 0x05:
+        if (!need(2)) return false;
+        out += std::to_string(int16_t(le16(p)));
+        return true;
+      case 0x06:
+        if (!need(2)) return false;
+        out += std::to_string(le16(p));
+        return true;
+      case 0x07:
+        if (!need(4)) return false;
+        out += std::to_string(int32_t(le32(p)));
+        return true;
+      case 0x08:
+        if (!need(4)) return false;
+        out += std::to_string(le32(p));
+        return true;
+      case 0x09:
+        if (!need(8)) return false;
+        out += std::to_string(int64_t(le64(p)));
+        return true;
+      case 0x0a:
+        if (!need(8)) return false;
+        out += std::to_string(le64(p));
+        return true;
       case 0x0b: {
         if (!need(8)) return false;
         double d;
@@ -91,7 +115,8 @@ struct JsonReader {
         if (!need(1)) return false;
         size_t len, used;
         if (!var_len(pos + 1, &len, &used) || !need(1 + used + len)) return false;
-        append_json_string(out, fmt::format("base64:type{}:{}", p[0], to_hex(doc.substr(pos + 1 + used, len))));
+        append_json_string(
+            out, fmt::format("base64:type{}:{}", p[0], to_hex(doc.substr(pos + 1 + used, len))));
         return true;
       }
       default: return false;
@@ -121,7 +146,8 @@ struct JsonReader {
       }
       const uint8_t* ve = base + 2 * w + count * key_entry + i * value_entry;
       const uint8_t t = ve[0];
-      const bool inlined = t == 0x04 || t == 0x05 || t == 0x06 || (large && (t == 0x07 || t == 0x08));
+      const bool inlined =
+          t == 0x04 || t == 0x05 || t == 0x06 || (large && (t == 0x07 || t == 0x08));
       if (inlined) {
         if (!value(t, size_t(ve + 1 - u8(doc)))) return false;
       } else {

@@ -17,13 +17,15 @@ using namespace wire;  // NOLINT: the decoder's own field readers
 
 // ── values ──────────────────────────────────────────────────────────────────
 
-Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision, int scale, size_t* size) {
+Result<std::string> decode_decimal(const uint8_t* p, size_t avail, int precision, int scale,
+                                   size_t* size) {
   static constexpr int kDigBytes[10] = {0, 1, 1, 2, 2, 3, 3, 4, 4, 4};
-  if (precision <= 0 || scale < 0 || scale > precision) return Error(Errc::data, "binlog DECIMAL has a bad precision/scale");
+  if (precision <= 0 || scale < 0 || scale > precision)
+    return Error(Errc::data, "binlog DECIMAL has a bad precision/scale");
   const int intg = precision - scale;
   const int intg0 = intg / 9, intg0x = intg % 9, frac0 = scale / 9, frac0x = scale % 9;
-  const size_t n = size_t(intg0) * 4 + size_t(kDigBytes[intg0x]) + size_t(frac0) * 4 +
-                   size_t(kDigBytes[frac0x]);
+  const size_t n =
+      size_t(intg0) * 4 + size_t(kDigBytes[intg0x]) + size_t(frac0) * 4 + size_t(kDigBytes[frac0x]);
   if (avail < n || n == 0) return Error(Errc::data, "binlog DECIMAL value is truncated");
   *size = n;
   uint8_t buf[64];
@@ -75,17 +77,22 @@ std::string latin1_to_utf8(std::string_view s) {
   for (char c : s) {
     const uint8_t b = uint8_t(c);
     if (b < 0x80) out += c;
-    else { out += char(0xc0 | (b >> 6)); out += char(0x80 | (b & 0x3f)); }
+    else {
+      out += char(0xc0 | (b >> 6));
+      out += char(0x80 | (b & 0x3f));
+    }
   }
   return out;
 }
 
 }  // namespace
 
-Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols, std::string_view present,
-                          std::string_view data, Arena& arena, Value* out) {
+Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
+                          std::string_view present, std::string_view data, Arena& arena,
+                          Value* out) {
   const size_t n = map.types.size();
-  if (present.size() * 8 < n) return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
+  if (present.size() * 8 < n)
+    return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
   size_t npresent = 0;
   for (size_t i = 0; i < n; ++i) npresent += bit(present, i);
   const size_t null_bytes = (npresent + 7) / 8;
@@ -193,7 +200,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         const uint32_t v = le24(p);
         const unsigned d = v & 31, m = (v >> 5) & 15;
         const int64_t y = v >> 9;
-        out[i] = (d == 0 || m == 0) ? Value::null() : Value::date(days_from_civil(y, m, d));  // zero dates → null
+        out[i] = (d == 0 || m == 0) ? Value::null()
+                                    : Value::date(days_from_civil(y, m, d));  // zero dates → null
         len = 3;
         break;
       }
@@ -202,7 +210,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         int32_t v = int32_t(le24(p) << 8) >> 8;
         const int64_t sign = v < 0 ? -1 : 1;
         v = std::abs(v);
-        out[i] = Value::time(sign * ((v / 10000) * 3600LL + (v / 100 % 100) * 60 + v % 100) * 1000000);
+        out[i] =
+            Value::time(sign * ((v / 10000) * 3600LL + (v / 100 % 100) * 60 + v % 100) * 1000000);
         len = 3;
         break;
       }
@@ -216,13 +225,19 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
           case 0: packed = intpart * (1LL << 24); break;
           case 1: {
             int64_t frac = p[3];  // unsigned; negative values store it reversed
-            if (intpart < 0 && frac) { ++intpart; frac -= 0x100; }
+            if (intpart < 0 && frac) {
+              ++intpart;
+              frac -= 0x100;
+            }
             packed = intpart * (1LL << 24) + frac * 10000;
             break;
           }
           case 2: {
             int64_t frac = int64_t(be(p + 3, 2));
-            if (intpart < 0 && frac) { ++intpart; frac -= 0x10000; }
+            if (intpart < 0 && frac) {
+              ++intpart;
+              frac -= 0x10000;
+            }
             packed = intpart * (1LL << 24) + frac * 100;
             break;
           }
@@ -231,7 +246,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         const int64_t sign = packed < 0 ? -1 : 1;
         const uint64_t a = uint64_t(packed < 0 ? -packed : packed);
         const uint64_t hms = a >> 24, frac = a & 0xffffff;
-        const int64_t secs = int64_t(((hms >> 12) & 0x3ff) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63));
+        const int64_t secs =
+            int64_t(((hms >> 12) & 0x3ff) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63));
         out[i] = Value::time(sign * (secs * 1000000 + int64_t(frac)));
         break;
       }
@@ -244,8 +260,9 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         if (dpart / 10000 > 9999) return Error(Errc::data, "binlog DATETIME is out of range");
         if (d == 0 || m == 0) out[i] = Value::null();
         else
-          out[i] = Value::timestamp(int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * temporal::kMicrosPerDay +
-                                    int64_t((tpart / 10000) * 3600 + (tpart / 100 % 100) * 60 + tpart % 100) * 1000000);
+          out[i] = Value::timestamp(
+              int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * temporal::kMicrosPerDay +
+              int64_t((tpart / 10000) * 3600 + (tpart / 100 % 100) * 60 + tpart % 100) * 1000000);
         len = 8;
         break;
       }
@@ -264,8 +281,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
           out[i] = Value::null();
         } else {
           const int64_t secs = (hms >> 12) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63);
-          out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * temporal::kMicrosPerDay + secs * 1000000 +
-                                    frac_micros(p + 5, fsp));
+          out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * temporal::kMicrosPerDay +
+                                    secs * 1000000 + frac_micros(p + 5, fsp));
         }
         break;
       }
@@ -367,8 +384,9 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         break;
       }
       default:
-        return Error(Errc::unsupported, fmt::format("binlog column type {} of {}.{} column {} is not supported", type,
-                                                    map.database, map.table, i + 1));
+        return Error(Errc::unsupported,
+                     fmt::format("binlog column type {} of {}.{} column {} is not supported", type,
+                                 map.database, map.table, i + 1));
     }
     off += len;
   }

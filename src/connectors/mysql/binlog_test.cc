@@ -16,7 +16,8 @@
 namespace sluice::mysql::binlog {
 namespace {
 
-// Captured from MariaDB 10.11 (binlog_checksum=CRC32) with mariadb-binlog --raw; see the test's comment.
+// Captured from MariaDB 10.11 (binlog_checksum=CRC32) with mariadb-binlog --raw; see the test's
+// comment.
 constexpr std::string_view kRawFde =
     "2dbc0c6b0f01000000fc000000000100000000040031302e31312e31392d4d6172696144422d302b646562313275312d"
     "6c6f6700000000000000000000000000000000000000000000000013380d000800120004040404120000e400041a0800"
@@ -83,8 +84,9 @@ const std::string& raw(std::string_view hex) {
 }
 
 std::vector<ColumnInfo> make_columns() {
-  const char* names[] = {"id", "ti", "tiu", "si", "siu", "mi", "miu", "i", "iu", "bi", "biu", "dec1", "dec2", "fl", "db",
-                         "c", "vc", "tx", "bn", "vb", "bl", "d", "t", "t6", "dt", "dt3", "ts", "y", "e", "st", "bt", "j", "l1"};
+  const char* names[] = {"id",   "ti",   "tiu", "si",  "siu", "mi", "miu", "i",  "iu", "bi", "biu",
+                         "dec1", "dec2", "fl",  "db",  "c",   "vc", "tx",  "bn", "vb", "bl", "d",
+                         "t",    "t6",   "dt",  "dt3", "ts",  "y",  "e",   "st", "bt", "j",  "l1"};
   std::vector<ColumnInfo> cols;
   for (const char* n : names) {
     ColumnInfo c;
@@ -126,8 +128,10 @@ Decoded setup() {
   return d;
 }
 
-int64_t ts_micros(int64_t y, unsigned mo, unsigned d, int64_t h, int64_t mi, int64_t s, int64_t us = 0) {
-  return int64_t(days_from_civil(y, mo, d)) * 86400000000LL + ((h * 60 + mi) * 60 + s) * 1000000 + us;
+int64_t ts_micros(int64_t y, unsigned mo, unsigned d, int64_t h, int64_t mi, int64_t s,
+                  int64_t us = 0) {
+  return int64_t(days_from_civil(y, mo, d)) * 86400000000LL + ((h * 60 + mi) * 60 + s) * 1000000 +
+         us;
 }
 
 TEST(BinlogTest, Crc32KnownValue) {
@@ -164,7 +168,8 @@ TEST(BinlogTest, ChecksumMismatchIsADataError) {
 TEST(BinlogTest, TruncatedEventsAreErrors) {
   std::string e = raw(kRawWriteAll);
   EXPECT_FALSE(parse_event(std::string_view(e).substr(0, 10), true).ok());
-  EXPECT_FALSE(parse_event(std::string_view(e).substr(0, e.size() - 1), true).ok());  // size mismatch
+  EXPECT_FALSE(
+      parse_event(std::string_view(e).substr(0, e.size() - 1), true).ok());  // size mismatch
 }
 
 TEST(BinlogTest, GtidAndGtidList) {
@@ -353,7 +358,8 @@ TEST(BinlogTest, RowsEventV2) {
   Decoded d = setup();
   std::string v1 = raw(kRawWriteNulls);
   v1.resize(v1.size() - 4);  // drop the CRC
-  std::string v2 = v1.substr(0, kHeaderSize + 8) + std::string("\x04\x00\xaa\xbb", 4) + v1.substr(kHeaderSize + 8);
+  std::string v2 = v1.substr(0, kHeaderSize + 8) + std::string("\x04\x00\xaa\xbb", 4) +
+                   v1.substr(kHeaderSize + 8);
   v2[4] = char(kWriteRowsV2);
   const uint32_t size = uint32_t(v2.size() + 4);
   for (int i = 0; i < 4; ++i) v2[9 + i] = char((size >> (8 * i)) & 0xff);

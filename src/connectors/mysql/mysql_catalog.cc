@@ -53,20 +53,24 @@ Status MysqlDriver::resolve_tables() {
     bool found = false;
     for (const TableRef& r : tables_) found |= r.db == db && r.table == t;
     if (!found)
-      return Error(Errc::not_found, fmt::format("table {}.{} does not exist on {} (or the user cannot see it: GRANT "
-                                                "SELECT ON {}.{} TO '{}'); check `tables`",
-                                                quote_identifier(db), quote_identifier(t), opts_.url.redacted(), quote_identifier(db),
-                                                quote_identifier(t), opts_.url.user));
+      return Error(Errc::not_found,
+                   fmt::format("table {}.{} does not exist on {} (or the user cannot see it: GRANT "
+                               "SELECT ON {}.{} TO '{}'); check `tables`",
+                               quote_identifier(db), quote_identifier(t), opts_.url.redacted(),
+                               quote_identifier(db), quote_identifier(t), opts_.url.user));
   }
   for (const TableRef& r : tables_) {
-    const std::string sql = fmt::format("SELECT 1 FROM {}.{} LIMIT 0", quote_identifier(r.db), quote_identifier(r.table));
+    const std::string sql = fmt::format("SELECT 1 FROM {}.{} LIMIT 0", quote_identifier(r.db),
+                                        quote_identifier(r.table));
     if (mysql_real_query(conn_.get(), sql.data(), sql.size()) != 0) {
       Error e = server_error(conn_.get(), "");
       if (e.code() == Errc::permission)
-        return Error(Errc::permission, fmt::format("user '{}' cannot read {}.{}: GRANT SELECT ON {}.* TO '{}'",
-                                                   opts_.url.user, quote_identifier(r.db), quote_identifier(r.table),
-                                                   quote_identifier(r.db), opts_.url.user));
-      return e.with_context(fmt::format("cannot read {}.{}", quote_identifier(r.db), quote_identifier(r.table)));
+        return Error(Errc::permission,
+                     fmt::format("user '{}' cannot read {}.{}: GRANT SELECT ON {}.* TO '{}'",
+                                 opts_.url.user, quote_identifier(r.db), quote_identifier(r.table),
+                                 quote_identifier(r.db), opts_.url.user));
+      return e.with_context(
+          fmt::format("cannot read {}.{}", quote_identifier(r.db), quote_identifier(r.table)));
     }
     if (MysqlResult res{mysql_store_result(conn_.get())}) {
     }
@@ -74,25 +78,30 @@ Status MysqlDriver::resolve_tables() {
   return ok_status();
 }
 
-Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::string& db, const std::string& table) {
+Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::string& db,
+                                                                    const std::string& table) {
   if (Status st = ensure_catalog(); !st.ok()) return st.error();
   auto t = std::make_shared<TableSchema>();
   t->db = db;
   t->table = table;
-  auto cols = conn_.query(fmt::format("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), "
-                                             "COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND "
-                                             "TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
-                                             conn_.quoted(db), conn_.quoted(table)),
-                         "query failed");
-  if (!cols.ok()) return cols.error().with_context(fmt::format("cannot read the columns of {}.{}: ", db, table));
-  auto checks = conn_.query(fmt::format("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
-                                               "CONSTRAINT_SCHEMA = {} AND TABLE_NAME = {}",
-                                               conn_.quoted(db), conn_.quoted(table)),
-                         "query failed");
-  auto pk = conn_.query(fmt::format("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} "
-                                           "AND TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
-                                           conn_.quoted(db), conn_.quoted(table)),
-                         "query failed");
+  auto cols = conn_.query(
+      fmt::format("SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(CHARACTER_SET_NAME, ''), "
+                  "COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {} AND "
+                  "TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+                  conn_.quoted(db), conn_.quoted(table)),
+      "query failed");
+  if (!cols.ok())
+    return cols.error().with_context(fmt::format("cannot read the columns of {}.{}: ", db, table));
+  auto checks =
+      conn_.query(fmt::format("SELECT CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS WHERE "
+                              "CONSTRAINT_SCHEMA = {} AND TABLE_NAME = {}",
+                              conn_.quoted(db), conn_.quoted(table)),
+                  "query failed");
+  auto pk = conn_.query(
+      fmt::format("SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {} "
+                  "AND TABLE_NAME = {} AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
+                  conn_.quoted(db), conn_.quoted(table)),
+      "query failed");
   if (!pk.ok()) return pk.error().with_context("cannot read the primary key: ");
   for (const MysqlRow& r : cols.value()) {
     bl::ColumnInfo c;
@@ -120,8 +129,10 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
     for (uint32_t i = 0; i < t->cols.size(); ++i)
       if (t->cols[i].name == r[0].value_or("")) t->key.push_back(i);
   if (t->key.empty() && !t->cols.empty())
-    spdlog::warn("pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot upsert "
-                 "or delete them by key (add a primary key)", ctx_.pipeline_id, quote_identifier(db), quote_identifier(table));
+    spdlog::warn(
+        "pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot upsert "
+        "or delete them by key (add a primary key)",
+        ctx_.pipeline_id, quote_identifier(db), quote_identifier(table));
   schemas_[db + "." + table] = t;
   return std::shared_ptr<const TableSchema>(t);
 }
@@ -130,8 +141,8 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
 // re-read after DDL), naming the columns as the event wrote them when the binlog carries names.
 Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
   auto it = maps_.find(map.table_id);
-  if (it != maps_.end() && it->second.map.same_shape(map) && it->second.map.database == map.database &&
-      it->second.map.table == map.table)
+  if (it != maps_.end() && it->second.map.same_shape(map) &&
+      it->second.map.database == map.database && it->second.map.table == map.table)
     return ok_status();
   TableMapState ms;
   ms.map = std::move(map);
@@ -149,7 +160,8 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
       // binlog_row_metadata=FULL names the columns as they were when the event was written:
       // exact even when replaying events from before a DDL.
       bool same = schema->cols.size() == ms.map.column_names.size();
-      for (size_t i = 0; same && i < schema->cols.size(); ++i) same = schema->cols[i].name == ms.map.column_names[i];
+      for (size_t i = 0; same && i < schema->cols.size(); ++i)
+        same = schema->cols[i].name == ms.map.column_names[i];
       if (!same || !ms.map.is_unsigned.empty()) {
         auto copy = std::make_shared<TableSchema>();
         copy->db = schema->db;
@@ -176,13 +188,16 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
     } else if (schema->cols.size() != ms.map.types.size()) {
       // The table changed since this event was written (replay across DDL): the binlog alone
       // does not name the columns; name the extra ones by position.
-      spdlog::warn("pipeline {}: {}.{} has {} columns now but {} in the binlog at {}:{}; columns beyond the current "
-                   "ones are named col_N", ctx_.pipeline_id, ms.map.database, ms.map.table, schema->cols.size(),
-                   ms.map.types.size(), cur_file_, event_pos);
+      spdlog::warn(
+          "pipeline {}: {}.{} has {} columns now but {} in the binlog at {}:{}; columns beyond the current "
+          "ones are named col_N",
+          ctx_.pipeline_id, ms.map.database, ms.map.table, schema->cols.size(), ms.map.types.size(),
+          cur_file_, event_pos);
       auto copy = std::make_shared<TableSchema>(*schema);
       copy->cols.resize(ms.map.types.size());
       copy->data_types.resize(ms.map.types.size());
-      for (size_t i = schema->cols.size(); i < copy->cols.size(); ++i) copy->cols[i].name = fmt::format("col_{}", i + 1);
+      for (size_t i = schema->cols.size(); i < copy->cols.size(); ++i)
+        copy->cols[i].name = fmt::format("col_{}", i + 1);
       std::erase_if(copy->key, [&](uint32_t k) { return k >= copy->cols.size(); });
       schema = copy;
     }

@@ -12,11 +12,14 @@ Status validate_tls_options(std::string_view mode, std::string_view ca) {
   bool known = false;
   for (auto m : kTlsModes) known |= m == mode;
   if (!known)
-    return Error(Errc::invalid_argument,
-                 fmt::format("tls.mode \"{}\" is not one of disabled, preferred, required, verify_ca, verify_identity",
-                             mode));
+    return Error(
+        Errc::invalid_argument,
+        fmt::format(
+            "tls.mode \"{}\" is not one of disabled, preferred, required, verify_ca, verify_identity",
+            mode));
   if ((mode == "verify_ca" || mode == "verify_identity") && ca.empty())
-    return Error(Errc::invalid_argument, fmt::format("tls.mode {} needs tls.ca (the CA certificate file)", mode));
+    return Error(Errc::invalid_argument,
+                 fmt::format("tls.mode {} needs tls.ca (the CA certificate file)", mode));
   return ok_status();
 }
 
@@ -37,11 +40,9 @@ ErrnoClass classify_errno(unsigned no) noexcept {
     case ER_DBACCESS_DENIED_ERROR:  // 1044
     case ER_TABLEACCESS_DENIED_ERROR:
     case ER_COLUMNACCESS_DENIED_ERROR:
-    case ER_SPECIFIC_ACCESS_DENIED_ERROR:
-      return {Errc::permission, false, false};
+    case ER_SPECIFIC_ACCESS_DENIED_ERROR: return {Errc::permission, false, false};
     case ER_BAD_DB_ERROR:  // 1049
-    case ER_NO_SUCH_TABLE:
-      return {Errc::not_found, false, false};
+    case ER_NO_SUCH_TABLE: return {Errc::not_found, false, false};
     default: break;
   }
   // Client-side errors: server gone (2006), lost (2013), cannot connect (2002, 2003), unknown
@@ -64,7 +65,8 @@ std::string quote_identifier(std::string_view name) {
 Error server_error(MYSQL* conn, std::string_view doing) {
   const unsigned no = conn ? mysql_errno(conn) : CR_UNKNOWN_ERROR;
   const ErrnoClass c = classify_errno(no);
-  std::string msg = fmt::format("{}: {} ({})", doing, conn ? mysql_error(conn) : "no connection", no);
+  std::string msg =
+      fmt::format("{}: {} ({})", doing, conn ? mysql_error(conn) : "no connection", no);
   if (no == ER_ACCESS_DENIED_ERROR) msg += "; check the user and password in `url`";
   return Error(c.code, std::move(msg), c.retriable);
 }
@@ -99,10 +101,12 @@ Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
   }
   // Some libmariadb versions fall back to plain text when the server lacks TLS even when
   // enforced: check the outcome rather than trust the option.
-  if (o.tls_mode != "disabled" && o.tls_mode != "preferred" && mysql_get_ssl_cipher(c.conn_) == nullptr)
-    return Error(Errc::connection, fmt::format("{} does not offer TLS, which tls.mode {} requires; enable TLS on the "
-                                               "server or set tls.mode to preferred",
-                                               o.url.redacted(), o.tls_mode));
+  if (o.tls_mode != "disabled" && o.tls_mode != "preferred" &&
+      mysql_get_ssl_cipher(c.conn_) == nullptr)
+    return Error(Errc::connection,
+                 fmt::format("{} does not offer TLS, which tls.mode {} requires; enable TLS on the "
+                             "server or set tls.mode to preferred",
+                             o.url.redacted(), o.tls_mode));
   return c;
 }
 

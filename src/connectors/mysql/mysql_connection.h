@@ -18,7 +18,8 @@
 namespace sluice::mysql {
 
 // The `tls.mode` values, as the settings spell them.
-inline constexpr std::string_view kTlsModes[] = {"disabled", "preferred", "required", "verify_ca", "verify_identity"};
+inline constexpr std::string_view kTlsModes[] = {"disabled", "preferred", "required", "verify_ca",
+                                                 "verify_identity"};
 
 // Checks `tls.mode` and `tls.ca` (verify_ca and verify_identity need the CA file); the errors
 // (invalid_argument) name the settings.

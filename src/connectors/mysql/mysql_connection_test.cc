@@ -26,8 +26,9 @@ TEST(MysqlConnectionTest, ErrnoClassification) {
   EXPECT_EQ(c.code, Errc::conflict);
   EXPECT_TRUE(c.retriable);
   EXPECT_FALSE(c.connection_lost);
-  for (unsigned no : {unsigned(CR_SERVER_GONE_ERROR), unsigned(CR_SERVER_LOST), unsigned(CR_CONN_HOST_ERROR),
-                      unsigned(ER_SERVER_SHUTDOWN), unsigned(ER_CON_COUNT_ERROR), unsigned(ER_NET_READ_ERROR), 4031u}) {
+  for (unsigned no : {unsigned(CR_SERVER_GONE_ERROR), unsigned(CR_SERVER_LOST),
+                      unsigned(CR_CONN_HOST_ERROR), unsigned(ER_SERVER_SHUTDOWN),
+                      unsigned(ER_CON_COUNT_ERROR), unsigned(ER_NET_READ_ERROR), 4031u}) {
     c = classify_errno(no);
     EXPECT_EQ(c.code, Errc::connection) << no;
     EXPECT_TRUE(c.retriable) << no;

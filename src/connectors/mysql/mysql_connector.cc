@@ -9,9 +9,9 @@ namespace sluice {
 namespace {
 
 // Bound to the public options struct (mysql_destination.h), whose initializers serve code that
-// builds options directly; `MysqlSettings.DestinationDefaultsMatchTheOptionsStruct` keeps both equal.
-// The floor of max_statement_size is applied by make_mysql_destination (a smaller value is raised,
-// not refused), so the declaration has no range.
+// builds options directly; `MysqlSettings.DestinationDefaultsMatchTheOptionsStruct` keeps both
+// equal. The floor of max_statement_size is applied by make_mysql_destination (a smaller value is
+// raised, not refused), so the declaration has no range.
 constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
     setting<&MysqlDestinationOptions::url>(
         "url",
@@ -34,13 +34,15 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
         .one_of("disabled,preferred,required,verify_ca,verify_identity")
         .with_default("preferred"),
     setting<&MysqlDestinationOptions::tls_ca>(
-        "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
+        "tls.ca",
+        "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
     setting<&MysqlDestinationOptions::max_statement_size>(
         "max_statement_size",
         "Largest multi-row INSERT/DELETE statement sent; keep it below the server's "
         "max_allowed_packet.")
         .with_default("4MiB"),
-    setting<&MysqlDestinationOptions::connect_timeout>("connect_timeout", "How long connecting may take.")
+    setting<&MysqlDestinationOptions::connect_timeout>("connect_timeout",
+                                                       "How long connecting may take.")
         .with_default("10s"),
     setting<&MysqlDestinationOptions::checkpoint_in_destination>(
         "checkpoint_in_destination",
@@ -68,8 +70,9 @@ Result<MysqlDestinationOptions> mysql_destination_options(const Settings& settin
 ConnectorSpec mysql_connector() {
   return ConnectorSpec{
       .name = "mysql",
-      .summary = "MySQL/MariaDB: consistent snapshot, then row-based binlog CDC (GTID positions on MariaDB); "
-                 "writes records as idempotent multi-row upserts and deletes by key.",
+      .summary =
+          "MySQL/MariaDB: consistent snapshot, then row-based binlog CDC (GTID positions on MariaDB); "
+          "writes records as idempotent multi-row upserts and deletes by key.",
       .source_settings = mysql_source_settings(),
       .destination_settings = kDestinationSettings,
       .make_source = &make_mysql_source,

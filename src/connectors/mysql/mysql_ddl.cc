@@ -8,7 +8,8 @@
 namespace sluice::mysql {
 
 // `name`, `db`.`name` or db.name (quotes optional) → (db, name), from the start of `s`.
-std::optional<std::pair<std::string, std::string>> parse_qualified_name(std::string_view s, std::string_view default_db) {
+std::optional<std::pair<std::string, std::string>> parse_qualified_name(
+    std::string_view s, std::string_view default_db) {
   std::vector<std::string> parts(1);
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t')) ++i;
@@ -17,7 +18,11 @@ std::optional<std::pair<std::string, std::string>> parse_qualified_name(std::str
     if (c == '`') {
       for (++i; i < s.size(); ++i) {
         if (s[i] == '`') {
-          if (i + 1 < s.size() && s[i + 1] == '`') { parts.back() += '`'; ++i; continue; }
+          if (i + 1 < s.size() && s[i + 1] == '`') {
+            parts.back() += '`';
+            ++i;
+            continue;
+          }
           break;
         }
         parts.back() += s[i];
@@ -35,13 +40,15 @@ std::optional<std::pair<std::string, std::string>> parse_qualified_name(std::str
   return std::make_pair(parts[0], parts[1]);
 }
 
-void MysqlDriver::on_ddl(Batch& batch, std::string_view db, std::string_view sql, uint32_t event_pos) {
+void MysqlDriver::on_ddl(Batch& batch, std::string_view db, std::string_view sql,
+                         uint32_t event_pos) {
   // Any DDL may change a captured table's columns: forget every cached description, so the next
   // TABLE_MAP re-reads information_schema.
   std::string head;
   for (char ch : sql.substr(0, 16)) head += char(std::toupper(uint8_t(ch)));
   bool ddl = false;
-  for (const char* kw : {"ALTER", "CREATE", "DROP", "RENAME", "TRUNCATE"}) ddl |= head.starts_with(kw);
+  for (const char* kw : {"ALTER", "CREATE", "DROP", "RENAME", "TRUNCATE"})
+    ddl |= head.starts_with(kw);
   if (!ddl) return;
   schemas_.clear();
   maps_.clear();
@@ -49,16 +56,21 @@ void MysqlDriver::on_ddl(Batch& batch, std::string_view db, std::string_view sql
   // never echo them.
   std::string upper;
   for (char ch : sql.substr(0, 4096)) upper += char(std::toupper(uint8_t(ch)));
-  bool secret = upper.find("IDENTIFIED") != std::string::npos || upper.find("PASSWORD") != std::string::npos;
-  for (const char* kw : {"CREATE USER", "ALTER USER", "DROP USER", "RENAME USER", "CREATE ROLE", "CREATE SERVER",
-                         "ALTER SERVER", "CREATE OR REPLACE USER", "CREATE OR REPLACE SERVER"})
+  bool secret =
+      upper.find("IDENTIFIED") != std::string::npos || upper.find("PASSWORD") != std::string::npos;
+  for (const char* kw :
+       {"CREATE USER", "ALTER USER", "DROP USER", "RENAME USER", "CREATE ROLE", "CREATE SERVER",
+        "ALTER SERVER", "CREATE OR REPLACE USER", "CREATE OR REPLACE SERVER"})
     secret |= upper.starts_with(kw);
   if (secret)
-    spdlog::debug("pipeline {}: account or server statement in the binlog (not shown)", ctx_.pipeline_id);
+    spdlog::debug("pipeline {}: account or server statement in the binlog (not shown)",
+                  ctx_.pipeline_id);
   else
-    spdlog::info("pipeline {}: DDL in {}: {}", ctx_.pipeline_id, quote_identifier(db), quote_user_text(sql.substr(0, 200)));
+    spdlog::info("pipeline {}: DDL in {}: {}", ctx_.pipeline_id, quote_identifier(db),
+                 quote_user_text(sql.substr(0, 200)));
   if (!head.starts_with("TRUNCATE")) return;
-  // TRUNCATE [TABLE] name: one key-less delete marked `truncate`; keyed destinations empty the table.
+  // TRUNCATE [TABLE] name: one key-less delete marked `truncate`; keyed destinations empty the
+  // table.
   std::string_view rest = sql.substr(8);
   while (!rest.empty() && rest[0] == ' ') rest.remove_prefix(1);
   std::string word;

@@ -29,7 +29,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
         url_(std::move(url)) {}
 
  private:
-  static sql::KeyedSqlOptions keyed_options(const MysqlDestinationOptions& o, RecordTemplate table) {
+  static sql::KeyedSqlOptions keyed_options(const MysqlDestinationOptions& o,
+                                            RecordTemplate table) {
     sql::KeyedSqlOptions k;
     k.destination = "mysql destination";
     k.table = std::move(table);
@@ -51,11 +52,10 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     if (!c) return c.error().with_context("mysql destination: ");
     conn_ = std::move(c.value());
     // UTC for timestamptz, strict mode so that rejected values fail instead of being truncated.
-    for (const char* sql :
-         {"SET SESSION time_zone='+00:00'",
-          "SET SESSION sql_mode='STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
-          "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
-          "SET SESSION autocommit=1"}) {
+    for (const char* sql : {"SET SESSION time_zone='+00:00'",
+                            "SET SESSION sql_mode='STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+                            "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
+                            "SET SESSION autocommit=1"}) {
       if (Status s = exec_plain(sql, "configure the session"); !s) {
         conn_.reset();
         return s;
@@ -70,7 +70,9 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   // DDL commits implicitly: it runs here, never inside a batch's transaction.
   Status prepare_session() override {
     if (!settings_.checkpoint_in_destination) return ok_status();
-    return exec_plain(kDialect.checkpoint_table_ddl(kDialect.quote_identifier(sql::kCheckpointTable)), "cannot create table sluice_checkpoints");
+    return exec_plain(
+        kDialect.checkpoint_table_ddl(kDialect.quote_identifier(sql::kCheckpointTable)),
+        "cannot create table sluice_checkpoints");
   }
 
   Status begin() override { return exec_plain("START TRANSACTION", "cannot begin a transaction"); }
@@ -88,7 +90,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   }
 
   Error server_error(std::string_view what) {
-    Error e = mysql::server_error(conn_.get(), fmt::format("mysql destination {}: {}", url_.redacted(), what));
+    Error e = mysql::server_error(conn_.get(),
+                                  fmt::format("mysql destination {}: {}", url_.redacted(), what));
     if (mysql::classify_errno(conn_.last_errno()).connection_lost) conn_.reset();
     return e;
   }
@@ -113,9 +116,11 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
              bool adding_column) override {
     if (mysql_real_query(conn_.get(), sql.data(), sql.size()) == 0) return ok_status();
     const unsigned no = conn_.last_errno();
-    if (adding_column && no == ER_DUP_FIELDNAME) return ok_status();  // another writer added it meanwhile
+    if (adding_column && no == ER_DUP_FIELDNAME)
+      return ok_status();  // another writer added it meanwhile
     const sql::ErrorClass c = mysql::MysqlDialect::classify(no);
-    Error e = record_error(t, r, c.code, fmt::format("cannot {}: {} ({})", what, mysql_error(conn_.get()), no),
+    Error e = record_error(t, r, c.code,
+                           fmt::format("cannot {}: {} ({})", what, mysql_error(conn_.get()), no),
                            c.retriable);
     if (c.connection_lost) conn_.reset();
     return e;
@@ -128,18 +133,21 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     const sql::SqlTable& t = *head.table;
     if (head.action == sql::RowAction::truncate) {
       sql_ = kDialect.truncate(t.quoted);
-      if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0) return statement_error(first, first + 1);
+      if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0)
+        return statement_error(first, first + 1);
       return ok_status();
     }
     refs_.clear();
     if (head.action == sql::RowAction::remove) {
       for (const Field& k : plan().keys(head)) refs_.push_back({k.name, true});
     } else {
-      for (const Field& c : plan().columns(head)) refs_.push_back({c.name, plan().is_key(head, c.name)});
+      for (const Field& c : plan().columns(head))
+        refs_.push_back({c.name, plan().is_key(head, c.name)});
     }
     for (size_t i = first; i < end;) {
       SLUICE_TRY_ASSIGN(size_t next, build(i, end));
-      if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0) return statement_error(i, next);
+      if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0)
+        return statement_error(i, next);
       i = next;
     }
     return ok_status();
@@ -187,7 +195,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     conn_.append_quoted(sql_, std::string_view(buf, size_t(p - buf)));
   }
 
-  Status append_literal(const Value& v, const sql::SqlTable& t, const Record& r, std::string_view field) {
+  Status append_literal(const Value& v, const sql::SqlTable& t, const Record& r,
+                        std::string_view field) {
     switch (v.kind()) {
       case ValueKind::absent:
       case ValueKind::null: sql_ += "NULL"; break;
@@ -223,7 +232,9 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
       case ValueKind::time: conn_.append_quoted(sql_, format_time(v.as_micros())); break;
       case ValueKind::timestamp:
       case ValueKind::timestamptz: append_datetime(v.as_micros()); break;
-      case ValueKind::timetz: conn_.append_quoted(sql_, format_timetz(v.as_micros(), v.tz_offset_seconds())); break;
+      case ValueKind::timetz:
+        conn_.append_quoted(sql_, format_timetz(v.as_micros(), v.tz_offset_seconds()));
+        break;
       case ValueKind::interval: conn_.append_quoted(sql_, format_interval(v.as_interval())); break;
       case ValueKind::uuid: conn_.append_quoted(sql_, format_uuid(v.uuid_bytes())); break;
       case ValueKind::array:
@@ -234,7 +245,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
         break;
       }
       default:
-        return record_error(t, r, Errc::data, fmt::format("field \"{}\" has an unsupported value kind", field));
+        return record_error(t, r, Errc::data,
+                            fmt::format("field \"{}\" has an unsupported value kind", field));
     }
     return ok_status();
   }
@@ -247,8 +259,9 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     Error e = end - first == 1
                   ? record_error(*row.table, *row.record, c.code, msg, c.retriable)
                   : Error(c.code,
-                          fmt::format("mysql destination: table {}, {} records from key {}: {}", row.table->quoted,
-                                      end - first, sql::record_key_text(*row.record), msg),
+                          fmt::format("mysql destination: table {}, {} records from key {}: {}",
+                                      row.table->quoted, end - first,
+                                      sql::record_key_text(*row.record), msg),
                           c.retriable);
     if (c.connection_lost) conn_.reset();
     return e;
@@ -265,14 +278,16 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
       position_hex += hex[c & 15];
     }
     position_hex += '\'';
-    return exec_plain(kDialect.checkpoint_upsert(kDialect.quote_identifier(sql::kCheckpointTable), pipeline, position_hex),
+    return exec_plain(kDialect.checkpoint_upsert(kDialect.quote_identifier(sql::kCheckpointTable),
+                                                 pipeline, position_hex),
                       "cannot store the position in sluice_checkpoints");
   }
 
   Result<std::optional<std::string>> load_position(std::string_view pipeline_id) override {
     std::string pipeline;
     conn_.append_quoted(pipeline, pipeline_id);
-    auto rows = conn_.query(kDialect.checkpoint_select(kDialect.quote_identifier(sql::kCheckpointTable), pipeline), "");
+    auto rows = conn_.query(
+        kDialect.checkpoint_select(kDialect.quote_identifier(sql::kCheckpointTable), pipeline), "");
     if (!rows) return server_error("cannot read the stored position");
     if (rows.value().empty() || rows.value()[0].empty()) return std::optional<std::string>();
     return std::optional<std::string>(rows.value()[0][0].value_or(std::string()));

@@ -4,11 +4,11 @@
 //                    (DDL commits implicitly in MySQL, so it runs before the batch's transaction)
 //                ──▶ START TRANSACTION
 //                    runs of consecutive records with the same table and column set:
-//                      upserts ─▶ INSERT INTO t(cols) VALUES (..),(..) ON DUPLICATE KEY UPDATE c=VALUES(c)
-//                      deletes ─▶ DELETE FROM t WHERE (k1,k2) IN ((..),(..))
-//                      truncate (key-less delete, metadata truncate=true) ─▶ DELETE FROM t
-//                    (statements up to `max_statement_size`, literals escaped by the client library)
-//                    COMMIT ──▶ done(ok)        any error: ROLLBACK ──▶ done(error)
+//                      upserts ─▶ INSERT INTO t(cols) VALUES (..),(..) ON DUPLICATE KEY UPDATE
+//                      c=VALUES(c) deletes ─▶ DELETE FROM t WHERE (k1,k2) IN ((..),(..)) truncate
+//                      (key-less delete, metadata truncate=true) ─▶ DELETE FROM t
+//                    (statements up to `max_statement_size`, literals escaped by the client
+//                    library) COMMIT ──▶ done(ok)        any error: ROLLBACK ──▶ done(error)
 //
 // Runs keep record order, so a delete after an upsert of the same key wins and vice versa; within
 // one INSERT, MySQL applies rows in order, so the latest record of a key wins. Only the fields
@@ -63,10 +63,11 @@
 namespace sluice {
 
 struct MysqlDestinationOptions {
-  std::string url;                   // mysql://user:password@host:port/database
-  std::string table = "{{table}}";   // template: {{table}}, {{schema}}, any {{metadata-key}}
-  std::string tls_mode = "preferred";  // disabled | preferred | required | verify_ca | verify_identity
-  std::string tls_ca;                // CA file for verify_ca / verify_identity
+  std::string url;                  // mysql://user:password@host:port/database
+  std::string table = "{{table}}";  // template: {{table}}, {{schema}}, any {{metadata-key}}
+  std::string tls_mode =
+      "preferred";     // disabled | preferred | required | verify_ca | verify_identity
+  std::string tls_ca;  // CA file for verify_ca / verify_identity
   uint64_t max_statement_size = 4u << 20;
   std::chrono::milliseconds connect_timeout{10000};
   // Commit each batch's source position into table sluice_checkpoints (in the URL's database) in

@@ -38,7 +38,9 @@ std::string_view type_for(const Value& v, bool key) {
     case ValueKind::uint64: return "BIGINT UNSIGNED";
     case ValueKind::float64: return "DOUBLE";
     case ValueKind::decimal:
-      return decimal_fits(v.as_text()) ? "DECIMAL(65,30)" : key ? kKeyText : "LONGTEXT CHARACTER SET utf8mb4";
+      return decimal_fits(v.as_text()) ? "DECIMAL(65,30)"
+             : key                     ? kKeyText
+                                       : "LONGTEXT CHARACTER SET utf8mb4";
     case ValueKind::string: return key ? kKeyText : "LONGTEXT CHARACTER SET utf8mb4";
     case ValueKind::bytes: return key ? "VARBINARY(255)" : "LONGBLOB";
     case ValueKind::date: return "DATE";
@@ -69,7 +71,8 @@ std::string MysqlDialect::column_type(const Value& sample, bool key) const {
   return std::string(type_for(sample, key));
 }
 
-void MysqlDialect::append_upsert_tail(std::string& out, std::span<const sql::ColumnRef> columns) const {
+void MysqlDialect::append_upsert_tail(std::string& out,
+                                      std::span<const sql::ColumnRef> columns) const {
   out += " ON DUPLICATE KEY UPDATE ";
   bool any = false;
   for (const sql::ColumnRef& c : columns) {

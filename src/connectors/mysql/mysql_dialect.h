@@ -21,19 +21,24 @@ class MysqlDialect final : public sql::Dialect {
   bool key_columns_first() const noexcept override { return false; }
   bool ddl_commits_implicitly() const noexcept override { return true; }
   void append_upsert_tail(std::string& out, std::span<const sql::ColumnRef> columns) const override;
-  std::string truncate(std::string_view table) const override { return "DELETE FROM " + std::string(table); }
+  std::string truncate(std::string_view table) const override {
+    return "DELETE FROM " + std::string(table);
+  }
   std::string checkpoint_table_ddl(std::string_view table) const override;
 
   // "DELETE FROM t WHERE `k` IN (" or "DELETE FROM t WHERE (`k1`,`k2`) IN (": the writer appends
   // the key tuples and ")".
-  void append_delete_head(std::string& out, std::string_view table, std::span<const sql::ColumnRef> keys) const;
+  void append_delete_head(std::string& out, std::string_view table,
+                          std::span<const sql::ColumnRef> keys) const;
 
   static sql::ErrorClass classify(unsigned errno_value) noexcept;
 
  protected:
   std::string_view current_timestamp() const noexcept override { return "UTC_TIMESTAMP(6)"; }
   std::string_view nullable_constraint() const noexcept override { return " NULL"; }
-  std::string_view table_options() const noexcept override { return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"; }
+  std::string_view table_options() const noexcept override {
+    return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
+  }
 };
 
 // True when the exact decimal text fits DECIMAL(65,30): ≤ 35 integer and ≤ 30 fraction digits.

@@ -13,7 +13,10 @@ namespace sluice::mysql {
 
 Status MysqlDriver::begin_snapshot(bool fresh) {
   MYSQL* c = conn_.get();
-  if (Status st = conn_.exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "query failed"); !st.ok()) return st;
+  if (Status st =
+          conn_.exec("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", "query failed");
+      !st.ok())
+    return st;
   std::string file;
   uint64_t pos = 0;
   bool locked = false;
@@ -25,13 +28,18 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
     } else {
       std::string sql = "LOCK TABLES ";
       for (size_t i = 0; i < tables_.size(); ++i)
-        sql += (i ? ", " : "") + quote_identifier(tables_[i].db) + "." + quote_identifier(tables_[i].table) + " READ";
+        sql += (i ? ", " : "") + quote_identifier(tables_[i].db) + "." +
+               quote_identifier(tables_[i].table) + " READ";
       if (Status st = conn_.exec(sql, "query failed"); !st.ok())
-        return st.error().with_context("cannot lock the tables for the snapshot (grant RELOAD or LOCK TABLES): ");
+        return st.error().with_context(
+            "cannot lock the tables for the snapshot (grant RELOAD or LOCK TABLES): ");
       locked = true;
     }
   }
-  if (Status st = conn_.exec("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", "query failed"); !st.ok()) return st;
+  if (Status st =
+          conn_.exec("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", "query failed");
+      !st.ok())
+    return st;
   if (!snapshot_only) {
     if (mariadb_) {
       // MariaDB reports the binlog position matching the consistent snapshot, without a lock.
@@ -50,7 +58,8 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
       }
     }
     if (locked) (void)conn_.exec("UNLOCK TABLES", "query failed");
-    if (file.empty()) return Error(Errc::unsupported, "the server reports no binlog position: is log_bin on?");
+    if (file.empty())
+      return Error(Errc::unsupported, "the server reports no binlog position: is log_bin on?");
   }
   SourcePosition& p = st_->position;
   if (fresh) {
@@ -67,16 +76,19 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
   int64_t total = 0;
   for (size_t i = p.table_index; i < tables_.size(); ++i) total += tables_[i].estimate;
   st_->snapshot_started(total);
-  spdlog::info("pipeline {}: snapshot of {} table(s), about {} rows; stream starts at {}:{}{}", ctx_.pipeline_id,
-               tables_.size() - std::min(tables_.size(), p.table_index), total, p.point.coord.file, p.point.coord.pos,
+  spdlog::info("pipeline {}: snapshot of {} table(s), about {} rows; stream starts at {}:{}{}",
+               ctx_.pipeline_id, tables_.size() - std::min(tables_.size(), p.table_index), total,
+               p.point.coord.file, p.point.coord.pos,
                p.point.gtid.empty() ? "" : " (gtid " + p.point.gtid.to_string() + ")");
   return ok_status();
 }
 
-Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop, State&) {
+Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest& req,
+                                                std::stop_token stop, State&) {
   MYSQL* c = conn_.get();
   SourcePosition& pos_ = st_->position;
-  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
     if (pos_.table_index >= tables_.size()) return SnapshotRead::finished;
     const TableRef& tr = tables_[pos_.table_index];
     if (snap_table_index_ != pos_.table_index) {
@@ -86,17 +98,23 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       snap_table_index_ = pos_.table_index;
     }
     const TableSchema& t = *snap_table_;
-    const size_t limit = size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
+    const size_t limit =
+        size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
     std::string cols;
     for (const auto& col : t.cols) cols += (cols.empty() ? "" : ", ") + quote_identifier(col.name);
-    std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols, quote_identifier(t.db), quote_identifier(t.table));
+    std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols,
+                                  quote_identifier(t.db), quote_identifier(t.table));
     if (!t.key.empty()) {
       if (pos_.cursor.kind == KeysetCursor::Kind::after_key) {
         // keyset: (k1, k2) > (v1, v2) spelled out so that the primary key index serves it.
         const std::vector<std::string>& vals = pos_.cursor.key;
         if (vals.size() != t.key.size())
-          return Error(Errc::data, fmt::format("snapshot checkpoint of {}.{} does not match its primary key; run `sluice "
-                                               "cleanup` and start over", t.db, t.table));
+          return Error(
+              Errc::data,
+              fmt::format(
+                  "snapshot checkpoint of {}.{} does not match its primary key; run `sluice "
+                  "cleanup` and start over",
+                  t.db, t.table));
         auto lit = [&](size_t k) {
           const uint32_t ci = t.key[k];
           return is_numeric_type(t.data_types[ci]) ? vals[k] : conn_.quoted(vals[k]);
@@ -104,23 +122,29 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
         std::string where;
         for (size_t k = 0; k < t.key.size(); ++k) {
           std::string term;
-          for (size_t j = 0; j < k; ++j) term += quote_identifier(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
+          for (size_t j = 0; j < k; ++j)
+            term += quote_identifier(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
           term += quote_identifier(t.cols[t.key[k]].name) + " > " + lit(k);
           where += (where.empty() ? "" : " OR ") + ("(" + term + ")");
         }
         sql += " WHERE " + where;
       }
       std::string order;
-      for (uint32_t k : t.key) order += (order.empty() ? "" : ", ") + quote_identifier(t.cols[k].name);
+      for (uint32_t k : t.key)
+        order += (order.empty() ? "" : ", ") + quote_identifier(t.cols[k].name);
       sql += fmt::format(" ORDER BY {} LIMIT {}", order, limit);
     } else {
-      const uint64_t offset = pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
+      const uint64_t offset =
+          pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
       sql += fmt::format(" LIMIT {} OFFSET {}", limit, offset);
     }
     if (mysql_real_query(c, sql.data(), sql.size()) != 0)
-      return server_error(c, fmt::format("cannot read {}.{}", quote_identifier(t.db), quote_identifier(t.table)));
+      return server_error(
+          c, fmt::format("cannot read {}.{}", quote_identifier(t.db), quote_identifier(t.table)));
     MysqlResult res{mysql_use_result(c)};
-    if (!res) return server_error(c, fmt::format("cannot read {}.{}", quote_identifier(t.db), quote_identifier(t.table)));
+    if (!res)
+      return server_error(
+          c, fmt::format("cannot read {}.{}", quote_identifier(t.db), quote_identifier(t.table)));
     st_->caches.retain(batch, snap_table_);
     size_t n = 0;
     MYSQL_ROW row;
@@ -154,7 +178,8 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       }
       ++n;
     }
-    if (mysql_errno(c)) return server_error(c, fmt::format("snapshot of {}.{} failed", t.db, t.table));
+    if (mysql_errno(c))
+      return server_error(c, fmt::format("snapshot of {}.{} failed", t.db, t.table));
     st_->snapshot_rows += int64_t(n);
     if (n < limit) {
       ++pos_.table_index;
@@ -163,7 +188,8 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       pos_.cursor.kind = KeysetCursor::Kind::after_key;
       pos_.cursor.key = std::move(last_key);
     } else {
-      const uint64_t offset = pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
+      const uint64_t offset =
+          pos_.cursor.kind == KeysetCursor::Kind::offset ? pos_.cursor.offset : 0;
       pos_.cursor.kind = KeysetCursor::Kind::offset;
       pos_.cursor.offset = offset + n;
     }

@@ -57,8 +57,10 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
         .one_of("disabled,preferred,required,verify_ca,verify_identity")
         .with_default("preferred"),
     setting<&MysqlSourceOptions::tls_ca>(
-        "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
-    setting<&MysqlSourceOptions::connect_timeout>("connect_timeout", "How long connecting may take.")
+        "tls.ca",
+        "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
+    setting<&MysqlSourceOptions::connect_timeout>("connect_timeout",
+                                                  "How long connecting may take.")
         .with_default("10s"));
 
 // The checks no single declaration expresses; parses the URL once.
@@ -67,13 +69,20 @@ Status finalize(MysqlSourceOptions& o) {
   if (!url.ok()) return std::move(url).error();
   for (const std::string& t : o.tables) {
     const size_t dot = t.find('.');
-    if (t.empty() || (dot != std::string::npos && (dot == 0 || dot + 1 == t.size() || t.find('.', dot + 1) != std::string::npos)) ||
+    if (t.empty() ||
+        (dot != std::string::npos &&
+         (dot == 0 || dot + 1 == t.size() || t.find('.', dot + 1) != std::string::npos)) ||
         (t.find('*') != std::string::npos && t != "*" && !t.ends_with(".*")))
-      return Error(Errc::config, fmt::format("setting 'tables': {} is not database.table, database.*, a table name or "
-                                             "\"*\"", quote_user_text(t)));
+      return Error(
+          Errc::config,
+          fmt::format("setting 'tables': {} is not database.table, database.*, a table name or "
+                      "\"*\"",
+                      quote_user_text(t)));
   }
   if ((o.tls_mode == "verify_ca" || o.tls_mode == "verify_identity") && o.tls_ca.empty())
-    return Error(Errc::config, fmt::format("setting 'tls.mode' {} needs tls.ca (the CA certificate file)", o.tls_mode));
+    return Error(
+        Errc::config,
+        fmt::format("setting 'tls.mode' {} needs tls.ca (the CA certificate file)", o.tls_mode));
   o.snapshot_chunk_size = std::max<int64_t>(1, o.snapshot_chunk_size);
   o.parsed_url = std::move(url.value());
   return ok_status();
@@ -94,11 +103,15 @@ MysqlDriver::MysqlDriver(MysqlSourceOptions o)
 }
 
 Result<GtidSet> gtid_at(MysqlConn& c, const BinlogCoord& at) {
-  auto g = c.query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", c.quoted(at.file), at.pos), "query failed");
+  auto g = c.query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", c.quoted(at.file), at.pos),
+                   "query failed");
   if (!g.ok() || g.value().empty()) return GtidSet{};  // no GTID there: the stream goes by file:pos
   const std::string text = g.value()[0][0].value_or("");
   auto set = GtidSet::parse(text);
-  if (!set) return Error(Errc::data, fmt::format("the server reports GTID position '{}' at {}:{}, not a GTID list", text, at.file, at.pos));
+  if (!set)
+    return Error(Errc::data,
+                 fmt::format("the server reports GTID position '{}' at {}:{}, not a GTID list",
+                             text, at.file, at.pos));
   return std::move(*set);
 }
 
@@ -109,19 +122,24 @@ Status MysqlDriver::check_server() {
   const std::string version = r[0].value_or("");
   mariadb_ = version.find("MariaDB") != std::string::npos;
   if (mode_ == "initial_only") return ok_status();  // a snapshot alone needs no binlog
-  if (auto problem = mysql_binlog_config_problem(r[1].value_or("0"), r[2].value_or("unknown"), opts_.url.redacted()))
+  if (auto problem = mysql_binlog_config_problem(r[1].value_or("0"), r[2].value_or("unknown"),
+                                                 opts_.url.redacted()))
     return Error(Errc::unsupported, *problem);
   if (r[3] && server_id_ == std::stoul(*r[3]))
-    return Error(Errc::config, fmt::format("server_id {} is the server's own id; set a different `server_id`", server_id_));
+    return Error(Errc::config,
+                 fmt::format("server_id {} is the server's own id; set a different `server_id`",
+                             server_id_));
   // REPLICATION CLIENT (BINLOG MONITOR on MariaDB): reading the binlog position.
   if (auto st = binlog_status(conn_); !st.ok()) {
     Error e = st.error().with_context("cannot read the binlog position: ");
     if (e.code() == Errc::permission || conn_.last_errno() == ER_SPECIFIC_ACCESS_DENIED_ERROR)
-      return Error(Errc::permission,
-                   fmt::format("user '{}' lacks the REPLICATION CLIENT privilege{}: GRANT {} ON *.* TO '{}'",
-                               opts_.url.user, mariadb_ ? " (BINLOG MONITOR)" : "",
-                               mariadb_ ? "BINLOG MONITOR, REPLICATION SLAVE" : "REPLICATION CLIENT, REPLICATION SLAVE",
-                               opts_.url.user));
+      return Error(
+          Errc::permission,
+          fmt::format("user '{}' lacks the REPLICATION CLIENT privilege{}: GRANT {} ON *.* TO '{}'",
+                      opts_.url.user, mariadb_ ? " (BINLOG MONITOR)" : "",
+                      mariadb_ ? "BINLOG MONITOR, REPLICATION SLAVE"
+                               : "REPLICATION CLIENT, REPLICATION SLAVE",
+                      opts_.url.user));
     return e;
   }
   // REPLICATION SLAVE: reading the binlog itself (checked on the grants; the dump also reports it).
@@ -131,7 +149,8 @@ Status MysqlDriver::check_server() {
     for (const MysqlRow& g : grants.value()) {
       const std::string line = g.empty() ? "" : g[0].value_or("");
       if (line.find(" ON *.*") == std::string::npos) continue;
-      if (line.find("ALL PRIVILEGES") != std::string::npos || line.find("REPLICATION SLAVE") != std::string::npos ||
+      if (line.find("ALL PRIVILEGES") != std::string::npos ||
+          line.find("REPLICATION SLAVE") != std::string::npos ||
           line.find("REPLICATION REPLICA") != std::string::npos)
         repl = true;
     }
@@ -140,9 +159,10 @@ Status MysqlDriver::check_server() {
     for (const MysqlRow& g : grants.value())
       if (!g.empty() && g[0] && g[0]->starts_with("GRANT `")) roles = true;
     if (!repl && !roles)
-      return Error(Errc::permission, fmt::format("user '{}' lacks the REPLICATION SLAVE privilege needed to read the "
-                                                 "binlog: GRANT REPLICATION SLAVE ON *.* TO '{}'",
-                                                 opts_.url.user, opts_.url.user));
+      return Error(Errc::permission,
+                   fmt::format("user '{}' lacks the REPLICATION SLAVE privilege needed to read the "
+                               "binlog: GRANT REPLICATION SLAVE ON *.* TO '{}'",
+                               opts_.url.user, opts_.url.user));
   }
   return ok_status();
 }
@@ -174,7 +194,8 @@ Status MysqlDriver::plan_start(State& s) {
     if (mode_ == "never") {
       auto m = binlog_status(conn_);
       if (!m.ok()) return std::move(m).error();
-      if (m.value().empty()) return Error(Errc::unsupported, "SHOW MASTER STATUS returned nothing: is log_bin on?");
+      if (m.value().empty())
+        return Error(Errc::unsupported, "SHOW MASTER STATUS returned nothing: is log_bin on?");
       pos.phase = LogPhase::stream;
       pos.point.coord.file = *m.value()[0][0];
       pos.point.coord.pos = std::stoull(*m.value()[0][1]);
@@ -199,14 +220,19 @@ void MysqlDriver::close() noexcept {
 
 std::span<const SettingSpec> mysql_source_settings() noexcept { return mysql::kSourceSettings; }
 
-std::optional<std::string> mysql_binlog_config_problem(std::string_view log_bin, std::string_view format,
+std::optional<std::string> mysql_binlog_config_problem(std::string_view log_bin,
+                                                       std::string_view format,
                                                        std::string_view target) {
   if (log_bin != "1" && log_bin != "ON")
-    return fmt::format("binary logging is off on {}: start the server with log_bin and binlog_format=ROW in its "
-                       "configuration (or use snapshot.mode initial_only)", target);
+    return fmt::format(
+        "binary logging is off on {}: start the server with log_bin and binlog_format=ROW in its "
+        "configuration (or use snapshot.mode initial_only)",
+        target);
   if (format != "ROW")
-    return fmt::format("binlog_format is {} on {}; row-based logging is required: set binlog_format=ROW in the server "
-                       "configuration and run SET GLOBAL binlog_format=ROW", format, target);
+    return fmt::format(
+        "binlog_format is {} on {}; row-based logging is required: set binlog_format=ROW in the server "
+        "configuration and run SET GLOBAL binlog_format=ROW",
+        format, target);
   return std::nullopt;
 }
 

@@ -38,7 +38,8 @@ Result<std::unique_ptr<Source>> make_mysql_source(const Settings& settings);
 
 // The one-line error for a server whose binary log cannot feed the source (@@log_bin,
 // @@binlog_format), naming the fix; nullopt when fine.
-std::optional<std::string> mysql_binlog_config_problem(std::string_view log_bin, std::string_view format,
+std::optional<std::string> mysql_binlog_config_problem(std::string_view log_bin,
+                                                       std::string_view format,
                                                        std::string_view target);
 
 }  // namespace sluice

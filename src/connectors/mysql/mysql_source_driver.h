@@ -72,7 +72,8 @@ Result<GtidSet> gtid_at(MysqlConn& c, const BinlogCoord& at);
 // SHOW MASTER STATUS, or SHOW BINARY LOG STATUS where the former is gone (MySQL 8.4).
 Result<std::vector<MysqlRow>> binlog_status(MysqlConn& c);
 // mysql_ddl.cc
-std::optional<std::pair<std::string, std::string>> parse_qualified_name(std::string_view s, std::string_view default_db);
+std::optional<std::pair<std::string, std::string>> parse_qualified_name(
+    std::string_view s, std::string_view default_db);
 
 // Reads events off the dump connection on its own thread, so that the network and decoding
 // overlap; bounded by bytes.
@@ -117,11 +118,13 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   bool snapshot_only() const override { return mode_ == "initial_only"; }
   Status connect(State& s) override;
   Status plan_start(State& s) override;
-  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
+                                     State& s) override;
   Status finish_snapshot(State& s) override;
   bool start_stream_on_open() const override { return true; }
   Status start_stream(State& s) override;
-  Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop,
+                                 State& s) override;
   void stop_stream(State& s) noexcept override;
   void close() noexcept override;  // a binlog reader holds nothing on the server: no ack()
 
@@ -130,7 +133,8 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // mysql_catalog.cc
   Status resolve_tables();
   bool captured(std::string_view db, std::string_view table) const;
-  Result<std::shared_ptr<const TableSchema>> load_schema(const std::string& db, const std::string& table);
+  Result<std::shared_ptr<const TableSchema>> load_schema(const std::string& db,
+                                                         const std::string& table);
   Status on_table_map(bl::TableMap map, uint32_t event_pos);
   Status ensure_catalog();
   // mysql_snapshot.cc
@@ -166,7 +170,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   MysqlConn conn_;  // catalog queries and the snapshot transaction
   std::vector<TableRef> tables_;
   std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;  // "db.table"
-  std::unordered_map<uint64_t, TableMapState> maps_;                           // by table id
+  std::unordered_map<uint64_t, TableMapState> maps_;                             // by table id
 
   // snapshot
   std::shared_ptr<const TableSchema> snap_table_;

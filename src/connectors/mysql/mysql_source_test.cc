@@ -27,7 +27,8 @@ TEST(MysqlSourceConfig, BinlogOffAndNotRowNameTheFix) {
 
 Result<std::unique_ptr<Source>> make(const std::map<std::string, std::string>& text) {
   Settings s(mysql_source_settings());
-  if (auto err = settings_from_text(mysql_source_settings(), text, &s)) return Error(Errc::config, *err);
+  if (auto err = settings_from_text(mysql_source_settings(), text, &s))
+    return Error(Errc::config, *err);
   return make_mysql_source(s);
 }
 

@@ -19,9 +19,20 @@ std::vector<std::string> parse_labels(std::string_view column_type) {
     ++i;
     while (i < column_type.size()) {
       char c = column_type[i];
-      if (c == '\'' && i + 1 < column_type.size() && column_type[i + 1] == '\'') { label += '\''; i += 2; continue; }
-      if (c == '\\' && i + 1 < column_type.size()) { label += column_type[i + 1]; i += 2; continue; }
-      if (c == '\'') { ++i; break; }
+      if (c == '\'' && i + 1 < column_type.size() && column_type[i + 1] == '\'') {
+        label += '\'';
+        i += 2;
+        continue;
+      }
+      if (c == '\\' && i + 1 < column_type.size()) {
+        label += column_type[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c == '\'') {
+        ++i;
+        break;
+      }
       label += c;
       ++i;
     }
@@ -45,8 +56,8 @@ bool parse_uint(std::string_view s, uint64_t* out) {
 }  // namespace
 
 bool is_numeric_type(std::string_view t) {
-  return t == "tinyint" || t == "smallint" || t == "mediumint" || t == "int" || t == "bigint" || t == "decimal" ||
-         t == "float" || t == "double" || t == "year";
+  return t == "tinyint" || t == "smallint" || t == "mediumint" || t == "int" || t == "bigint" ||
+         t == "decimal" || t == "float" || t == "double" || t == "year";
 }
 
 // Converts a snapshot value (text protocol, session time_zone +00:00) to the same Value the binlog
@@ -55,9 +66,11 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
   const std::string& type = t.data_types[i];
   const bl::ColumnInfo& ci = t.cols[i];
   auto bad = [&]() {
-    return Error(Errc::data, fmt::format("{}.{}.{}: cannot read {} value '{}'", t.db, t.table, ci.name, type, s));
+    return Error(Errc::data, fmt::format("{}.{}.{}: cannot read {} value '{}'", t.db, t.table,
+                                         ci.name, type, s));
   };
-  if (type == "tinyint" || type == "smallint" || type == "mediumint" || type == "int" || type == "bigint") {
+  if (type == "tinyint" || type == "smallint" || type == "mediumint" || type == "int" ||
+      type == "bigint") {
     if (ci.is_unsigned) {
       uint64_t v;
       if (!parse_uint(s, &v)) return bad();
@@ -87,7 +100,8 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
     return Value::date(d);
   }
   if (type == "datetime" || type == "timestamp") {
-    if (s.starts_with("0000-00-00") || s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00") return Value::null();
+    if (s.starts_with("0000-00-00") || s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00")
+      return Value::null();
     int64_t us;
     if (!parse_timestamp(s, &us)) return bad();
     return type == "timestamp" ? Value::timestamptz(us) : Value::timestamp(us);
@@ -96,14 +110,22 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
     // [-]HHH:MM:SS[.ffffff], possibly beyond 24 hours
     std::string_view x = s;
     int64_t sign = 1;
-    if (!x.empty() && x[0] == '-') { sign = -1; x.remove_prefix(1); }
+    if (!x.empty() && x[0] == '-') {
+      sign = -1;
+      x.remove_prefix(1);
+    }
     int64_t h = 0, m = 0, sec = 0, frac = 0;
     size_t c1 = x.find(':'), c2 = x.find(':', c1 + 1);
     if (c1 == std::string_view::npos || c2 == std::string_view::npos) return bad();
     std::string_view fs = x.substr(c2 + 1);
     std::string_view fr;
-    if (size_t dot = fs.find('.'); dot != std::string_view::npos) { fr = fs.substr(dot + 1); fs = fs.substr(0, dot); }
-    if (!parse_int(x.substr(0, c1), &h) || !parse_int(x.substr(c1 + 1, c2 - c1 - 1), &m) || !parse_int(fs, &sec)) return bad();
+    if (size_t dot = fs.find('.'); dot != std::string_view::npos) {
+      fr = fs.substr(dot + 1);
+      fs = fs.substr(0, dot);
+    }
+    if (!parse_int(x.substr(0, c1), &h) || !parse_int(x.substr(c1 + 1, c2 - c1 - 1), &m) ||
+        !parse_int(fs, &sec))
+      return bad();
     if (!fr.empty()) {
       std::string f(fr);
       f.resize(6, '0');

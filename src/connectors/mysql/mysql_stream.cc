@@ -71,13 +71,15 @@ Status MysqlDriver::start_stream(State&) {
   if (mariadb_) {
     setup.push_back("SET @mariadb_slave_capability = 4");
     if (use_gtid) {
-      setup.push_back(fmt::format("SET @slave_connect_state = {}", rpl_conn_.quoted(pos_.point.gtid.to_string())));
+      setup.push_back(fmt::format("SET @slave_connect_state = {}",
+                                  rpl_conn_.quoted(pos_.point.gtid.to_string())));
       setup.push_back("SET @slave_gtid_strict_mode = 0");
       setup.push_back("SET @slave_gtid_ignore_duplicates = 0");
     }
   }
   for (const std::string& sql : setup) {
-    if (mysql_real_query(m, sql.data(), sql.size()) != 0 && mysql_errno(m) != ER_UNKNOWN_SYSTEM_VARIABLE) {
+    if (mysql_real_query(m, sql.data(), sql.size()) != 0 &&
+        mysql_errno(m) != ER_UNKNOWN_SYSTEM_VARIABLE) {
       Error e = server_error(m, "cannot set up the binlog connection");
       if (e.code() == Errc::connection) return e;
     }
@@ -91,19 +93,27 @@ Status MysqlDriver::start_stream(State&) {
   const std::string file = use_gtid ? "" : pos_.point.coord.file;
   mariadb_rpl_optionsv(rpl_, MARIADB_RPL_SERVER_ID, server_id_);
   mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FILENAME, file.c_str(), file.size());
-  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START, (unsigned long)(use_gtid ? 4 : std::max<uint64_t>(4, pos_.point.coord.pos)));
+  mariadb_rpl_optionsv(rpl_, MARIADB_RPL_START,
+                       (unsigned long)(use_gtid ? 4 : std::max<uint64_t>(4, pos_.point.coord.pos)));
   mariadb_rpl_optionsv(rpl_, MARIADB_RPL_FLAGS, 0u);
-  const std::string where = use_gtid ? "GTID " + pos_.point.gtid.to_string()
-                                     : fmt::format("{}:{}", pos_.point.coord.file, pos_.point.coord.pos);
+  const std::string where = use_gtid
+                                ? "GTID " + pos_.point.gtid.to_string()
+                                : fmt::format("{}:{}", pos_.point.coord.file, pos_.point.coord.pos);
   auto dump_error = [&](unsigned no, const std::string& msg) -> Error {
     if (no == ER_SPECIFIC_ACCESS_DENIED_ERROR || no == ER_ACCESS_DENIED_ERROR || no == 1227)
-      return Error(Errc::permission, fmt::format("user '{}' cannot read the binlog ({}): GRANT REPLICATION SLAVE ON *.* "
-                                                 "TO '{}'", opts_.url.user, msg, opts_.url.user));
+      return Error(
+          Errc::permission,
+          fmt::format("user '{}' cannot read the binlog ({}): GRANT REPLICATION SLAVE ON *.* "
+                      "TO '{}'",
+                      opts_.url.user, msg, opts_.url.user));
     if (no == 1236)  // ER_MASTER_FATAL_ERROR_READING_BINLOG: purged or unknown position
-      return Error(Errc::not_found, fmt::format("binlog position {} is no longer on {} ({}): the changes since then are "
-                                                "lost; run `sluice cleanup` and start over with a new snapshot",
-                                                where, opts_.url.redacted(), msg));
-    if (classify_errno(no).code == Errc::connection) return Error(Errc::connection, fmt::format("binlog stream: {} ({})", msg, no), true);
+      return Error(
+          Errc::not_found,
+          fmt::format("binlog position {} is no longer on {} ({}): the changes since then are "
+                      "lost; run `sluice cleanup` and start over with a new snapshot",
+                      where, opts_.url.redacted(), msg));
+    if (classify_errno(no).code == Errc::connection)
+      return Error(Errc::connection, fmt::format("binlog stream: {} ({})", msg, no), true);
     return Error(Errc::data, fmt::format("binlog stream from {}: {} ({})", where, msg, no));
   };
   if (mariadb_rpl_open(rpl_) != 0) return dump_error(mysql_errno(m), mysql_error(m));
@@ -193,9 +203,10 @@ Value MysqlDriver::metadata(Batch& batch, const TableSchema& t, uint32_t event_p
   if (cdc) {
     const auto* tx = st_->caches.tx_metadata();  // file, gtid, commit time, server id
     if (!tx)
-      tx = &st_->caches.set_tx_metadata({batch.copy(cur_file_), batch.copy(tx_gtid_text_),
-                                         batch.copy(format_timestamptz(int64_t(tx_time_) * 1000000)),
-                                         batch.copy(std::to_string(tx_server_id_))});
+      tx =
+          &st_->caches.set_tx_metadata({batch.copy(cur_file_), batch.copy(tx_gtid_text_),
+                                        batch.copy(format_timestamptz(int64_t(tx_time_) * 1000000)),
+                                        batch.copy(std::to_string(tx_server_id_))});
     m.add("binlog_file", Value::string((*tx)[0]));
     m.add("binlog_pos", Value::string(batch.copy(std::to_string(event_pos))));
     if (!(*tx)[1].empty()) m.add("gtid", Value::string((*tx)[1]));
@@ -209,7 +220,9 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   auto rows = bl::parse_rows(e, *fd_);
   if (!rows.ok()) return std::move(rows).error();
   auto it = maps_.find(rows->table_id);
-  if (it == maps_.end()) return Error(Errc::data, fmt::format("binlog rows event for table id {} without its TABLE_MAP", rows->table_id));
+  if (it == maps_.end())
+    return Error(Errc::data, fmt::format("binlog rows event for table id {} without its TABLE_MAP",
+                                         rows->table_id));
   TableMapState& ms = it->second;
   if (!ms.schema) return ok_status();  // not captured
   const TableSchema& t = *ms.schema;
@@ -229,11 +242,13 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   };
   while (!data.empty()) {
     const bool upd = rows->kind == bl::RowsEvent::Kind::update;
-    auto used = bl::decode_row(ms.map, t.cols, rows->present, data, batch.arena(), row_before_.data());
+    auto used =
+        bl::decode_row(ms.map, t.cols, rows->present, data, batch.arena(), row_before_.data());
     if (!used.ok()) return used.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
     data.remove_prefix(used.value());
     if (upd) {
-      auto used2 = bl::decode_row(ms.map, t.cols, rows->present_after, data, batch.arena(), row_after_.data());
+      auto used2 = bl::decode_row(ms.map, t.cols, rows->present_after, data, batch.arena(),
+                                  row_after_.data());
       if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
       data.remove_prefix(used2.value());
     }
@@ -259,8 +274,9 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     if (!ms.key.empty()) {
       ObjectBuilder k = batch.object(uint32_t(ms.key.size()));
       for (uint32_t i : ms.key) {
-        const Value* v = rows->kind == bl::RowsEvent::Kind::update && !row_after_[i].is_absent() ? &row_after_[i]
-                                                                                                   : &row_before_[i];
+        const Value* v = rows->kind == bl::RowsEvent::Kind::update && !row_after_[i].is_absent()
+                             ? &row_after_[i]
+                             : &row_before_[i];
         if (v->is_absent() && rows->kind == bl::RowsEvent::Kind::update) v = &row_before_[i];
         if (!v->is_absent()) k.add(ms.names[i], *v);
       }
@@ -271,7 +287,8 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
 }
 
 Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
-  if (raw.size() < bl::kHeaderSize) return Error(Errc::data, "binlog event shorter than its header");
+  if (raw.size() < bl::kHeaderSize)
+    return Error(Errc::data, "binlog event shorter than its header");
   const uint8_t type = uint8_t(raw[4]);
   if (type == bl::kFormatDescription) {
     auto fd = bl::parse_format_description(raw);
@@ -285,14 +302,16 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
   const bl::Event& e = ev.value();
   const uint32_t start = e.header.next_pos >= e.header.size ? e.header.next_pos - e.header.size : 0;
   if (type != bl::kRotate && type != bl::kHeartbeat && !fd_)
-    return Error(Errc::data, fmt::format("binlog event type {} before the FORMAT_DESCRIPTION event", type));
+    return Error(Errc::data,
+                 fmt::format("binlog event type {} before the FORMAT_DESCRIPTION event", type));
   switch (type) {
     case bl::kRotate: {
       auto r = bl::parse_rotate(e);
       if (!r.ok()) return std::move(r).error();
       cur_file_ = r->file;
       const bool in_tx = st_->tx.in_transaction();
-      if (!(e.header.flags & bl::kFlagArtificial) && !in_tx) st_->position.point.coord = BinlogCoord{r->file, r->position};
+      if (!(e.header.flags & bl::kFlagArtificial) && !in_tx)
+        st_->position.point.coord = BinlogCoord{r->file, r->position};
       if (!in_tx) maps_.clear();  // table ids are per server run; forget those of older files
       return ok_status();
     }
@@ -318,7 +337,8 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
       auto q = bl::parse_query(e);
       if (!q.ok()) return std::move(q).error();
       if (q->sql == "BEGIN") {
-        if (!st_->tx.in_transaction()) begin_tx(start, e.header);  // no GTID event before it (old servers)
+        if (!st_->tx.in_transaction())
+          begin_tx(start, e.header);  // no GTID event before it (old servers)
         tx_saw_begin_ = true;
         return ok_status();
       }
@@ -327,40 +347,48 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
         return ok_status();
       }
       on_ddl(batch, q->database, q->sql, start);
-      if (!st_->tx.in_transaction() || !tx_saw_begin_) commit_tx(e.header.next_pos);  // a statement of its own
+      if (!st_->tx.in_transaction() || !tx_saw_begin_)
+        commit_tx(e.header.next_pos);  // a statement of its own
       return ok_status();
     }
-    case bl::kXid:
-      commit_tx(e.header.next_pos);
-      return ok_status();
+    case bl::kXid: commit_tx(e.header.next_pos); return ok_status();
     case bl::kTableMap: {
       auto m = bl::parse_table_map(e, *fd_);
       if (!m.ok()) return std::move(m).error();
       return on_table_map(std::move(m.value()), start);
     }
-    case bl::kWriteRowsV1: case bl::kUpdateRowsV1: case bl::kDeleteRowsV1:
-    case bl::kWriteRowsV2: case bl::kUpdateRowsV2: case bl::kDeleteRowsV2:
-      return handle_rows(batch, e);
+    case bl::kWriteRowsV1:
+    case bl::kUpdateRowsV1:
+    case bl::kDeleteRowsV1:
+    case bl::kWriteRowsV2:
+    case bl::kUpdateRowsV2:
+    case bl::kDeleteRowsV2: return handle_rows(batch, e);
     case bl::kMysqlPartialUpdateRows:
-      return Error(Errc::unsupported, "binlog has PARTIAL_UPDATE_ROWS events: set binlog_row_value_options='' on the server");
+      return Error(
+          Errc::unsupported,
+          "binlog has PARTIAL_UPDATE_ROWS events: set binlog_row_value_options='' on the server");
     default:
       if (type >= bl::kMariaWriteRowsCompressedV1 && type <= bl::kMariaDeleteRowsCompressed)
-        return Error(Errc::unsupported, "binlog has compressed row events: set log_bin_compress=OFF on the server");
+        return Error(Errc::unsupported,
+                     "binlog has compressed row events: set log_bin_compress=OFF on the server");
       return ok_status();  // heartbeats, GTID lists, annotate rows, checkpoints, intvar, ...
   }
 }
 
-Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State&) {
+Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req,
+                                            std::stop_token stop, State&) {
   const auto started = Clock::now();
   Clock::time_point first{};
   bool idle = false;
-  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
     const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
     auto got = queue_->pop(&event_buf_, deadline);
     if (!got.ok()) {
       Error e = std::move(got).error();
       if (!e.retriable()) return e;
-      spdlog::warn("pipeline {}: binlog connection lost: {} (reconnecting)", ctx_.pipeline_id, e.message());
+      spdlog::warn("pipeline {}: binlog connection lost: {} (reconnecting)", ctx_.pipeline_id,
+                   e.message());
       return StreamRead::lost;  // the skeleton restarts from what this and earlier batches cover
     }
     if (!got.value()) {

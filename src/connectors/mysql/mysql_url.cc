@@ -16,8 +16,9 @@ int hex_digit(char c) noexcept {
 }
 
 Error url_error(std::string_view what) {
-  return Error(Errc::invalid_argument,
-               fmt::format("mysql url: {}; expected mysql://user:password@host:port/database", what));
+  return Error(
+      Errc::invalid_argument,
+      fmt::format("mysql url: {}; expected mysql://user:password@host:port/database", what));
 }
 
 }  // namespace
@@ -42,7 +43,8 @@ bool percent_decode(std::string_view in, std::string* out) {
 
 std::string MysqlUrl::redacted() const {
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return fmt::format("mysql://{}{}@{}:{}/{}", user, password.empty() ? "" : ":***", h, port, database);
+  return fmt::format("mysql://{}{}@{}:{}/{}", user, password.empty() ? "" : ":***", h, port,
+                     database);
 }
 
 Result<MysqlUrl> parse_mysql_url(std::string_view url) {
@@ -74,8 +76,7 @@ Result<MysqlUrl> parse_mysql_url(std::string_view url) {
     size_t colon = userinfo.find(':');
     std::string_view user = userinfo.substr(0, colon);
     if (!percent_decode(user, &u.user)) return url_error("the user has a malformed %-escape");
-    if (colon != std::string_view::npos &&
-        !percent_decode(userinfo.substr(colon + 1), &u.password))
+    if (colon != std::string_view::npos && !percent_decode(userinfo.substr(colon + 1), &u.password))
       return url_error("the password has a malformed %-escape");
   }
   if (u.user.empty()) return url_error("the user is missing");
@@ -97,7 +98,8 @@ Result<MysqlUrl> parse_mysql_url(std::string_view url) {
     std::string_view port = hostport.substr(1);
     unsigned value = 0;
     auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || ec != std::errc() || p != port.data() + port.size() || value == 0 || value > 65535)
+    if (port.empty() || ec != std::errc() || p != port.data() + port.size() || value == 0 ||
+        value > 65535)
       return url_error(fmt::format("the port \"{}\" is not a number from 1 to 65535", port));
     u.port = static_cast<uint16_t>(value);
   }

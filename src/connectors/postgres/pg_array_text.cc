@@ -11,9 +11,14 @@ namespace {
 // Array literal parser (array_out's format, and what array_in accepts of it).
 class ArrayParser {
  public:
-  ArrayParser(const TypeRegistry& types, uint32_t array_oid, uint32_t elem_oid, char delim, Arena& arena,
-              int depth)
-      : types_(types), array_oid_(array_oid), elem_oid_(elem_oid), delim_(delim), arena_(arena), depth_(depth) {}
+  ArrayParser(const TypeRegistry& types, uint32_t array_oid, uint32_t elem_oid, char delim,
+              Arena& arena, int depth)
+      : types_(types),
+        array_oid_(array_oid),
+        elem_oid_(elem_oid),
+        delim_(delim),
+        arena_(arena),
+        depth_(depth) {}
 
   Result<Value> parse(std::string_view text) {
     text_ = text;
@@ -21,7 +26,8 @@ class ArrayParser {
     // Optional dimension decoration when a lower bound is not 1: "[0:1][1:2]={...}".
     if (!s.empty() && s.front() == '[') {
       while (eat(s, '[')) {
-        if (!bound(s) || !eat(s, ':') || !bound(s) || !eat(s, ']')) return bad("bad dimension decoration");
+        if (!bound(s) || !eat(s, ':') || !bound(s) || !eat(s, ']'))
+          return bad("bad dimension decoration");
       }
       if (!eat(s, '=')) return bad("expected '=' after dimensions");
     }
@@ -38,7 +44,10 @@ class ArrayParser {
   static bool bound(std::string_view& s) {
     if (!eat(s, '-')) eat(s, '+');
     size_t n = 0;
-    while (!s.empty() && is_digit(s.front()) && n < 10) { s.remove_prefix(1); ++n; }
+    while (!s.empty() && is_digit(s.front()) && n < 10) {
+      s.remove_prefix(1);
+      ++n;
+    }
     return n > 0;
   }
 
@@ -56,15 +65,31 @@ class ArrayParser {
         else if (c == '"') quoted = false;
         continue;
       }
-      if (c == '\\') { ++i; any = true; continue; }
-      if (c == '"') { quoted = true; any = true; continue; }
-      if (c == '{') { ++nest; any = true; continue; }
+      if (c == '\\') {
+        ++i;
+        any = true;
+        continue;
+      }
+      if (c == '"') {
+        quoted = true;
+        any = true;
+        continue;
+      }
+      if (c == '{') {
+        ++nest;
+        any = true;
+        continue;
+      }
       if (c == '}') {
         if (nest == 0) return any ? n + 1 : 0;
         --nest;
         continue;
       }
-      if (nest == 0 && c == delim_) { ++n; any = true; continue; }
+      if (nest == 0 && c == delim_) {
+        ++n;
+        any = true;
+        continue;
+      }
       if (!is_ws(c)) any = true;
     }
     return SIZE_MAX;
@@ -109,7 +134,10 @@ class ArrayParser {
       bool escaped = false;
       size_t j = 0;
       for (; j < s.size() && s[j] != '"'; ++j, ++len) {
-        if (s[j] == '\\') { escaped = true; ++j; }
+        if (s[j] == '\\') {
+          escaped = true;
+          ++j;
+        }
       }
       if (j >= s.size()) return bad("unterminated quoted element");
       std::string_view raw = s.substr(0, j);
@@ -143,8 +171,8 @@ class ArrayParser {
     s.remove_prefix(end);
     if (raw.empty()) return bad("empty unquoted element");
     if (!escaped) {
-      if (raw.size() == 4 && (raw[0] | 0x20) == 'n' && (raw[1] | 0x20) == 'u' && (raw[2] | 0x20) == 'l' &&
-          (raw[3] | 0x20) == 'l')
+      if (raw.size() == 4 && (raw[0] | 0x20) == 'n' && (raw[1] | 0x20) == 'u' &&
+          (raw[2] | 0x20) == 'l' && (raw[3] | 0x20) == 'l')
         return Value::null();
       return convert(types_, elem_oid_, raw, arena_, false, depth_ + 1);
     }
@@ -168,8 +196,8 @@ class ArrayParser {
 
 }  // namespace
 
-Result<Value> parse_array_text(const TypeRegistry& types, uint32_t array_oid, uint32_t elem_oid, char delim, Arena& arena,
-                               int depth, std::string_view text) {
+Result<Value> parse_array_text(const TypeRegistry& types, uint32_t array_oid, uint32_t elem_oid,
+                               char delim, Arena& arena, int depth, std::string_view text) {
   return ArrayParser(types, array_oid, elem_oid, delim, arena, depth).parse(text);
 }
 

@@ -22,35 +22,47 @@ Status PostgresDriver::resolve_tables() {
     if (!r.ok()) return std::move(r).error();
     PGresult* res = r.value().get();
     for (int i = 0; i < PQntuples(res); ++i)
-      tables_.push_back({PQgetvalue(res, i, 0), PQgetvalue(res, i, 1), uint32_t(std::stoul(PQgetvalue(res, i, 2))),
+      tables_.push_back({PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                         uint32_t(std::stoul(PQgetvalue(res, i, 2))),
                          std::stoll(PQgetvalue(res, i, 3))});
     return ok_status();
   }
   for (const std::string& spec : tables_setting_) {
     auto name = parse_table_name(spec);
     if (!name)
-      return Error(Errc::config, fmt::format("setting 'tables': '{}' is not a table name (schema.table, quote names "
-                                             "with spaces: sales.\"Order Items\")", spec));
+      return Error(
+          Errc::config,
+          fmt::format("setting 'tables': '{}' is not a table name (schema.table, quote names "
+                      "with spaces: sales.\"Order Items\")",
+                      spec));
     auto r = conn_.exec_params(
         "SELECT c.oid, c.relkind, (CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 120 END)::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = "
         "c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
         {name->first, name->second});
     if (!r.ok()) return std::move(r).error();
     PGresult* res = r.value().get();
-    const std::string qualified = quote_identifier(name->first) + "." + quote_identifier(name->second);
+    const std::string qualified =
+        quote_identifier(name->first) + "." + quote_identifier(name->second);
     if (PQntuples(res) == 0)
-      return Error(Errc::not_found, fmt::format("table {} does not exist in {}; check `tables` (names are case-sensitive "
-                                                "when quoted)", qualified, describe_target(url_)));
+      return Error(
+          Errc::not_found,
+          fmt::format("table {} does not exist in {}; check `tables` (names are case-sensitive "
+                      "when quoted)",
+                      qualified, describe_target(url_)));
     if (std::string_view(PQgetvalue(res, 0, 1)) != "r")
-      return Error(Errc::unsupported, fmt::format("{} is not a plain table (relkind '{}'); list its partitions or "
-                                                  "tables instead", qualified, PQgetvalue(res, 0, 1)));
-    tables_.push_back({name->first, name->second, uint32_t(std::stoul(PQgetvalue(res, 0, 0))), std::stoll(PQgetvalue(res, 0, 2))});
+      return Error(Errc::unsupported,
+                   fmt::format("{} is not a plain table (relkind '{}'); list its partitions or "
+                               "tables instead",
+                               qualified, PQgetvalue(res, 0, 1)));
+    tables_.push_back({name->first, name->second, uint32_t(std::stoul(PQgetvalue(res, 0, 0))),
+                       std::stoll(PQgetvalue(res, 0, 2))});
   }
   return ok_status();
 }
 
 Status PostgresDriver::ensure_publication() {
-  auto r = conn_.exec_params("SELECT puballtables FROM pg_publication WHERE pubname = $1", {publication_});
+  auto r = conn_.exec_params("SELECT puballtables FROM pg_publication WHERE pubname = $1",
+                             {publication_});
   if (!r.ok()) return std::move(r).error();
   const std::string marker = "created by sluice pipeline " + ctx_.pipeline_id;
   if (PQntuples(r.value().get()) == 0) {
@@ -60,11 +72,14 @@ Status PostgresDriver::ensure_publication() {
     } else {
       sql += " FOR TABLE ";
       for (size_t i = 0; i < tables_.size(); ++i)
-        sql += (i ? ", " : "") + quote_identifier(tables_[i].schema) + "." + quote_identifier(tables_[i].name);
+        sql += (i ? ", " : "") + quote_identifier(tables_[i].schema) + "." +
+               quote_identifier(tables_[i].name);
     }
     if (auto c = conn_.exec(sql, PGRES_COMMAND_OK); !c.ok())
-      return c.error().with_context(fmt::format("cannot create publication {}: ", quote_identifier(publication_)));
-    (void)conn_.exec("COMMENT ON PUBLICATION " + quote_identifier(publication_) + " IS " + conn_.quote_literal(marker),
+      return c.error().with_context(
+          fmt::format("cannot create publication {}: ", quote_identifier(publication_)));
+    (void)conn_.exec("COMMENT ON PUBLICATION " + quote_identifier(publication_) + " IS " +
+                         conn_.quote_literal(marker),
                      PGRES_COMMAND_OK);
     spdlog::info("pipeline {}: created publication {}", ctx_.pipeline_id, publication_);
     return ok_status();
@@ -72,15 +87,17 @@ Status PostgresDriver::ensure_publication() {
   if (all_tables_ || std::string_view(PQgetvalue(r.value().get(), 0, 0)) == "t") return ok_status();
   // Reused publication: add tables the pipeline now lists but the publication lacks.
   for (const TableRef& t : tables_) {
-    auto has = conn_.exec_params("SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
-                                 {publication_, t.schema, t.name});
+    auto has = conn_.exec_params(
+        "SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
+        {publication_, t.schema, t.name});
     if (!has.ok()) return std::move(has).error();
     if (PQntuples(has.value().get()) == 0) {
       auto a = conn_.exec("ALTER PUBLICATION " + quote_identifier(publication_) + " ADD TABLE " +
                               quote_identifier(t.schema) + "." + quote_identifier(t.name),
                           PGRES_COMMAND_OK);
       if (!a.ok()) return a.error().with_context("cannot add a table to the publication: ");
-      spdlog::info("pipeline {}: added {}.{} to publication {}", ctx_.pipeline_id, t.schema, t.name, publication_);
+      spdlog::info("pipeline {}: added {}.{} to publication {}", ctx_.pipeline_id, t.schema, t.name,
+                   publication_);
     }
   }
   return ok_status();
@@ -149,7 +166,8 @@ Result<TableState*> PostgresDriver::table_from_relation(std::shared_ptr<const Re
       {std::to_string(rel->oid)});
   if (!r.ok()) return r.error().with_context("cannot read the primary key: ");
   std::vector<std::string> pk;
-  for (int i = 0; i < PQntuples(r.value().get()); ++i) pk.emplace_back(PQgetvalue(r.value().get(), i, 0));
+  for (int i = 0; i < PQntuples(r.value().get()); ++i)
+    pk.emplace_back(PQgetvalue(r.value().get(), i, 0));
   t.key_columns.clear();
   for (uint32_t i = 0; i < rel->columns.size(); ++i) {
     const auto& c = rel->columns[i];
@@ -157,8 +175,10 @@ Result<TableState*> PostgresDriver::table_from_relation(std::shared_ptr<const Re
     if (pk.empty() ? (c.key && rel->replica_identity != 'f') : in_pk) t.key_columns.push_back(i);
   }
   if (t.key_columns.empty() && !t.warned_no_key) {
-    spdlog::warn("pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot "
-                 "upsert or delete them by key (add a primary key)", ctx_.pipeline_id, rel->schema, rel->name);
+    spdlog::warn(
+        "pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot "
+        "upsert or delete them by key (add a primary key)",
+        ctx_.pipeline_id, rel->schema, rel->name);
     t.warned_no_key = true;
   }
   t.rel = std::move(rel);
@@ -172,7 +192,9 @@ Result<TableState*> PostgresDriver::table_from_catalog(const TableRef& tr) {
       "SELECT a.attname, a.atttypid, a.atttypmod, c.relreplident FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
       "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' ORDER BY a.attnum",
       {std::to_string(tr.oid)});
-  if (!r.ok()) return r.error().with_context(fmt::format("cannot read the columns of {}.{}: ", tr.schema, tr.name));
+  if (!r.ok())
+    return r.error().with_context(
+        fmt::format("cannot read the columns of {}.{}: ", tr.schema, tr.name));
   auto rel = std::make_shared<Relation>();
   rel->oid = tr.oid;
   rel->schema = tr.schema;

@@ -19,7 +19,9 @@ std::string one_line(std::string_view s) {
   return out;
 }
 
-bool contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
+bool contains(std::string_view hay, std::string_view needle) {
+  return hay.find(needle) != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -55,22 +57,31 @@ Error classify_error(std::string_view raw, std::string_view doing) {
   if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
       contains(msg, "authentication failed"))
     return Error(Errc::auth, prefix + msg + " (check the user and password in `url`)");
-  if (contains(msg, "must be superuser or replication role") || contains(msg, "permission denied to start WAL sender") ||
-      contains(msg, "must have REPLICATION") || contains(msg, "permission denied to use replication"))
-    return Error(Errc::permission, prefix + msg + " (grant it: ALTER ROLE <user> WITH REPLICATION)");
+  if (contains(msg, "must be superuser or replication role") ||
+      contains(msg, "permission denied to start WAL sender") ||
+      contains(msg, "must have REPLICATION") ||
+      contains(msg, "permission denied to use replication"))
+    return Error(Errc::permission,
+                 prefix + msg + " (grant it: ALTER ROLE <user> WITH REPLICATION)");
   if (contains(msg, "permission denied"))
     return Error(Errc::permission, prefix + msg + " (grant the privilege to the user in `url`)");
   if (contains(msg, "logical decoding requires wal_level") || contains(msg, "wal_level"))
-    return Error(Errc::unsupported, prefix + msg + " (set wal_level = logical in postgresql.conf and restart PostgreSQL)");
+    return Error(
+        Errc::unsupported,
+        prefix + msg + " (set wal_level = logical in postgresql.conf and restart PostgreSQL)");
   if (contains(msg, "is active for PID") || contains(msg, "is in use"))
-    return Error(Errc::conflict, prefix + msg + " (another process uses this slot: stop it, or set a different `slot`)");
-  if (contains(msg, "does not exist"))
-    return Error(Errc::not_found, prefix + msg);
-  if (contains(msg, "Connection refused") || contains(msg, "could not connect") || contains(msg, "could not translate host") ||
-      contains(msg, "server closed the connection") || contains(msg, "connection to server") || contains(msg, "timeout expired") ||
-      contains(msg, "terminating connection") || contains(msg, "no connection to the server") || contains(msg, "SSL SYSCALL"))
+    return Error(
+        Errc::conflict,
+        prefix + msg + " (another process uses this slot: stop it, or set a different `slot`)");
+  if (contains(msg, "does not exist")) return Error(Errc::not_found, prefix + msg);
+  if (contains(msg, "Connection refused") || contains(msg, "could not connect") ||
+      contains(msg, "could not translate host") || contains(msg, "server closed the connection") ||
+      contains(msg, "connection to server") || contains(msg, "timeout expired") ||
+      contains(msg, "terminating connection") || contains(msg, "no connection to the server") ||
+      contains(msg, "SSL SYSCALL"))
     return Error(Errc::connection, prefix + msg, true);
-  if (contains(msg, "too many connections") || contains(msg, "the database system is starting up") ||
+  if (contains(msg, "too many connections") ||
+      contains(msg, "the database system is starting up") ||
       contains(msg, "the database system is shutting down"))
     return Error(Errc::connection, prefix + msg, true);
   return Error(Errc::internal, prefix + msg);
@@ -92,24 +103,38 @@ Result<PgConn> PgConn::connect(const std::string& url, bool replication) {
     }
     PQconninfoFree(opts);
   }
-  options += "-c DateStyle=ISO -c IntervalStyle=iso_8601 -c TimeZone=UTC -c extra_float_digits=3 "
-             "-c synchronize_seqscans=off -c statement_timeout=0";
-  const char* keys[] = {"dbname", "options", "application_name", "connect_timeout", replication ? "replication" : nullptr, nullptr};
-  const char* vals[] = {url.c_str(), options.c_str(), application_name.c_str(), connect_timeout.c_str(),
-                        replication ? "database" : nullptr, nullptr};
+  options +=
+      "-c DateStyle=ISO -c IntervalStyle=iso_8601 -c TimeZone=UTC -c extra_float_digits=3 "
+      "-c synchronize_seqscans=off -c statement_timeout=0";
+  const char* keys[] = {"dbname",
+                        "options",
+                        "application_name",
+                        "connect_timeout",
+                        replication ? "replication" : nullptr,
+                        nullptr};
+  const char* vals[] = {url.c_str(),
+                        options.c_str(),
+                        application_name.c_str(),
+                        connect_timeout.c_str(),
+                        replication ? "database" : nullptr,
+                        nullptr};
   PGconn* c = PQconnectdbParams(keys, vals, 1);
   if (c == nullptr) return Error(Errc::internal, "out of memory creating a PostgreSQL connection");
   PgConn conn(c);
   if (PQstatus(c) != CONNECTION_OK) {
     Error e = classify_error(PQerrorMessage(c), "cannot connect to " + describe_target(url));
     if (e.code() == Errc::connection)
-      return Error(Errc::connection, e.message() + " (is PostgreSQL running there? check host and port in `url`)", true);
+      return Error(Errc::connection,
+                   e.message() + " (is PostgreSQL running there? check host and port in `url`)",
+                   true);
     return e;
   }
   return conn;
 }
 
-std::string PgConn::last_error() const { return conn_ ? one_line(PQerrorMessage(conn_)) : "no connection"; }
+std::string PgConn::last_error() const {
+  return conn_ ? one_line(PQerrorMessage(conn_)) : "no connection";
+}
 
 Result<PgResult> PgConn::exec(const std::string& sql, ExecStatusType expect) {
   PgResult r(PQexec(conn_, sql.c_str()));
@@ -121,11 +146,13 @@ Result<PgResult> PgConn::exec(const std::string& sql, ExecStatusType expect) {
   return r;
 }
 
-Result<PgResult> PgConn::exec_params(const std::string& sql, const std::vector<std::string>& params, ExecStatusType expect) {
+Result<PgResult> PgConn::exec_params(const std::string& sql, const std::vector<std::string>& params,
+                                     ExecStatusType expect) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p.c_str());
-  PgResult r(PQexecParams(conn_, sql.c_str(), int(values.size()), nullptr, values.data(), nullptr, nullptr, 0));
+  PgResult r(PQexecParams(conn_, sql.c_str(), int(values.size()), nullptr, values.data(), nullptr,
+                          nullptr, 0));
   if (!r || PQresultStatus(r.get()) != expect) {
     std::string msg = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
     if (msg.empty()) msg = PQerrorMessage(conn_);

@@ -15,7 +15,8 @@ Value PostgresDriver::metadata(Batch& batch, const TableState& t, std::string_vi
     if (!tx)
       tx = &st_->caches.set_tx_metadata({batch.copy(tx_final_.to_string()),
                                          batch.copy(format_timestamptz(tx_commit_time_)),
-                                         batch.copy(std::to_string(tx_xid_)), {}});
+                                         batch.copy(std::to_string(tx_xid_)),
+                                         {}});
     m.add("lsn", Value::string(lsn));
     m.add("commit_lsn", Value::string((*tx)[0]));
     m.add("commit_time", Value::string((*tx)[1]));
@@ -24,11 +25,12 @@ Value PostgresDriver::metadata(Batch& batch, const TableState& t, std::string_vi
   return m.build();
 }
 
-Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only, Value* out) {
+Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple,
+                                       bool key_only, Value* out) {
   const auto& cols = t.rel->columns;
   if (tuple.size() != cols.size())
-    return Error(Errc::data, fmt::format("{}.{}: tuple has {} columns, relation {}", t.rel->schema, t.rel->name,
-                                         tuple.size(), cols.size()));
+    return Error(Errc::data, fmt::format("{}.{}: tuple has {} columns, relation {}", t.rel->schema,
+                                         t.rel->name, tuple.size(), cols.size()));
   const uint32_t n = key_only ? uint32_t(t.key_columns.size()) : uint32_t(cols.size());
   ObjectBuilder b = batch.object(n);
   for (uint32_t k = 0; k < n; ++k) {
@@ -42,15 +44,18 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
     if (tv.kind == 'b')
       return Error(Errc::data, "pgoutput sent a binary value; sluice requests text format");
     auto v = text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
-    if (!v.ok()) return v.error().with_context(fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, cols[i].name));
+    if (!v.ok())
+      return v.error().with_context(
+          fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, cols[i].name));
     b.add(cols[i].name, v.value());
   }
   *out = b.build();
   return ok_status();
 }
 
-Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op, const Tuple* old_tuple, char old_kind,
-                                   const Tuple* new_tuple, Lsn lsn) {
+Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op,
+                                   const Tuple* old_tuple, char old_kind, const Tuple* new_tuple,
+                                   Lsn lsn) {
   st_->caches.retain(batch, t.rel);  // column names and schema/table strings live in the relation
   Record& r = batch.add();
   r.op = op;
@@ -60,12 +65,14 @@ Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op, co
     if (Status st = tuple_to_object(batch, t, *new_tuple, false, &r.after); !st.ok()) return st;
   }
   if (old_tuple) {
-    if (Status st = tuple_to_object(batch, t, *old_tuple, old_kind == 'K', &r.before); !st.ok()) return st;
+    if (Status st = tuple_to_object(batch, t, *old_tuple, old_kind == 'K', &r.before); !st.ok())
+      return st;
     if (old_kind == 'K') {
       // Key-only old tuples: keep the key columns only (the others come as nulls).
       ObjectBuilder b = batch.object(uint32_t(t.key_columns.size()));
       for (uint32_t i : t.key_columns)
-        if (const Value* v = r.before.find(t.rel->columns[i].name)) b.add(t.rel->columns[i].name, *v);
+        if (const Value* v = r.before.find(t.rel->columns[i].name))
+          b.add(t.rel->columns[i].name, *v);
       r.before = b.build();
     }
   }
@@ -101,8 +108,10 @@ void PostgresDriver::emit_logical_message(Batch& batch, const LogicalMsg& m, Lsn
   Record& rec = batch.add();
   rec.op = Operation::create;
   rec.position = batch.copy(lsn.to_string());
-  rec.metadata = batch.object(2).add("message.prefix", Value::string(batch.copy(m.prefix)))
-                     .add("lsn", Value::string(rec.position)).build();
+  rec.metadata = batch.object(2)
+                     .add("message.prefix", Value::string(batch.copy(m.prefix)))
+                     .add("lsn", Value::string(rec.position))
+                     .build();
   rec.after = batch.object(1).add("content", Value::bytes(batch.copy(m.content))).build();
 }
 

@@ -11,16 +11,21 @@
 namespace sluice::pg {
 
 Status PostgresDriver::begin_snapshot(const std::string& exported) {
-  if (auto b = conn_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK); !b.ok()) return b.error();
+  if (auto b = conn_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
+      !b.ok())
+    return b.error();
   if (!exported.empty()) {
-    if (auto s = conn_.exec("SET TRANSACTION SNAPSHOT " + conn_.quote_literal(exported), PGRES_COMMAND_OK); !s.ok())
+    if (auto s = conn_.exec("SET TRANSACTION SNAPSHOT " + conn_.quote_literal(exported),
+                            PGRES_COMMAND_OK);
+        !s.ok())
       return s.error().with_context("cannot import the slot's snapshot: ");
   }
   int64_t total = 0;
   for (size_t i = st_->position.table_index; i < tables_.size(); ++i) total += tables_[i].estimate;
   st_->snapshot_started(total);
-  spdlog::info("pipeline {}: snapshot of {} table(s), about {} rows{}", ctx_.pipeline_id, tables_.size() - st_->position.table_index,
-               total, exported.empty() ? "" : " (in the slot's exported snapshot)");
+  spdlog::info("pipeline {}: snapshot of {} table(s), about {} rows{}", ctx_.pipeline_id,
+               tables_.size() - st_->position.table_index, total,
+               exported.empty() ? "" : " (in the slot's exported snapshot)");
   return ok_status();
 }
 
@@ -34,29 +39,34 @@ Status PostgresDriver::start_copy() {
     if (!st.ok()) return std::move(st).error();
     copy_table_ = st.value();
     // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
-    auto size = conn_.exec_params("SELECT pg_relation_size($1::oid) / current_setting('block_size')::bigint",
-                                  {std::to_string(t.oid)});
-    if (!size.ok()) return size.error().with_context(fmt::format("cannot size {}.{}: ", t.schema, t.name));
+    auto size = conn_.exec_params(
+        "SELECT pg_relation_size($1::oid) / current_setting('block_size')::bigint",
+        {std::to_string(t.oid)});
+    if (!size.ok())
+      return size.error().with_context(fmt::format("cannot size {}.{}: ", t.schema, t.name));
     copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
     copy_table_index_ = st_->position.table_index;
   }
   std::string cols;
-  for (const auto& c : copy_table_->rel->columns) cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
+  for (const auto& c : copy_table_->rel->columns)
+    cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
   if (cols.empty()) cols = "NULL";  // a table without columns still has rows
   // Chunks of physical pages read by TID range scans: as fast as a plain COPY, and resumable at a
   // chunk boundary. Rows that changed after the snapshot come again through the stream, which
   // starts at the snapshot's LSN, so a resume under a newer snapshot still converges.
   copy_last_chunk_ = st_->position.cursor.page + kChunkPages >= copy_table_pages_;
   std::string where = fmt::format("ctid >= '({},0)'::tid", st_->position.cursor.page);
-  if (!copy_last_chunk_) where += fmt::format(" AND ctid < '({},0)'::tid", st_->position.cursor.page + kChunkPages);
+  if (!copy_last_chunk_)
+    where += fmt::format(" AND ctid < '({},0)'::tid", st_->position.cursor.page + kChunkPages);
   const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
                                       quote_identifier(t.schema), quote_identifier(t.name), where);
   PgResult r(PQexec(conn_.get(), sql.c_str()));
   if (!r || PQresultStatus(r.get()) != PGRES_COPY_OUT)
     return classify_error(r ? PQresultErrorMessage(r.get()) : conn_.last_error(),
-                              fmt::format("cannot read {}.{}", t.schema, t.name));
+                          fmt::format("cannot read {}.{}", t.schema, t.name));
   copy_active_ = true;
-  spdlog::debug("pipeline {}: snapshot of {}.{} from page {}", ctx_.pipeline_id, t.schema, t.name, st_->position.cursor.page);
+  spdlog::debug("pipeline {}: snapshot of {}.{} from page {}", ctx_.pipeline_id, t.schema, t.name,
+                st_->position.cursor.page);
   return ok_status();
 }
 
@@ -65,11 +75,12 @@ Status PostgresDriver::finish_snapshot(State&) {
   return ok_status();
 }
 
-Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
-                                                   State&) {
+Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadRequest& req,
+                                                   std::stop_token stop, State&) {
   SourcePosition& pos = st_->position;
   Tuple tuple;
-  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
     if (!copy_active_) {
       if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
       if (Status st = start_copy(); !st.ok()) return st.error();
@@ -107,7 +118,8 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
       r.op = Operation::snapshot;
       r.metadata = metadata(batch, *copy_table_, {}, false);
       Status st = tuple_to_object(batch, *copy_table_, tuple, false, &r.after);
-      if (st.ok() && !copy_table_->key_columns.empty()) st = tuple_to_object(batch, *copy_table_, tuple, true, &r.key);
+      if (st.ok() && !copy_table_->key_columns.empty())
+        st = tuple_to_object(batch, *copy_table_, tuple, true, &r.key);
       PQfreemem(buf);
       if (!st.ok()) return st.error();
       ++st_->snapshot_rows;
@@ -116,7 +128,8 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
     if (n == -1) {  // this table is done
       PgResult res(PQgetResult(conn_.get()));
       if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-        return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(), "snapshot COPY failed");
+        return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
+                              "snapshot COPY failed");
       while (PgResult more{PQgetResult(conn_.get())}) {
       }
       copy_active_ = false;

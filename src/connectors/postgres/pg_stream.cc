@@ -27,11 +27,16 @@ uint64_t be64(const char* p) {
   return v;
 }
 void put_be64(char* p, uint64_t v) {
-  for (int i = 7; i >= 0; --i) { p[i] = char(v & 0xff); v >>= 8; }
+  for (int i = 7; i >= 0; --i) {
+    p[i] = char(v & 0xff);
+    v >>= 8;
+  }
 }
 
 int64_t now_pg_micros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count() -
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+             .count() -
          kPgEpochOffsetMicros;
 }
 
@@ -52,8 +57,8 @@ Status PostgresDriver::start_stream(State&) {
   }
   const std::string sql = fmt::format(
       "START_REPLICATION SLOT {} LOGICAL {} (proto_version '1', publication_names {}, messages '{}')",
-      quote_identifier(slot_), st_->position.point.to_string(), repl_.quote_literal(quote_identifier(publication_)),
-      logical_messages_ ? "true" : "false");
+      quote_identifier(slot_), st_->position.point.to_string(),
+      repl_.quote_literal(quote_identifier(publication_)), logical_messages_ ? "true" : "false");
   PgResult r(PQexec(repl_.get(), sql.c_str()));
   if (!r || PQresultStatus(r.get()) != PGRES_COPY_BOTH) {
     Error e = classify_error(r ? PQresultErrorMessage(r.get()) : repl_.last_error(),
@@ -83,8 +88,8 @@ void PostgresDriver::send_status_locked(bool force) {
   char msg[34];
   msg[0] = 'r';
   put_be64(msg + 1, std::max(received_.value, flush));  // received
-  put_be64(msg + 9, flush);                              // flushed = durable at the destination
-  put_be64(msg + 17, flush);                             // applied
+  put_be64(msg + 9, flush);                             // flushed = durable at the destination
+  put_be64(msg + 17, flush);                            // applied
   put_be64(msg + 25, uint64_t(now_pg_micros()));
   msg[33] = 0;
   if (PQputCopyData(repl_.get(), msg, sizeof(msg)) == 1 && PQflush(repl_.get()) == 0) {
@@ -124,7 +129,8 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
     if (buf[17]) send_status_locked(true);
     // Idle heartbeat: between transactions everything before wal_end has been received, so the
     // position may advance there (once durable, the slot stops pinning WAL for us).
-    if (st_->tx.settled() && wal_end > st_->position.point && Clock::now() - last_heartbeat_ >= heartbeat_) {
+    if (st_->tx.settled() && wal_end > st_->position.point &&
+        Clock::now() - last_heartbeat_ >= heartbeat_) {
       st_->position.point = wal_end;
       last_heartbeat_ = Clock::now();
     }
@@ -134,7 +140,8 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
   if (len < 25) return Error(Errc::data, "replication XLogData message is truncated");
   const Lsn lsn{be64(buf + 1)};
   if (lsn > received_) received_ = lsn;
-  if (Status st = decode_pgoutput(std::string_view(buf + 25, size_t(len - 25)), &msg_); !st.ok()) return st;
+  if (Status st = decode_pgoutput(std::string_view(buf + 25, size_t(len - 25)), &msg_); !st.ok())
+    return st;
 
   if (auto* b = std::get_if<BeginMsg>(&msg_)) {
     st_->begin_transaction(b->final_lsn);  // the commit LSN names the transaction in positions
@@ -154,12 +161,14 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
     auto t = table_from_relation(r->relation);
     return t.ok() ? ok_status() : Status(std::move(t).error());
   }
-  const bool change = std::holds_alternative<InsertMsg>(msg_) || std::holds_alternative<UpdateMsg>(msg_) ||
-                      std::holds_alternative<DeleteMsg>(msg_) || std::holds_alternative<TruncateMsg>(msg_) ||
-                      (std::holds_alternative<LogicalMsg>(msg_) && std::get<LogicalMsg>(msg_).transactional);
+  const bool change =
+      std::holds_alternative<InsertMsg>(msg_) || std::holds_alternative<UpdateMsg>(msg_) ||
+      std::holds_alternative<DeleteMsg>(msg_) || std::holds_alternative<TruncateMsg>(msg_) ||
+      (std::holds_alternative<LogicalMsg>(msg_) && std::get<LogicalMsg>(msg_).transactional);
   if (!change) {
     // A non-transactional message: outside any transaction.
-    if (auto* m = std::get_if<LogicalMsg>(&msg_); m && logical_messages_) emit_logical_message(batch, *m, lsn);
+    if (auto* m = std::get_if<LogicalMsg>(&msg_); m && logical_messages_)
+      emit_logical_message(batch, *m, lsn);
     return ok_status();
   }
   if (!st_->tx.next_change()) return ok_status();  // written before the restart
@@ -169,18 +178,24 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
   };
   if (auto* ins = std::get_if<InsertMsg>(&msg_)) {
     TableState* t = lookup(ins->relation_oid);
-    if (!t) return Error(Errc::data, fmt::format("change for relation {} before its Relation message", ins->relation_oid));
+    if (!t)
+      return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
+                                           ins->relation_oid));
     return emit_change(batch, *t, Operation::create, nullptr, 0, &ins->new_tuple, lsn);
   }
   if (auto* up = std::get_if<UpdateMsg>(&msg_)) {
     TableState* t = lookup(up->relation_oid);
-    if (!t) return Error(Errc::data, fmt::format("change for relation {} before its Relation message", up->relation_oid));
-    return emit_change(batch, *t, Operation::update, up->old_kind ? &up->old_tuple : nullptr, up->old_kind,
-                       &up->new_tuple, lsn);
+    if (!t)
+      return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
+                                           up->relation_oid));
+    return emit_change(batch, *t, Operation::update, up->old_kind ? &up->old_tuple : nullptr,
+                       up->old_kind, &up->new_tuple, lsn);
   }
   if (auto* del = std::get_if<DeleteMsg>(&msg_)) {
     TableState* t = lookup(del->relation_oid);
-    if (!t) return Error(Errc::data, fmt::format("change for relation {} before its Relation message", del->relation_oid));
+    if (!t)
+      return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
+                                           del->relation_oid));
     return emit_change(batch, *t, Operation::remove, &del->old_tuple, del->old_kind, nullptr, lsn);
   }
   if (auto* tr = std::get_if<TruncateMsg>(&msg_)) {
@@ -190,16 +205,19 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
     }
     return ok_status();
   }
-  if (auto* m = std::get_if<LogicalMsg>(&msg_); m && logical_messages_) emit_logical_message(batch, *m, lsn);
+  if (auto* m = std::get_if<LogicalMsg>(&msg_); m && logical_messages_)
+    emit_logical_message(batch, *m, lsn);
   return ok_status();
 }
 
-Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State&) {
+Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& req,
+                                               std::stop_token stop, State&) {
   std::unique_lock lock(repl_mu_);
   const auto started = Clock::now();
   Clock::time_point first{};
   bool idle = false;
-  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes && !stop.stop_requested()) {
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
     send_status_locked(false);
     char* buf = nullptr;
     const int n = PQgetCopyData(repl_.get(), &buf, 1);
@@ -224,7 +242,8 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       ::poll(&pfd, 1, wait_ms);
       if (PQconsumeInput(repl_.get()) == 0) {
         streaming_ = false;
-        spdlog::warn("pipeline {}: replication connection lost: {} (reconnecting)", ctx_.pipeline_id, repl_.last_error());
+        spdlog::warn("pipeline {}: replication connection lost: {} (reconnecting)",
+                     ctx_.pipeline_id, repl_.last_error());
         repl_.reset();
         return StreamRead::lost;
       }

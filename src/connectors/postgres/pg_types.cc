@@ -27,16 +27,36 @@ struct BuiltinArray {
   char delimiter;
 };
 constexpr BuiltinArray kBuiltinArrays[] = {
-    {1000, oid::kBool, ','},        {1001, oid::kBytea, ','},     {1002, oid::kChar, ','},
-    {1003, oid::kName, ','},        {1005, oid::kInt2, ','},      {1007, oid::kInt4, ','},
-    {1009, oid::kText, ','},        {1016, oid::kInt8, ','},      {1028, oid::kOid, ','},
-    {143, oid::kXml, ','},          {199, oid::kJson, ','},       {1021, oid::kFloat4, ','},
-    {1022, oid::kFloat8, ','},      {791, oid::kMoney, ','},      {1014, oid::kBpchar, ','},
-    {1015, oid::kVarchar, ','},     {1182, oid::kDate, ','},      {1183, oid::kTime, ','},
-    {1115, oid::kTimestamp, ','},   {1185, oid::kTimestamptz, ','}, {1187, oid::kInterval, ','},
-    {1270, oid::kTimetz, ','},      {1561, oid::kBit, ','},       {1563, oid::kVarbit, ','},
-    {1231, oid::kNumeric, ','},     {2951, oid::kUuid, ','},      {3807, oid::kJsonb, ','},
-    {1041, oid::kInet, ','},        {651, oid::kCidr, ','},       {1040, oid::kMacaddr, ','},
+    {1000, oid::kBool, ','},
+    {1001, oid::kBytea, ','},
+    {1002, oid::kChar, ','},
+    {1003, oid::kName, ','},
+    {1005, oid::kInt2, ','},
+    {1007, oid::kInt4, ','},
+    {1009, oid::kText, ','},
+    {1016, oid::kInt8, ','},
+    {1028, oid::kOid, ','},
+    {143, oid::kXml, ','},
+    {199, oid::kJson, ','},
+    {1021, oid::kFloat4, ','},
+    {1022, oid::kFloat8, ','},
+    {791, oid::kMoney, ','},
+    {1014, oid::kBpchar, ','},
+    {1015, oid::kVarchar, ','},
+    {1182, oid::kDate, ','},
+    {1183, oid::kTime, ','},
+    {1115, oid::kTimestamp, ','},
+    {1185, oid::kTimestamptz, ','},
+    {1187, oid::kInterval, ','},
+    {1270, oid::kTimetz, ','},
+    {1561, oid::kBit, ','},
+    {1563, oid::kVarbit, ','},
+    {1231, oid::kNumeric, ','},
+    {2951, oid::kUuid, ','},
+    {3807, oid::kJsonb, ','},
+    {1041, oid::kInet, ','},
+    {651, oid::kCidr, ','},
+    {1040, oid::kMacaddr, ','},
     // Other built-ins whose elements convert to strings.
     {1008, 24, ','},    // _regproc
     {1010, 27, ','},    // _tid
@@ -163,9 +183,18 @@ bool parse_int(std::string_view s, int64_t lo, int64_t hi, int64_t* out) {
 }
 
 bool parse_float(std::string_view s, double* out) {
-  if (s == "NaN") { *out = std::numeric_limits<double>::quiet_NaN(); return true; }
-  if (s == "Infinity") { *out = std::numeric_limits<double>::infinity(); return true; }
-  if (s == "-Infinity") { *out = -std::numeric_limits<double>::infinity(); return true; }
+  if (s == "NaN") {
+    *out = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
+  if (s == "Infinity") {
+    *out = std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (s == "-Infinity") {
+    *out = -std::numeric_limits<double>::infinity();
+    return true;
+  }
   if (s.empty()) return false;
   // from_chars is locale-independent and exact (round-trips the extra_float_digits=3 text).
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, std::chars_format::general);
@@ -204,7 +233,10 @@ bool parse_bytea(std::string_view s, Arena& arena, std::string_view* out) {
     size_t n = 0;
     for (size_t i = 0; i < s.size();) {
       char c = s[i];
-      if (c == ' ' || c == '\n' || c == '\t' || c == '\r') { ++i; continue; }
+      if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+        ++i;
+        continue;
+      }
       if (i + 1 >= s.size()) return false;
       int hi = hex_value(c), lo = hex_value(s[i + 1]);
       if (hi < 0 || lo < 0) return false;
@@ -218,10 +250,20 @@ bool parse_bytea(std::string_view s, Arena& arena, std::string_view* out) {
   size_t n = 0;
   for (size_t i = 0; i < s.size();) {
     char c = s[i];
-    if (c != '\\') { buf[n++] = c; ++i; continue; }
-    if (i + 1 < s.size() && s[i + 1] == '\\') { buf[n++] = '\\'; i += 2; continue; }
-    if (s.size() - i >= 4 && s[i + 1] >= '0' && s[i + 1] <= '3' && is_octal(s[i + 2]) && is_octal(s[i + 3])) {
-      buf[n++] = static_cast<char>(((s[i + 1] - '0') << 6) | ((s[i + 2] - '0') << 3) | (s[i + 3] - '0'));
+    if (c != '\\') {
+      buf[n++] = c;
+      ++i;
+      continue;
+    }
+    if (i + 1 < s.size() && s[i + 1] == '\\') {
+      buf[n++] = '\\';
+      i += 2;
+      continue;
+    }
+    if (s.size() - i >= 4 && s[i + 1] >= '0' && s[i + 1] <= '3' && is_octal(s[i + 2]) &&
+        is_octal(s[i + 3])) {
+      buf[n++] =
+          static_cast<char>(((s[i + 1] - '0') << 6) | ((s[i + 2] - '0') << 3) | (s[i + 3] - '0'));
       i += 4;
       continue;
     }
@@ -249,8 +291,8 @@ bool parse_ymd(std::string_view& s, bool bc, int32_t* days) {
   int64_t y = 0;
   for (size_t i = 0; i < n; ++i) y = y * 10 + (s[i] - '0');
   s.remove_prefix(n);
-  if (s.size() < 6 || s[0] != '-' || !is_digit(s[1]) || !is_digit(s[2]) || s[3] != '-' || !is_digit(s[4]) ||
-      !is_digit(s[5]))
+  if (s.size() < 6 || s[0] != '-' || !is_digit(s[1]) || !is_digit(s[2]) || s[3] != '-' ||
+      !is_digit(s[4]) || !is_digit(s[5]))
     return false;
   unsigned m = unsigned((s[1] - '0') * 10 + (s[2] - '0'));
   unsigned d = unsigned((s[4] - '0') * 10 + (s[5] - '0'));
@@ -263,20 +305,31 @@ bool parse_ymd(std::string_view& s, bool bc, int32_t* days) {
 }
 
 bool parse_pg_date(std::string_view s, int32_t* days) {
-  if (s == "infinity") { *days = std::numeric_limits<int32_t>::max(); return true; }
-  if (s == "-infinity") { *days = std::numeric_limits<int32_t>::min(); return true; }
+  if (s == "infinity") {
+    *days = std::numeric_limits<int32_t>::max();
+    return true;
+  }
+  if (s == "-infinity") {
+    *days = std::numeric_limits<int32_t>::min();
+    return true;
+  }
   bool bc = strip_bc(s);
   return parse_ymd(s, bc, days) && s.empty();
 }
-
 
 enum class Parse { ok, malformed, out_of_range };
 
 // "YYYY-MM-DD HH:MM:SS[.ffffff][ BC]"; with_zone: an offset follows the time ("+00", "+05:30").
 // PostgreSQL's range reaches 294276 AD; microseconds since 1970 in an int64 end in 294247 AD.
 Parse parse_pg_timestamp(std::string_view s, bool with_zone, int64_t* micros) {
-  if (s == "infinity") { *micros = std::numeric_limits<int64_t>::max(); return Parse::ok; }
-  if (s == "-infinity") { *micros = std::numeric_limits<int64_t>::min(); return Parse::ok; }
+  if (s == "infinity") {
+    *micros = std::numeric_limits<int64_t>::max();
+    return Parse::ok;
+  }
+  if (s == "-infinity") {
+    *micros = std::numeric_limits<int64_t>::min();
+    return Parse::ok;
+  }
   bool bc = strip_bc(s);
   int32_t days;
   if (!parse_ymd(s, bc, &days)) return Parse::malformed;
@@ -306,7 +359,8 @@ bool parse_pg_interval(std::string_view s, Interval* iv) {
     int64_t whole = 0;
     size_t n = 0;
     while (!s.empty() && is_digit(s.front())) {
-      if (__builtin_mul_overflow(whole, 10, &whole) || __builtin_add_overflow(whole, s.front() - '0', &whole))
+      if (__builtin_mul_overflow(whole, 10, &whole) ||
+          __builtin_add_overflow(whole, s.front() - '0', &whole))
         return false;
       s.remove_prefix(1);
       ++n;
@@ -327,23 +381,47 @@ bool parse_pg_interval(std::string_view s, Interval* iv) {
     if (n == 0 || s.empty()) return false;
     char unit = s.front();
     s.remove_prefix(1);
-    if (neg) { whole = -whole; frac = -frac; }
+    if (neg) {
+      whole = -whole;
+      frac = -frac;
+    }
     int64_t mult;
     int64_t* acc;
     if (!in_time) {
       if (has_frac) return false;
       switch (unit) {
-        case 'Y': mult = 12; acc = &months; break;
-        case 'M': mult = 1; acc = &months; break;
-        case 'W': mult = 7; acc = &days; break;
-        case 'D': mult = 1; acc = &days; break;
+        case 'Y':
+          mult = 12;
+          acc = &months;
+          break;
+        case 'M':
+          mult = 1;
+          acc = &months;
+          break;
+        case 'W':
+          mult = 7;
+          acc = &days;
+          break;
+        case 'D':
+          mult = 1;
+          acc = &days;
+          break;
         default: return false;
       }
     } else {
       switch (unit) {
-        case 'H': mult = 3600000000LL; acc = &micros; break;
-        case 'M': mult = 60000000LL; acc = &micros; break;
-        case 'S': mult = 1000000LL; acc = &micros; break;
+        case 'H':
+          mult = 3600000000LL;
+          acc = &micros;
+          break;
+        case 'M':
+          mult = 60000000LL;
+          acc = &micros;
+          break;
+        case 'S':
+          mult = 1000000LL;
+          acc = &micros;
+          break;
         default: return false;
       }
       if (has_frac && unit != 'S') return false;
@@ -353,7 +431,8 @@ bool parse_pg_interval(std::string_view s, Interval* iv) {
         __builtin_add_overflow(*acc, v, acc))
       return false;
   }
-  if (months < INT32_MIN || months > INT32_MAX || days < INT32_MIN || days > INT32_MAX) return false;
+  if (months < INT32_MIN || months > INT32_MAX || days < INT32_MIN || days > INT32_MAX)
+    return false;
   iv->months = int32_t(months);
   iv->days = int32_t(days);
   iv->micros = micros;
@@ -361,15 +440,17 @@ bool parse_pg_interval(std::string_view s, Interval* iv) {
 }
 
 void skip_ws(std::string_view& s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r' ||
-                        s.front() == '\v' || s.front() == '\f'))
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' ||
+                        s.front() == '\r' || s.front() == '\v' || s.front() == '\f'))
     s.remove_prefix(1);
 }
 
-bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
-Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_view text, Arena& arena,
-                      bool in_arena, int depth) {
+Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_view text,
+                      Arena& arena, bool in_arena, int depth) {
   auto own = [&](std::string_view s) { return in_arena ? s : arena.copy(s); };
   switch (type_oid) {
     case oid::kBool:
@@ -430,7 +511,8 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
     case oid::kTimestamptz: {
       int64_t t;
       Parse p = parse_pg_timestamp(text, type_oid == oid::kTimestamptz, &t);
-      if (p == Parse::out_of_range) return invalid(type_oid, text, "beyond the range sluice can represent (294247 AD)");
+      if (p == Parse::out_of_range)
+        return invalid(type_oid, text, "beyond the range sluice can represent (294247 AD)");
       if (p != Parse::ok) return invalid(type_oid, text);
       return type_oid == oid::kTimestamp ? Value::timestamp(t) : Value::timestamptz(t);
     }
@@ -446,8 +528,7 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
       return Value::uuid(b);
     }
     case oid::kJson:
-    case oid::kJsonb:
-      return Value::json(own(text));
+    case oid::kJsonb: return Value::json(own(text));
     case oid::kText:
     case oid::kVarchar:
     case oid::kBpchar:
@@ -459,28 +540,28 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
     case oid::kVarbit:
     case oid::kInet:
     case oid::kCidr:
-    case oid::kMacaddr:
-      return Value::string(own(text));
-    default:
-      break;
+    case oid::kMacaddr: return Value::string(own(text));
+    default: break;
   }
   const TypeInfo* info = types.find(type_oid);
   if (info != nullptr) {
     switch (info->kind) {
       case Kind::array:
         if (depth > kMaxDepth) return invalid(type_oid, text, "type nesting too deep");
-        return parse_array_text(types, type_oid, info->element_oid, info->delimiter, arena, depth, text);
+        return parse_array_text(types, type_oid, info->element_oid, info->delimiter, arena, depth,
+                                text);
       case Kind::domain: {
         if (depth > kMaxDepth) return invalid(type_oid, text, "domain chain too deep");
         Result<Value> v = convert(types, info->element_oid, text, arena, in_arena, depth + 1);
-        if (!v) return Error(v.error().code(), v.error().message() + " (domain " + std::to_string(type_oid) + ")");
+        if (!v)
+          return Error(v.error().code(),
+                       v.error().message() + " (domain " + std::to_string(type_oid) + ")");
         return v;
       }
       case Kind::base:
       case Kind::enumeration:
       case Kind::composite:
-      case Kind::other:
-        break;
+      case Kind::other: break;
     }
   }
   return Value::string(own(text));
@@ -491,13 +572,14 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
 using namespace text;  // NOLINT: this file's own parsers
 
 TypeRegistry::TypeRegistry() {
-  constexpr uint32_t kBase[] = {
-      oid::kBool,      oid::kBytea,  oid::kChar,        oid::kName,     oid::kInt8,   oid::kInt2,
-      oid::kInt4,      oid::kText,   oid::kOid,         oid::kJson,     oid::kXml,    oid::kFloat4,
-      oid::kFloat8,    oid::kMoney,  oid::kBpchar,      oid::kVarchar,  oid::kDate,   oid::kTime,
-      oid::kTimestamp, oid::kTimestamptz, oid::kInterval, oid::kTimetz, oid::kBit,    oid::kVarbit,
-      oid::kNumeric,   oid::kUuid,   oid::kJsonb,       oid::kInet,     oid::kCidr,   oid::kMacaddr,
-      22 /*int2vector*/, 30 /*oidvector*/};
+  constexpr uint32_t kBase[] = {oid::kBool,     oid::kBytea,   oid::kChar,        oid::kName,
+                                oid::kInt8,     oid::kInt2,    oid::kInt4,        oid::kText,
+                                oid::kOid,      oid::kJson,    oid::kXml,         oid::kFloat4,
+                                oid::kFloat8,   oid::kMoney,   oid::kBpchar,      oid::kVarchar,
+                                oid::kDate,     oid::kTime,    oid::kTimestamp,   oid::kTimestamptz,
+                                oid::kInterval, oid::kTimetz,  oid::kBit,         oid::kVarbit,
+                                oid::kNumeric,  oid::kUuid,    oid::kJsonb,       oid::kInet,
+                                oid::kCidr,     oid::kMacaddr, 22 /*int2vector*/, 30 /*oidvector*/};
   types_.reserve(std::size(kBase) + std::size(kBuiltinArrays) * 2);
   for (uint32_t t : kBase) types_[t] = TypeInfo{Kind::base, 0, ','};
   for (const BuiltinArray& a : kBuiltinArrays) {
@@ -506,7 +588,8 @@ TypeRegistry::TypeRegistry() {
   }
 }
 
-Result<Value> text_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view text, Arena& arena) {
+Result<Value> text_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view text,
+                            Arena& arena) {
   return convert(types, type_oid, text, arena, false, 0);
 }
 

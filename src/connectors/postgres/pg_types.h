@@ -20,10 +20,11 @@ namespace sluice::pg {
 namespace oid {
 inline constexpr uint32_t kBool = 16, kBytea = 17, kChar = 18, kName = 19, kInt8 = 20, kInt2 = 21,
                           kInt4 = 23, kText = 25, kOid = 26, kJson = 114, kXml = 142, kFloat4 = 700,
-                          kFloat8 = 701, kMoney = 790, kBpchar = 1042, kVarchar = 1043, kDate = 1082,
-                          kTime = 1083, kTimestamp = 1114, kTimestamptz = 1184, kInterval = 1186,
-                          kTimetz = 1266, kBit = 1560, kVarbit = 1562, kNumeric = 1700, kUuid = 2950,
-                          kJsonb = 3802, kInet = 869, kCidr = 650, kMacaddr = 829;
+                          kFloat8 = 701, kMoney = 790, kBpchar = 1042, kVarchar = 1043,
+                          kDate = 1082, kTime = 1083, kTimestamp = 1114, kTimestamptz = 1184,
+                          kInterval = 1186, kTimetz = 1266, kBit = 1560, kVarbit = 1562,
+                          kNumeric = 1700, kUuid = 2950, kJsonb = 3802, kInet = 869, kCidr = 650,
+                          kMacaddr = 829;
 }  // namespace oid
 
 // What sluice knows of a type: its category for conversion. Built-ins are known statically;
@@ -52,14 +53,16 @@ class TypeRegistry {
 
 // Converts one value's text to a Value of the matching kind, with memory in `arena`:
 //   bool→boolean; int2/int4/int8/oid→int64; float4/float8→float64 (NaN, Infinity, -Infinity);
-//   numeric→decimal (exact text, incl. NaN, Infinity); text/varchar/bpchar/name/char/xml/inet/...→string;
-//   bytea (hex "\x..")→bytes; date→date; time→time; timetz→timetz; timestamp→timestamp;
-//   timestamptz→timestamptz; interval (ISO 8601)→interval; uuid→uuid; json/jsonb→json;
-//   arrays (any dimension, quoting, NULL)→array of the element kind; enums→string;
-//   domains→the base type's kind; unknown types→string (their text, unchanged).
+//   numeric→decimal (exact text, incl. NaN, Infinity);
+//   text/varchar/bpchar/name/char/xml/inet/...→string; bytea (hex "\x..")→bytes; date→date;
+//   time→time; timetz→timetz; timestamp→timestamp; timestamptz→timestamptz; interval (ISO
+//   8601)→interval; uuid→uuid; json/jsonb→json; arrays (any dimension, quoting, NULL)→array of the
+//   element kind; enums→string; domains→the base type's kind; unknown types→string (their text,
+//   unchanged).
 // 'infinity'/'-infinity' dates and timestamps map to INT32/INT64 max/min.
 // Malformed text → Errc::data naming the type.
-Result<Value> text_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view text, Arena& arena);
+Result<Value> text_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view text,
+                            Arena& arena);
 
 // Unescapes one COPY text-format field (\\, \t, \n, \r, \b, \f, \v, \ooo octal, \xHH) into `out`.
 // "\N" (NULL) must be checked by the caller before.

@@ -28,14 +28,16 @@ class PgTypes : public ::testing::Test {
   // Expects an Errc::data error; returns its message.
   std::string fail(uint32_t type_oid, std::string_view text) {
     Result<Value> r = text_to_value(types_, type_oid, text, arena_);
-    EXPECT_FALSE(r.ok()) << type_oid << " '" << text << "' converted to " << (r.ok() ? to_debug_string(*r) : "");
+    EXPECT_FALSE(r.ok()) << type_oid << " '" << text << "' converted to "
+                         << (r.ok() ? to_debug_string(*r) : "");
     if (r.ok()) return "converted";
     EXPECT_EQ(r.error().code(), Errc::data);
     return r.error().message();
   }
   static std::vector<std::string> strings(const Value& arr) {
     std::vector<std::string> out;
-    for (const Value& v : arr.items()) out.push_back(v.is_null() ? "<null>" : std::string(v.as_text()));
+    for (const Value& v : arr.items())
+      out.push_back(v.is_null() ? "<null>" : std::string(v.as_text()));
     return out;
   }
 
@@ -46,10 +48,11 @@ class PgTypes : public ::testing::Test {
 TEST_F(PgTypes, RegistryKnowsBuiltinArrays) {
   struct {
     uint32_t array, elem;
-  } expected[] = {{1007, 23},   {1009, 25},   {1016, 20},   {1005, 21},   {1000, 16},   {1021, 700},
-                  {1022, 701},  {1231, 1700}, {1015, 1043}, {1014, 1042}, {1182, 1082}, {1183, 1083},
-                  {1115, 1114}, {1185, 1184}, {1187, 1186}, {1270, 1266}, {2951, 2950}, {199, 114},
-                  {3807, 3802}, {1001, 17},   {1002, 18},   {1003, 19},   {1028, 26}};
+  } expected[] = {{1007, 23},   {1009, 25},   {1016, 20},   {1005, 21},   {1000, 16},
+                  {1021, 700},  {1022, 701},  {1231, 1700}, {1015, 1043}, {1014, 1042},
+                  {1182, 1082}, {1183, 1083}, {1115, 1114}, {1185, 1184}, {1187, 1186},
+                  {1270, 1266}, {2951, 2950}, {199, 114},   {3807, 3802}, {1001, 17},
+                  {1002, 18},   {1003, 19},   {1028, 26}};
   for (const auto& e : expected) {
     const TypeInfo* info = types_.find(e.array);
     ASSERT_NE(info, nullptr) << e.array;
@@ -73,8 +76,10 @@ TEST_F(PgTypes, Booleans) {
 TEST_F(PgTypes, Integers) {
   EXPECT_EQ(conv(oid::kInt2, "-32768"), Value::int64(-32768));
   EXPECT_EQ(conv(oid::kInt4, "2147483647"), Value::int64(2147483647));
-  EXPECT_EQ(conv(oid::kInt8, "-9223372036854775808"), Value::int64(std::numeric_limits<int64_t>::min()));
-  EXPECT_EQ(conv(oid::kInt8, "9223372036854775807"), Value::int64(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(conv(oid::kInt8, "-9223372036854775808"),
+            Value::int64(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(conv(oid::kInt8, "9223372036854775807"),
+            Value::int64(std::numeric_limits<int64_t>::max()));
   EXPECT_EQ(conv(oid::kOid, "4294967295"), Value::int64(4294967295LL));
   fail(oid::kInt2, "32768");
   fail(oid::kInt4, "2147483648");
@@ -91,15 +96,18 @@ TEST_F(PgTypes, Integers) {
 TEST_F(PgTypes, Floats) {
   EXPECT_EQ(conv(oid::kFloat8, "0.1"), Value::float64(0.1));
   EXPECT_EQ(conv(oid::kFloat4, "1.1"), Value::float64(1.1));
-  EXPECT_EQ(conv(oid::kFloat8, "-1.2345678901234567e+300"), Value::float64(-1.2345678901234567e+300));
+  EXPECT_EQ(conv(oid::kFloat8, "-1.2345678901234567e+300"),
+            Value::float64(-1.2345678901234567e+300));
   EXPECT_EQ(conv(oid::kFloat8, "5e-324"), Value::float64(5e-324));
   EXPECT_EQ(conv(oid::kFloat8, "1.7976931348623157e+308"), Value::float64(1.7976931348623157e+308));
   EXPECT_EQ(conv(oid::kFloat8, "-0").as_double(), 0.0);
   EXPECT_TRUE(std::signbit(conv(oid::kFloat8, "-0").as_double()));
   EXPECT_TRUE(std::isnan(conv(oid::kFloat8, "NaN").as_double()));
   EXPECT_TRUE(std::isnan(conv(oid::kFloat4, "NaN").as_double()));
-  EXPECT_EQ(conv(oid::kFloat8, "Infinity"), Value::float64(std::numeric_limits<double>::infinity()));
-  EXPECT_EQ(conv(oid::kFloat4, "-Infinity"), Value::float64(-std::numeric_limits<double>::infinity()));
+  EXPECT_EQ(conv(oid::kFloat8, "Infinity"),
+            Value::float64(std::numeric_limits<double>::infinity()));
+  EXPECT_EQ(conv(oid::kFloat4, "-Infinity"),
+            Value::float64(-std::numeric_limits<double>::infinity()));
   fail(oid::kFloat8, "");
   fail(oid::kFloat8, "1.0.0");
   fail(oid::kFloat8, "1e999");
@@ -128,8 +136,8 @@ TEST_F(PgTypes, NumericIsExactText) {
 }
 
 TEST_F(PgTypes, Strings) {
-  for (uint32_t t : {oid::kText, oid::kVarchar, oid::kBpchar, oid::kName, oid::kChar, oid::kXml, oid::kInet,
-                     oid::kCidr, oid::kMacaddr, oid::kMoney, oid::kBit}) {
+  for (uint32_t t : {oid::kText, oid::kVarchar, oid::kBpchar, oid::kName, oid::kChar, oid::kXml,
+                     oid::kInet, oid::kCidr, oid::kMacaddr, oid::kMoney, oid::kBit}) {
     Value v = conv(t, "héllo wörld ");
     EXPECT_EQ(v.kind(), ValueKind::string) << t;
     EXPECT_EQ(v.as_text(), "héllo wörld ") << t;
@@ -143,7 +151,8 @@ TEST_F(PgTypes, Bytea) {
   EXPECT_EQ(conv(oid::kBytea, "\\x"), Value::bytes(""));
   EXPECT_EQ(conv(oid::kBytea, "\\x00FFfe"), Value::bytes(std::string_view("\x00\xff\xfe", 3)));
   // Legacy escape format (bytea_output = escape).
-  EXPECT_EQ(conv(oid::kBytea, "abc\\000\\\\d\\377"), Value::bytes(std::string_view("abc\0\\d\xff", 7)));
+  EXPECT_EQ(conv(oid::kBytea, "abc\\000\\\\d\\377"),
+            Value::bytes(std::string_view("abc\0\\d\xff", 7)));
   fail(oid::kBytea, "\\x0");
   fail(oid::kBytea, "\\x0g");
   fail(oid::kBytea, "\\9");
@@ -160,7 +169,8 @@ TEST_F(PgTypes, Dates) {
   EXPECT_EQ(conv(oid::kDate, "0044-03-15 BC"), Value::date(days_from_civil(-43, 3, 15)));
   EXPECT_EQ(conv(oid::kDate, "0001-01-01 BC"), Value::date(days_from_civil(0, 1, 1)));
   EXPECT_EQ(conv(oid::kDate, "0001-02-29 BC"), Value::date(days_from_civil(0, 2, 29)));
-  EXPECT_EQ(conv(oid::kDate, "0001-01-01").as_date() - conv(oid::kDate, "0001-12-31 BC").as_date(), 1);
+  EXPECT_EQ(conv(oid::kDate, "0001-01-01").as_date() - conv(oid::kDate, "0001-12-31 BC").as_date(),
+            1);
   EXPECT_EQ(conv(oid::kDate, "4713-01-01 BC"), Value::date(days_from_civil(-4712, 1, 1)));
   EXPECT_EQ(conv(oid::kDate, "5874897-12-31"), Value::date(days_from_civil(5874897, 12, 31)));
   EXPECT_EQ(format_date(conv(oid::kDate, "12345-06-07").as_date()), "+12345-06-07");
@@ -175,7 +185,8 @@ TEST_F(PgTypes, Dates) {
 }
 
 TEST_F(PgTypes, Times) {
-  EXPECT_EQ(conv(oid::kTime, "13:45:00.123456"), Value::time((13 * 3600 + 45 * 60) * kSec + 123456));
+  EXPECT_EQ(conv(oid::kTime, "13:45:00.123456"),
+            Value::time((13 * 3600 + 45 * 60) * kSec + 123456));
   EXPECT_EQ(conv(oid::kTime, "00:00:00"), Value::time(0));
   EXPECT_EQ(conv(oid::kTime, "24:00:00"), Value::time(kDay));
   EXPECT_EQ(conv(oid::kTimetz, "13:45:00+02"), Value::timetz((13 * 3600 + 45 * 60) * kSec, 7200));
@@ -197,20 +208,25 @@ TEST_F(PgTypes, Timestamps) {
   EXPECT_EQ(conv(oid::kTimestamp, "2024-02-29 13:45:00"), Value::timestamp(base));
   EXPECT_EQ(conv(oid::kTimestamp, "1969-12-31 23:59:59.999999"), Value::timestamp(-1));
   EXPECT_EQ(conv(oid::kTimestamptz, "2024-02-29 13:45:00.5+00"), Value::timestamptz(base + 500000));
-  EXPECT_EQ(conv(oid::kTimestamptz, "2024-02-29 19:15:00.5+05:30"), Value::timestamptz(base + 500000));
+  EXPECT_EQ(conv(oid::kTimestamptz, "2024-02-29 19:15:00.5+05:30"),
+            Value::timestamptz(base + 500000));
   EXPECT_EQ(conv(oid::kTimestamptz, "2024-02-29 10:44:45-03:00:15"), Value::timestamptz(base));
   const int64_t bc = int64_t(days_from_civil(-43, 3, 15)) * kDay + (13 * 3600 + 45 * 60) * kSec;
   EXPECT_EQ(conv(oid::kTimestamp, "0044-03-15 13:45:00 BC"), Value::timestamp(bc));
-  EXPECT_EQ(conv(oid::kTimestamptz, "0044-03-15 13:45:00.5+00 BC"), Value::timestamptz(bc + 500000));
+  EXPECT_EQ(conv(oid::kTimestamptz, "0044-03-15 13:45:00.5+00 BC"),
+            Value::timestamptz(bc + 500000));
   EXPECT_EQ(conv(oid::kTimestamp, "4713-11-24 00:00:00 BC"),
             Value::timestamp(int64_t(days_from_civil(-4712, 11, 24)) * kDay));
   // int64 microseconds since 1970 end in 294247 AD, before PostgreSQL's own limit (294276 AD).
   EXPECT_EQ(conv(oid::kTimestamp, "294247-01-10 04:00:54.775807"),
             Value::timestamp(std::numeric_limits<int64_t>::max()));
-  EXPECT_NE(fail(oid::kTimestamptz, "294276-12-31 23:59:59.999999+00").find("range"), std::string::npos);
+  EXPECT_NE(fail(oid::kTimestamptz, "294276-12-31 23:59:59.999999+00").find("range"),
+            std::string::npos);
   fail(oid::kTimestamp, "294247-01-10 04:00:54.775808");
-  EXPECT_EQ(conv(oid::kTimestamp, "infinity"), Value::timestamp(std::numeric_limits<int64_t>::max()));
-  EXPECT_EQ(conv(oid::kTimestamptz, "-infinity"), Value::timestamptz(std::numeric_limits<int64_t>::min()));
+  EXPECT_EQ(conv(oid::kTimestamp, "infinity"),
+            Value::timestamp(std::numeric_limits<int64_t>::max()));
+  EXPECT_EQ(conv(oid::kTimestamptz, "-infinity"),
+            Value::timestamptz(std::numeric_limits<int64_t>::min()));
   fail(oid::kTimestamp, "2024-02-29");
   fail(oid::kTimestamp, "2024-02-29 13:45:00+00");
   fail(oid::kTimestamptz, "2024-02-29 13:45:00");
@@ -226,7 +242,8 @@ TEST_F(PgTypes, Intervals) {
     return v.kind() == ValueKind::interval ? v.as_interval() : Interval{};
   };
   EXPECT_EQ(iv("P1Y2M3DT4H5M6.5S"), (Interval{14, 3, (4 * 3600 + 5 * 60 + 6) * kSec + 500000}));
-  EXPECT_EQ(iv("P-1Y-2M3DT-4H-5M-6.5S"), (Interval{-14, 3, -((4 * 3600 + 5 * 60 + 6) * kSec + 500000)}));
+  EXPECT_EQ(iv("P-1Y-2M3DT-4H-5M-6.5S"),
+            (Interval{-14, 3, -((4 * 3600 + 5 * 60 + 6) * kSec + 500000)}));
   EXPECT_EQ(iv("PT0S"), (Interval{0, 0, 0}));
   EXPECT_EQ(iv("P1DT-0.000001S"), (Interval{0, 1, -1}));
   EXPECT_EQ(iv("PT-0.5S"), (Interval{0, 0, -500000}));
@@ -271,8 +288,8 @@ TEST_F(PgTypes, OneDimensionalArrays) {
 
   Value t = conv(1009, R"({"a b","c\"d",NULL,"NULL","","x\\y",plain,null})");
   ASSERT_EQ(t.kind(), ValueKind::array);
-  EXPECT_EQ(strings(t),
-            (std::vector<std::string>{"a b", "c\"d", "<null>", "NULL", "", "x\\y", "plain", "<null>"}));
+  EXPECT_EQ(strings(t), (std::vector<std::string>{"a b", "c\"d", "<null>", "NULL", "", "x\\y",
+                                                  "plain", "<null>"}));
   for (const Value& item : t.items())
     if (!item.is_null()) {
       EXPECT_EQ(item.kind(), ValueKind::string);
@@ -318,7 +335,8 @@ TEST_F(PgTypes, MultiDimensionalArrays) {
 TEST_F(PgTypes, ArraysOfEveryElementKind) {
   Value ts = conv(1185, R"({"2024-01-01 10:00:00+00",NULL})");
   ASSERT_EQ(ts.size(), 2u);
-  EXPECT_EQ(ts.items()[0], Value::timestamptz(int64_t(days_from_civil(2024, 1, 1)) * kDay + 10 * 3600 * kSec));
+  EXPECT_EQ(ts.items()[0],
+            Value::timestamptz(int64_t(days_from_civil(2024, 1, 1)) * kDay + 10 * 3600 * kSec));
   Value ivs = conv(1187, "{P1D,PT-1S}");
   ASSERT_EQ(ivs.size(), 2u);
   EXPECT_EQ(ivs.items()[0].as_interval(), (Interval{0, 1, 0}));
@@ -333,18 +351,22 @@ TEST_F(PgTypes, ArraysOfEveryElementKind) {
   EXPECT_EQ(fl.items()[2], Value::float64(0.5));
   EXPECT_EQ(conv(1000, "{t,f,NULL}").items()[1], Value::boolean(false));
   EXPECT_EQ(conv(1001, R"({"\\x0a0b"})").items()[0], Value::bytes("\x0a\x0b"));
-  EXPECT_EQ(conv(1182, R"({2024-02-29,"0044-03-15 BC"})").items()[1], Value::date(days_from_civil(-43, 3, 15)));
-  EXPECT_EQ(conv(1270, "{13:45:00+02}").items()[0], Value::timetz((13 * 3600 + 45 * 60) * kSec, 7200));
-  EXPECT_EQ(format_uuid(conv(2951, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}").items()[0].uuid_bytes()),
-            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+  EXPECT_EQ(conv(1182, R"({2024-02-29,"0044-03-15 BC"})").items()[1],
+            Value::date(days_from_civil(-43, 3, 15)));
+  EXPECT_EQ(conv(1270, "{13:45:00+02}").items()[0],
+            Value::timetz((13 * 3600 + 45 * 60) * kSec, 7200));
+  EXPECT_EQ(
+      format_uuid(conv(2951, "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}").items()[0].uuid_bytes()),
+      "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
   // box uses ';' as its delimiter.
   EXPECT_EQ(strings(conv(1020, "{(3,4),(1,2);(1,1),(0,0)}")),
             (std::vector<std::string>{"(3,4),(1,2)", "(1,1),(0,0)"}));
 }
 
 TEST_F(PgTypes, MalformedArrays) {
-  for (std::string_view bad : {"", "1,2", "{1,2", "{1,,2}", "{,}", "{1,2}x", "{\"a}", "[0:1{1}", "[0:1]{1}",
-                               "[a:1]={1}", "{a{b}}", "{{1},2", "{1 2\"}", "{\"a\"b}", "{a\\"}) {
+  for (std::string_view bad :
+       {"", "1,2", "{1,2", "{1,,2}", "{,}", "{1,2}x", "{\"a}", "[0:1{1}", "[0:1]{1}", "[a:1]={1}",
+        "{a{b}}", "{{1},2", "{1 2\"}", "{\"a\"b}", "{a\\"}) {
     Result<Value> r = text_to_value(types_, 1009, bad, arena_);
     EXPECT_FALSE(r.ok()) << bad << " -> " << (r.ok() ? to_debug_string(*r) : "");
   }
@@ -356,8 +378,8 @@ TEST_F(PgTypes, MalformedArrays) {
 }
 
 TEST_F(PgTypes, EnumsDomainsAndUnknownTypes) {
-  constexpr uint32_t kMood = 70001, kPositive = 70002, kPosArr = 70003, kMoodArr = 70004, kTiny = 70005,
-                     kLoopA = 70006, kLoopB = 70007;
+  constexpr uint32_t kMood = 70001, kPositive = 70002, kPosArr = 70003, kMoodArr = 70004,
+                     kTiny = 70005, kLoopA = 70006, kLoopB = 70007;
   types_.add(kMood, {TypeInfo::Kind::enumeration, 0, ','});
   types_.add(kPositive, {TypeInfo::Kind::domain, oid::kInt4, ','});
   types_.add(kTiny, {TypeInfo::Kind::domain, kPositive, ','});  // domain over a domain
@@ -374,7 +396,8 @@ TEST_F(PgTypes, EnumsDomainsAndUnknownTypes) {
   Value pa = conv(kPosArr, "{1,NULL,3}");
   ASSERT_EQ(pa.size(), 3u);
   EXPECT_EQ(pa.items()[2], Value::int64(3));
-  EXPECT_EQ(strings(conv(kMoodArr, "{happy,\"so so\"}")), (std::vector<std::string>{"happy", "so so"}));
+  EXPECT_EQ(strings(conv(kMoodArr, "{happy,\"so so\"}")),
+            (std::vector<std::string>{"happy", "so so"}));
   fail(kLoopA, "1");  // a broken registry never recurses forever
 
   EXPECT_EQ(conv(424242, "(1,2)"), Value::string("(1,2)"));

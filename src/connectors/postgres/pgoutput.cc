@@ -11,7 +11,8 @@ namespace {
 // reading past the end.
 class Reader {
  public:
-  explicit Reader(std::string_view s) : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
+  explicit Reader(std::string_view s)
+      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
 
   size_t remaining() const noexcept { return size_t(end_ - p_); }
   bool at_end() const noexcept { return p_ == end_; }
@@ -41,7 +42,8 @@ class Reader {
   }
   bool u32(uint32_t* v) {
     if (remaining() < 4) return false;
-    *v = (uint32_t(p_[0]) << 24) | (uint32_t(p_[1]) << 16) | (uint32_t(p_[2]) << 8) | uint32_t(p_[3]);
+    *v = (uint32_t(p_[0]) << 24) | (uint32_t(p_[1]) << 16) | (uint32_t(p_[2]) << 8) |
+         uint32_t(p_[3]);
     p_ += 4;
     return true;
   }
@@ -94,11 +96,12 @@ Error truncated(std::string_view what) {
   return Error(Errc::data, "pgoutput: truncated " + std::string(what) + " message");
 }
 Error malformed(std::string_view what, std::string_view why) {
-  return Error(Errc::data, "pgoutput: malformed " + std::string(what) + " message: " + std::string(why));
+  return Error(Errc::data,
+               "pgoutput: malformed " + std::string(what) + " message: " + std::string(why));
 }
 Error trailing(std::string_view what, size_t n) {
-  return Error(Errc::data,
-               "pgoutput: malformed " + std::string(what) + " message: " + std::to_string(n) + " trailing bytes");
+  return Error(Errc::data, "pgoutput: malformed " + std::string(what) +
+                               " message: " + std::to_string(n) + " trailing bytes");
 }
 
 std::string describe_byte(uint8_t b) {
@@ -135,8 +138,7 @@ Status read_tuple(Reader& r, std::string_view what, Tuple* tuple) {
     v.data = {};
     switch (kind) {
       case 'n':
-      case 'u':
-        break;
+      case 'u': break;
       case 't':
       case 'b': {
         int32_t len;
@@ -145,8 +147,7 @@ Status read_tuple(Reader& r, std::string_view what, Tuple* tuple) {
         if (!r.bytes(size_t(len), &v.data)) return truncated(what);
         break;
       }
-      default:
-        return malformed(what, "unknown tuple value kind " + describe_byte(uint8_t(kind)));
+      default: return malformed(what, "unknown tuple value kind " + describe_byte(uint8_t(kind)));
     }
   }
   return ok_status();
@@ -173,7 +174,8 @@ Status decode_commit(Reader& r, Message* out) {
   constexpr std::string_view what = "Commit";
   CommitMsg m;
   int64_t ts;
-  if (!r.u8(&m.flags) || !r.lsn(&m.commit_lsn) || !r.lsn(&m.end_lsn) || !r.i64(&ts)) return truncated(what);
+  if (!r.u8(&m.flags) || !r.lsn(&m.commit_lsn) || !r.lsn(&m.end_lsn) || !r.i64(&ts))
+    return truncated(what);
   if (!r.at_end()) return trailing(what, r.remaining());
   if (!pg_time_to_unix(ts, &m.commit_time)) return malformed(what, "commit timestamp out of range");
   *out = m;
@@ -207,7 +209,8 @@ Status decode_relation(Reader& r, Message* out) {
   for (Column& c : rel->columns) {
     uint8_t flags;
     std::string_view cname;
-    if (!r.u8(&flags) || !r.cstr(&cname) || !r.u32(&c.type_oid) || !r.i32(&c.type_mod)) return truncated(what);
+    if (!r.u8(&flags) || !r.cstr(&cname) || !r.u32(&c.type_oid) || !r.i32(&c.type_mod))
+      return truncated(what);
     c.key = (flags & 1) != 0;
     c.name = std::string(cname);
   }
@@ -261,7 +264,8 @@ Status decode_delete(Reader& r, Message* out) {
   DeleteMsg& m = reuse<DeleteMsg>(out);
   char tag;
   if (!r.u32(&m.relation_oid) || !r.byte(&tag)) return truncated(what);
-  if (tag != 'K' && tag != 'O') return malformed(what, "expected 'K' or 'O', got " + describe_byte(uint8_t(tag)));
+  if (tag != 'K' && tag != 'O')
+    return malformed(what, "expected 'K' or 'O', got " + describe_byte(uint8_t(tag)));
   m.old_kind = tag;
   if (Status s = read_tuple(r, what, &m.old_tuple); !s) return s;
   if (!r.at_end()) return trailing(what, r.remaining());
@@ -322,10 +326,10 @@ Status decode_pgoutput(std::string_view payload, Message* out) {
     case 'K':  // Commit Prepared
     case 'r':  // Rollback Prepared
     case 'p':  // Stream Prepare
-      return Error(Errc::unsupported, "pgoutput: message type " + describe_byte(type) +
-                                          " needs a protocol version above 1, which sluice does not request");
-    default:
-      return Error(Errc::data, "pgoutput: unknown message type " + describe_byte(type));
+      return Error(Errc::unsupported,
+                   "pgoutput: message type " + describe_byte(type) +
+                       " needs a protocol version above 1, which sluice does not request");
+    default: return Error(Errc::data, "pgoutput: unknown message type " + describe_byte(type));
   }
 }
 

@@ -49,15 +49,15 @@ struct TupleValue {
 using Tuple = std::vector<TupleValue>;
 
 struct BeginMsg {
-  Lsn final_lsn;             // LSN of the commit record
-  int64_t commit_time = 0;   // microseconds since the Unix epoch
+  Lsn final_lsn;            // LSN of the commit record
+  int64_t commit_time = 0;  // microseconds since the Unix epoch
   uint32_t xid = 0;
 };
 struct CommitMsg {
   uint8_t flags = 0;
   Lsn commit_lsn;
-  Lsn end_lsn;               // end of the commit record: the position to confirm once applied
-  int64_t commit_time = 0;   // microseconds since the Unix epoch
+  Lsn end_lsn;              // end of the commit record: the position to confirm once applied
+  int64_t commit_time = 0;  // microseconds since the Unix epoch
 };
 struct OriginMsg {
   Lsn origin_lsn;
@@ -77,7 +77,8 @@ struct InsertMsg {
 };
 struct UpdateMsg {
   uint32_t relation_oid = 0;
-  char old_kind = 0;  // 0: no old tuple; 'K': key columns only; 'O': full old row (REPLICA IDENTITY FULL)
+  char old_kind =
+      0;  // 0: no old tuple; 'K': key columns only; 'O': full old row (REPLICA IDENTITY FULL)
   Tuple old_tuple;
   Tuple new_tuple;
 };
@@ -97,8 +98,8 @@ struct LogicalMsg {
   std::string_view content;
 };
 
-using Message = std::variant<BeginMsg, CommitMsg, OriginMsg, RelationMsg, TypeMsg, InsertMsg, UpdateMsg,
-                             DeleteMsg, TruncateMsg, LogicalMsg>;
+using Message = std::variant<BeginMsg, CommitMsg, OriginMsg, RelationMsg, TypeMsg, InsertMsg,
+                             UpdateMsg, DeleteMsg, TruncateMsg, LogicalMsg>;
 
 // Decodes one pgoutput message (the payload after the XLogData header). Malformed or truncated
 // input is an Errc::data error naming the message type, never a crash. Reuses `out`'s tuple

@@ -15,19 +15,40 @@ namespace {
 // Builds pgoutput payloads by hand: big-endian integers, NUL-terminated strings.
 class Bytes {
  public:
-  Bytes& c(char v) { s_.push_back(v); return *this; }
-  Bytes& u8(uint8_t v) { s_.push_back(static_cast<char>(v)); return *this; }
+  Bytes& c(char v) {
+    s_.push_back(v);
+    return *this;
+  }
+  Bytes& u8(uint8_t v) {
+    s_.push_back(static_cast<char>(v));
+    return *this;
+  }
   Bytes& i16(int16_t v) { return be(uint16_t(v), 2); }
   Bytes& i32(int32_t v) { return be(uint32_t(v), 4); }
   Bytes& u32(uint32_t v) { return be(v, 4); }
   Bytes& i64(int64_t v) { return be(uint64_t(v), 8); }
-  Bytes& str(std::string_view v) { s_.append(v); s_.push_back('\0'); return *this; }
-  Bytes& raw(std::string_view v) { s_.append(v); return *this; }
+  Bytes& str(std::string_view v) {
+    s_.append(v);
+    s_.push_back('\0');
+    return *this;
+  }
+  Bytes& raw(std::string_view v) {
+    s_.append(v);
+    return *this;
+  }
   // Tuple column helpers.
   Bytes& null() { return c('n'); }
   Bytes& toast() { return c('u'); }
-  Bytes& text(std::string_view v) { c('t'); i32(int32_t(v.size())); return raw(v); }
-  Bytes& binary(std::string_view v) { c('b'); i32(int32_t(v.size())); return raw(v); }
+  Bytes& text(std::string_view v) {
+    c('t');
+    i32(int32_t(v.size()));
+    return raw(v);
+  }
+  Bytes& binary(std::string_view v) {
+    c('b');
+    i32(int32_t(v.size()));
+    return raw(v);
+  }
   const std::string& str() const { return s_; }
   operator std::string_view() const { return s_; }  // NOLINT
 
@@ -42,7 +63,8 @@ class Bytes {
 std::string unhex(std::string_view h) {
   std::string out;
   auto nib = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i + 1 < h.size(); i += 2) out.push_back(static_cast<char>(nib(h[i]) * 16 + nib(h[i + 1])));
+  for (size_t i = 0; i + 1 < h.size(); i += 2)
+    out.push_back(static_cast<char>(nib(h[i]) * 16 + nib(h[i + 1])));
   return out;
 }
 
@@ -78,8 +100,8 @@ TEST(PgOutputLsn, FormatsAndParses) {
   EXPECT_EQ(Lsn::parse("16/b374d848")->value, l->value);
   EXPECT_EQ(Lsn::parse("0/0")->value, 0u);
   EXPECT_EQ(Lsn::parse("FFFFFFFF/FFFFFFFF")->value, ~uint64_t(0));
-  for (std::string_view bad : {"", "/", "1/", "/1", "1", "1/2/3", "123456789/0", "0/123456789", "G/0", "0/0 ",
-                               " 0/0", "-1/0", "0x1/0"})
+  for (std::string_view bad : {"", "/", "1/", "/1", "1", "1/2/3", "123456789/0", "0/123456789",
+                               "G/0", "0/0 ", " 0/0", "-1/0", "0x1/0"})
     EXPECT_FALSE(Lsn::parse(bad)) << bad;
   for (uint64_t v : {uint64_t(1), uint64_t(0xABCDEF0123456789ULL), uint64_t(0x100000000ULL)})
     EXPECT_EQ(Lsn::parse(Lsn{v}.to_string())->value, v);
@@ -194,7 +216,8 @@ TEST(PgOutputDecode, Type) {
 TEST(PgOutputDecode, InsertWithNullToastTextAndBinary) {
   Message m;
   Bytes b;
-  b.c('I').u32(16391).c('N').i16(5).text("42").null().toast().text("").binary(std::string("\x00\x01", 2));
+  b.c('I').u32(16391).c('N').i16(5).text("42").null().toast().text("").binary(
+      std::string("\x00\x01", 2));
   const auto& x = decode_as<InsertMsg>(b, &m);
   EXPECT_EQ(x.relation_oid, 16391u);
   ASSERT_EQ(x.new_tuple.size(), 5u);
@@ -388,8 +411,8 @@ TEST(PgOutputDecode, MalformedMessages) {
 
 // Real messages captured from PostgreSQL 15 (pg_logical_slot_peek_binary_changes with
 // proto_version 1, encode(data, 'hex')) for:
-//   create table inv.items (id int primary key, name text, price numeric(10,2), tags text[], big text);
-//   create table public.full_t (id bigint, note varchar(20)); -- replica identity full
+//   create table inv.items (id int primary key, name text, price numeric(10,2), tags text[], big
+//   text); create table public.full_t (id bigint, note varchar(20)); -- replica identity full
 //   insert into inv.items values (1, 'widget', 9.99, '{"a b",NULL}', NULL);
 //   update inv.items set id = 2, name = NULL where id = 1;  ...
 struct Captured {

@@ -11,10 +11,10 @@
 
 #include "connectors/postgres/pg_connection.h"
 #include "connectors/postgres/postgres_dialect.h"
+#include "connectors/record_template.h"
 #include "connectors/sql/keyed_sql_destination.h"
 #include "sluice/json.h"
 #include "sluice/temporal.h"
-#include "connectors/record_template.h"
 
 namespace sluice {
 
@@ -66,7 +66,9 @@ constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>
 
 // The checks no single declaration expresses; parses the templates once.
 Status finalize(PostgresDestinationOptions& o) {
-  if (o.url.empty()) return Error(Errc::invalid_argument, "postgres destination: `url` is empty; set the database URL");
+  if (o.url.empty())
+    return Error(Errc::invalid_argument,
+                 "postgres destination: `url` is empty; set the database URL");
   auto table = RecordTemplate::parse(o.table, "table");
   if (!table) return table.error().with_context("postgres destination: ");
   auto schema = RecordTemplate::parse(o.schema, "schema");
@@ -81,7 +83,6 @@ Status finalize(PostgresDestinationOptions& o) {
   return ok_status();
 }
 
-
 const PostgresDialect kDialect;
 
 // ── values as PostgreSQL input text ─────────────────────────────────────────
@@ -92,7 +93,8 @@ enum class ColClass : uint8_t { scalar, json, array };
 bool append_date(std::string& o, int32_t days) {
   const temporal::CivilDate c = temporal::civil_date(days);
   const bool bc = c.year <= 0;
-  fmt::format_to(std::back_inserter(o), "{:04}-{:02}-{:02}", bc ? 1 - c.year : c.year, c.month, c.day);
+  fmt::format_to(std::back_inserter(o), "{:04}-{:02}-{:02}", bc ? 1 - c.year : c.year, c.month,
+                 c.day);
   return bc;
 }
 
@@ -151,7 +153,8 @@ void append_scalar_text(std::string& o, const Value& v) {
     case ValueKind::timestamptz: append_timestamp(o, v.as_micros(), true); break;
     case ValueKind::interval: {
       const Interval& iv = v.as_interval();
-      fmt::format_to(std::back_inserter(o), "{} months {} days {} microseconds", iv.months, iv.days, iv.micros);
+      fmt::format_to(std::back_inserter(o), "{} months {} days {} microseconds", iv.months, iv.days,
+                     iv.micros);
       break;
     }
     case ValueKind::uuid: o += format_uuid(v.uuid_bytes()); break;
@@ -222,13 +225,16 @@ struct PgTable final : sql::SqlTable {
 class PostgresDestination final : public sql::KeyedSqlDestination {
  public:
   // `checkpoint_schema` empty: checkpoint_in_destination is off.
-  PostgresDestination(std::string url, RecordTemplate table, RecordTemplate schema, std::string checkpoint_schema)
-      : KeyedSqlDestination(kDialect, keyed_options(std::move(table), std::move(schema), !checkpoint_schema.empty())),
+  PostgresDestination(std::string url, RecordTemplate table, RecordTemplate schema,
+                      std::string checkpoint_schema)
+      : KeyedSqlDestination(kDialect, keyed_options(std::move(table), std::move(schema),
+                                                    !checkpoint_schema.empty())),
         url_(std::move(url)),
         checkpoint_schema_(std::move(checkpoint_schema)) {}
 
  private:
-  static sql::KeyedSqlOptions keyed_options(RecordTemplate table, RecordTemplate schema, bool checkpoint) {
+  static sql::KeyedSqlOptions keyed_options(RecordTemplate table, RecordTemplate schema,
+                                            bool checkpoint) {
     sql::KeyedSqlOptions k;
     k.destination = "postgres destination";
     k.table = std::move(table);
@@ -242,7 +248,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     auto c = PgConn::connect(url_, false);
     if (!c) return c.error().with_context("postgres destination: ");
     conn_ = std::move(c.value());
-    PQsetNoticeProcessor(conn_.get(), [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        conn_.get(), [](void*, const char*) {}, nullptr);
     return ok_status();
   }
 
@@ -252,7 +259,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   Status prepare_session() override {
     if (checkpoint_schema_.empty()) return ok_status();
     checkpoint_table_ = kDialect.qualified_table(checkpoint_schema_, sql::kCheckpointTable);
-    if (checkpoint_schema_ != "public") SLUICE_TRY(exec(kDialect.create_schema(checkpoint_schema_), nullptr));
+    if (checkpoint_schema_ != "public")
+      SLUICE_TRY(exec(kDialect.create_schema(checkpoint_schema_), nullptr));
     return exec(kDialect.checkpoint_table_ddl(checkpoint_table_), nullptr);
   }
 
@@ -294,7 +302,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     return exec(kDialect.create_schema(t.schema), &t);
   }
 
-  Status ddl(const std::string& sql, sql::SqlTable& t, const Record&, std::string_view, bool) override {
+  Status ddl(const std::string& sql, sql::SqlTable& t, const Record&, std::string_view,
+             bool) override {
     return exec(sql, &t);
   }
 
@@ -322,7 +331,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     } else {
       for (const auto& c : cols_)
         if (!t.has_column(c.name))
-          return record_error(t, *head.record, Errc::data, fmt::format("the table has no key column \"{}\"", c.name));
+          return record_error(t, *head.record, Errc::data,
+                              fmt::format("the table has no key column \"{}\"", c.name));
     }
 
     // Staging table for this shape (kept for the session; ON COMMIT DELETE ROWS empties it).
@@ -333,7 +343,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     }
     auto st = t.stages.find(shape_buf_);
     if (st == t.stages.end()) {
-      std::string stage = kDialect.quote_identifier(fmt::format("sluice_stage_{}", ++stage_counter_));
+      std::string stage =
+          kDialect.quote_identifier(fmt::format("sluice_stage_{}", ++stage_counter_));
       SLUICE_TRY(exec(kDialect.create_stage(stage, t.quoted, cols_), &t));
       st = t.stages.emplace(shape_buf_, stage).first;
     }
@@ -383,10 +394,13 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
         buf_.clear();
       }
     }
-    if (!send_failed && !buf_.empty() && PQputCopyData(conn_.get(), buf_.data(), int(buf_.size())) != 1)
+    if (!send_failed && !buf_.empty() &&
+        PQputCopyData(conn_.get(), buf_.data(), int(buf_.size())) != 1)
       send_failed = true;
     if (PQputCopyEnd(conn_.get(), send_failed ? "send failed" : nullptr) != 1 && !conn_.ok())
-      return Error(Errc::connection, "postgres destination: connection lost during COPY: " + conn_.last_error(), true);
+      return Error(Errc::connection,
+                   "postgres destination: connection lost during COPY: " + conn_.last_error(),
+                   true);
     Status result = ok_status();
     bool have = false;
     while (PGresult* raw = PQgetResult(conn_.get())) {
@@ -398,7 +412,9 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
       }
     }
     if (result.ok() && send_failed)
-      return Error(Errc::connection, "postgres destination: connection lost during COPY: " + conn_.last_error(), true);
+      return Error(Errc::connection,
+                   "postgres destination: connection lost during COPY: " + conn_.last_error(),
+                   true);
     return result;
   }
 
@@ -417,16 +433,19 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     const std::string sql = kDialect.checkpoint_select(checkpoint_table_, "$1");
     const std::string id(pipeline_id);
     const char* params[] = {id.c_str()};
-    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));
+    PgResult r(
+        PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));
     if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), nullptr);
     if (PQntuples(r.get()) == 0) return std::optional<std::string>();
-    return std::optional<std::string>(std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
+    return std::optional<std::string>(
+        std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
   }
 
   // `first`..`end`: the plan rows the statement wrote (to name the failing record).
   Status exec(const std::string& sql, const sql::SqlTable* t, size_t first = 0, size_t end = 0) {
     PgResult r(PQexec(conn_.get(), sql.c_str()));
-    if (r && (PQresultStatus(r.get()) == PGRES_COMMAND_OK || PQresultStatus(r.get()) == PGRES_TUPLES_OK))
+    if (r &&
+        (PQresultStatus(r.get()) == PGRES_COMMAND_OK || PQresultStatus(r.get()) == PGRES_TUPLES_OK))
       return ok_status();
     return failure(r.get(), t, first, end);
   }
@@ -434,8 +453,9 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   // A failed statement as an Error: transient server states and a lost connection are retriable;
   // data errors name the table and the record's key.
   Error failure(PGresult* r, const sql::SqlTable* t, size_t first = 0, size_t end = 0) {
-    std::string msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
-                                                                        : PQresultErrorMessage(r)
+    std::string msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+                              ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY)
+                              : PQresultErrorMessage(r)
                         : conn_.last_error();
     if (msg.empty()) msg = conn_.last_error();
     while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
@@ -446,15 +466,20 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     const std::string where = t ? fmt::format("table {}: ", t->quoted) : std::string();
     const sql::ErrorClass c = PostgresDialect::classify(state, conn_.ok());
     if (!conn_.ok())
-      return Error(Errc::connection, fmt::format("postgres destination: {}connection lost: {}", where, msg), true);
+      return Error(Errc::connection,
+                   fmt::format("postgres destination: {}connection lost: {}", where, msg), true);
     if (c.retriable)
-      return Error(c.code, fmt::format("postgres destination: {}{} (SQLSTATE {}; retrying)", where, msg, state), true);
+      return Error(
+          c.code,
+          fmt::format("postgres destination: {}{} (SQLSTATE {}; retrying)", where, msg, state),
+          true);
     if (c.code == Errc::data && t) {
       const char* detail = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL) : nullptr;
       std::string what = msg;
       if (detail && *detail) what += fmt::format(" ({})", detail);
       if (state == "42P10")
-        what += "; the table's PRIMARY KEY (or a UNIQUE index) must be exactly the record key columns";
+        what +=
+            "; the table's PRIMARY KEY (or a UNIQUE index) must be exactly the record key columns";
       what += fmt::format(" [SQLSTATE {}]", state);
       const Record* rec = nullptr;
       if (end > first) {
@@ -468,14 +493,16 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
           }
         }
         if (end - first > 1 && !(ctx && std::strstr(ctx, ", line ")))
-          what += fmt::format(" (one of {} records of this statement, the first shown)", end - first);
+          what +=
+              fmt::format(" (one of {} records of this statement, the first shown)", end - first);
       }
       if (rec) return record_error(*t, *rec, Errc::data, what);
       return Error(Errc::data, fmt::format("postgres destination: {}{}", where, what));
     }
     Error e = pg::classify_error(msg, "");
-    return Error(e.code(), fmt::format("postgres destination: {}{}{}", where, e.message(),
-                                       state.empty() ? "" : fmt::format(" [SQLSTATE {}]", state)),
+    return Error(e.code(),
+                 fmt::format("postgres destination: {}{}{}", where, e.message(),
+                             state.empty() ? "" : fmt::format(" [SQLSTATE {}]", state)),
                  e.retriable());
   }
 
@@ -486,7 +513,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   int64_t seq_ = 0;
   // Working memory reused across runs.
   std::vector<sql::ColumnRef> cols_;
-  std::vector<int> value_at_;  // per run column: -1-k for key k, else the index in the row's columns
+  std::vector<int>
+      value_at_;  // per run column: -1-k for key k, else the index in the row's columns
   std::vector<ColClass> col_class_;
   std::string shape_buf_, buf_, text_;
 };

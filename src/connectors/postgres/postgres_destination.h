@@ -5,11 +5,13 @@
 //                    consecutive records of one table, one operation kind and one set of present
 //                    columns form a run; runs are applied in order:
 //                      upserts ─▶ COPY into a temp staging table (ON COMMIT DELETE ROWS) with a
-//                                 sequence column, then INSERT .. SELECT DISTINCT ON (key) .. ORDER BY
-//                                 key, seq DESC ON CONFLICT (key) DO UPDATE SET <present columns>
+//                                 sequence column, then INSERT .. SELECT DISTINCT ON (key) .. ORDER
+//                                 BY key, seq DESC ON CONFLICT (key) DO UPDATE SET <present
+//                                 columns>
 //                      deletes ─▶ COPY the keys into a staging table, DELETE .. USING staging
 //                      truncate ─▶ TRUNCATE
-//                    COMMIT ──▶ done(ok)          (any error: ROLLBACK, caches dropped ──▶ done(error))
+//                    COMMIT ──▶ done(ok)          (any error: ROLLBACK, caches dropped ──▶
+//                    done(error))
 //
 // Values travel as text (COPY text format) and PostgreSQL casts them to the column's actual type.
 //

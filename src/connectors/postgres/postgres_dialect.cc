@@ -64,7 +64,8 @@ std::string PostgresDialect::create_schema(std::string_view schema) const {
 
 std::string PostgresDialect::create_stage(std::string_view stage, std::string_view table,
                                           std::span<const sql::ColumnRef> columns) const {
-  std::string sql = "CREATE TEMP TABLE " + std::string(stage) + " ON COMMIT DELETE ROWS AS SELECT 0::bigint AS ";
+  std::string sql =
+      "CREATE TEMP TABLE " + std::string(stage) + " ON COMMIT DELETE ROWS AS SELECT 0::bigint AS ";
   sql += kSeq;
   for (const sql::ColumnRef& c : columns) {
     sql += ", ";
@@ -76,28 +77,32 @@ std::string PostgresDialect::create_stage(std::string_view stage, std::string_vi
   return sql;
 }
 
-std::string PostgresDialect::copy_into_stage(std::string_view stage, std::span<const sql::ColumnRef> columns) const {
+std::string PostgresDialect::copy_into_stage(std::string_view stage,
+                                             std::span<const sql::ColumnRef> columns) const {
   std::string sql = "COPY " + std::string(stage) + " (" + std::string(kSeq) + ", ";
   append_column_list(sql, columns, false);
   return sql + ") FROM STDIN";
 }
 
 std::string PostgresDialect::upsert_from_stage(std::string_view table, std::string_view stage,
-                                               std::span<const sql::ColumnRef> columns, int64_t first_seq) const {
+                                               std::span<const sql::ColumnRef> columns,
+                                               int64_t first_seq) const {
   std::string cols, keys;
   append_column_list(cols, columns, false);
   append_column_list(keys, columns, true);
-  std::string sql = "INSERT INTO " + std::string(table) + " (" + cols + ") SELECT DISTINCT ON (" + keys + ") " + cols +
-                    " FROM " + std::string(stage) + " WHERE " + std::string(kSeq) + " >= " + std::to_string(first_seq) +
-                    " ORDER BY " + keys + ", " + std::string(kSeq) + " DESC";
+  std::string sql = "INSERT INTO " + std::string(table) + " (" + cols + ") SELECT DISTINCT ON (" +
+                    keys + ") " + cols + " FROM " + std::string(stage) + " WHERE " +
+                    std::string(kSeq) + " >= " + std::to_string(first_seq) + " ORDER BY " + keys +
+                    ", " + std::string(kSeq) + " DESC";
   append_upsert_tail(sql, columns);
   return sql;
 }
 
 std::string PostgresDialect::delete_using_stage(std::string_view table, std::string_view stage,
-                                                std::span<const sql::ColumnRef> keys, int64_t first_seq) const {
-  std::string sql = "DELETE FROM " + std::string(table) + " AS t USING " + std::string(stage) + " AS s WHERE s." +
-                    std::string(kSeq) + " >= " + std::to_string(first_seq);
+                                                std::span<const sql::ColumnRef> keys,
+                                                int64_t first_seq) const {
+  std::string sql = "DELETE FROM " + std::string(table) + " AS t USING " + std::string(stage) +
+                    " AS s WHERE s." + std::string(kSeq) + " >= " + std::to_string(first_seq);
   for (const sql::ColumnRef& k : keys) {
     std::string q = quote_identifier(k.name);
     sql += " AND t." + q + " = s." + q;
@@ -106,20 +111,20 @@ std::string PostgresDialect::delete_using_stage(std::string_view table, std::str
 }
 
 bool PostgresDialect::is_retriable_state(std::string_view s) noexcept {
-  return s == "40P01" || s == "40001" || s == "57P01" || s == "57P02" || s == "57P03" || s == "53300" ||
-         s == "55P03" || s == "53400" || (s.size() == 5 && s.substr(0, 2) == "08");
+  return s == "40P01" || s == "40001" || s == "57P01" || s == "57P02" || s == "57P03" ||
+         s == "53300" || s == "55P03" || s == "53400" || (s.size() == 5 && s.substr(0, 2) == "08");
 }
 
 bool PostgresDialect::is_data_state(std::string_view s) noexcept {
-  return s.size() == 5 && (s.substr(0, 2) == "22" || s.substr(0, 2) == "23" || s == "42P10" || s == "42804" ||
-                           s == "42703" || s == "42P16");
+  return s.size() == 5 && (s.substr(0, 2) == "22" || s.substr(0, 2) == "23" || s == "42P10" ||
+                           s == "42804" || s == "42703" || s == "42P16");
 }
 
 sql::ErrorClass PostgresDialect::classify(std::string_view state, bool connection_ok) noexcept {
   if (!connection_ok) return {Errc::connection, true, true};
   if (is_retriable_state(state))
-    return {state.substr(0, 2) == "40" || state == "55P03" ? Errc::conflict : Errc::connection, true,
-            state.substr(0, 2) == "08"};
+    return {state.substr(0, 2) == "40" || state == "55P03" ? Errc::conflict : Errc::connection,
+            true, state.substr(0, 2) == "08"};
   if (is_data_state(state)) return {Errc::data, false, false};
   return {Errc::internal, false, false};
 }

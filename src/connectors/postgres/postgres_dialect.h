@@ -21,7 +21,9 @@ class PostgresDialect final : public sql::Dialect {
   std::string column_type(const Value& sample, bool key) const override;
   bool key_columns_first() const noexcept override { return true; }
   bool sample_first_non_null() const noexcept override { return true; }
-  std::string truncate(std::string_view table) const override { return "TRUNCATE " + std::string(table); }
+  std::string truncate(std::string_view table) const override {
+    return "TRUNCATE " + std::string(table);
+  }
   std::string checkpoint_table_ddl(std::string_view table) const override;
 
   std::string create_schema(std::string_view schema) const;
@@ -29,13 +31,15 @@ class PostgresDialect final : public sql::Dialect {
   // ── the COPY path: `columns` are the run's, key columns first ──
   // A session-lived staging table shaped like `table`'s columns plus a sequence column; ON COMMIT
   // DELETE ROWS empties it at every commit.
-  std::string create_stage(std::string_view stage, std::string_view table, std::span<const sql::ColumnRef> columns) const;
-  std::string copy_into_stage(std::string_view stage, std::span<const sql::ColumnRef> columns) const;
+  std::string create_stage(std::string_view stage, std::string_view table,
+                           std::span<const sql::ColumnRef> columns) const;
+  std::string copy_into_stage(std::string_view stage,
+                              std::span<const sql::ColumnRef> columns) const;
   // The rows staged from sequence number `first_seq` on, the latest of each key.
-  std::string upsert_from_stage(std::string_view table, std::string_view stage, std::span<const sql::ColumnRef> columns,
-                                int64_t first_seq) const;
-  std::string delete_using_stage(std::string_view table, std::string_view stage, std::span<const sql::ColumnRef> keys,
-                                 int64_t first_seq) const;
+  std::string upsert_from_stage(std::string_view table, std::string_view stage,
+                                std::span<const sql::ColumnRef> columns, int64_t first_seq) const;
+  std::string delete_using_stage(std::string_view table, std::string_view stage,
+                                 std::span<const sql::ColumnRef> keys, int64_t first_seq) const;
 
   // A server error by SQLSTATE: deadlocks, serialization failures, lock timeouts, shutdowns and
   // connection states (class 08) are retriable; classes 22/23 and key/column mismatches are

@@ -25,7 +25,8 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "or \"*\" for every table (publication FOR ALL TABLES, needs superuser).")
         .with_default("*"),
     setting<&PostgresSourceOptions::slot>(
-        "slot", "Logical replication slot; created if missing (pgoutput). Default: sluice_<pipeline id>."),
+        "slot",
+        "Logical replication slot; created if missing (pgoutput). Default: sluice_<pipeline id>."),
     setting<&PostgresSourceOptions::publication>(
         "publication", "Publication; created if missing. Default: sluice_<pipeline id>."),
     setting<&PostgresSourceOptions::snapshot_mode>(
@@ -49,7 +50,8 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
 Status finalize(PostgresSourceOptions& o) {
   for (const std::string& t : o.tables)
     if (t != "*" && !parse_table_name(t))
-      return Error(Errc::config, fmt::format("setting 'tables': '{}' is not a table name (schema.table)", t));
+      return Error(Errc::config,
+                   fmt::format("setting 'tables': '{}' is not a table name (schema.table)", t));
   return ok_status();
 }
 
@@ -73,8 +75,10 @@ std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_
     char c = s[i];
     if (quoted) {
       if (c == '"') {
-        if (i + 1 < s.size() && s[i + 1] == '"') { parts.back() += '"'; ++i; }
-        else quoted = false;
+        if (i + 1 < s.size() && s[i + 1] == '"') {
+          parts.back() += '"';
+          ++i;
+        } else quoted = false;
       } else {
         parts.back() += c;
       }
@@ -83,7 +87,9 @@ std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_
     } else if (c == '.') {
       parts.emplace_back();
     } else {
-      parts.back() += was_quoted ? c : char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);  // unquoted folds to lower case
+      parts.back() += was_quoted ? c
+                                 : char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a'
+                                                             : c);  // unquoted folds to lower case
     }
   }
   if (quoted || parts.size() > 2) return std::nullopt;
@@ -105,7 +111,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;
   slot_ = slot_setting_.empty() ? default_name(ctx.pipeline_id) : slot_setting_;
-  publication_ = publication_setting_.empty() ? default_name(ctx.pipeline_id) : publication_setting_;
+  publication_ =
+      publication_setting_.empty() ? default_name(ctx.pipeline_id) : publication_setting_;
 }
 
 Status PostgresDriver::connect_and_check() {
@@ -116,14 +123,21 @@ Status PostgresDriver::connect_and_check() {
   if (!wal.ok()) return std::move(wal).error();
   const std::string level = PQgetvalue(wal.value().get(), 0, 0);
   if (level != "logical")
-    return Error(Errc::unsupported, fmt::format("wal_level is '{}' on {}; set wal_level = logical in postgresql.conf "
-                                                "and restart PostgreSQL", level, describe_target(url_)));
-  auto role = conn_.exec("SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user");
+    return Error(Errc::unsupported,
+                 fmt::format("wal_level is '{}' on {}; set wal_level = logical in postgresql.conf "
+                             "and restart PostgreSQL",
+                             level, describe_target(url_)));
+  auto role = conn_.exec(
+      "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user");
   if (!role.ok()) return std::move(role).error();
-  if (PQntuples(role.value().get()) == 1 && std::string_view(PQgetvalue(role.value().get(), 0, 1)) != "t") {
+  if (PQntuples(role.value().get()) == 1 &&
+      std::string_view(PQgetvalue(role.value().get(), 0, 1)) != "t") {
     const std::string user = PQgetvalue(role.value().get(), 0, 0);
-    return Error(Errc::permission, fmt::format("role {} lacks the REPLICATION attribute; grant it: ALTER ROLE {} WITH "
-                                               "REPLICATION", quote_identifier(user), quote_identifier(user)));
+    return Error(
+        Errc::permission,
+        fmt::format("role {} lacks the REPLICATION attribute; grant it: ALTER ROLE {} WITH "
+                    "REPLICATION",
+                    quote_identifier(user), quote_identifier(user)));
   }
   return ok_status();
 }
@@ -133,7 +147,8 @@ Status PostgresDriver::connect(State& s) {
   name_slot_and_publication(s.ctx);
   SLUICE_TRY(connect_and_check());
   SLUICE_TRY(resolve_tables());
-  if (tables_.empty() && !all_tables_) return Error(Errc::config, "setting 'tables' lists no table");
+  if (tables_.empty() && !all_tables_)
+    return Error(Errc::config, "setting 'tables' lists no table");
   return ok_status();
 }
 
@@ -162,11 +177,17 @@ Status PostgresDriver::plan_start(State& s) {
     PGresult* res = slot.value().get();
     if (PQntuples(res) == 1) {
       if (std::string_view(PQgetvalue(res, 0, 0)) == "t")
-        return Error(Errc::conflict, fmt::format("replication slot {} is in use by another process (pid {}): stop it, or "
-                                                 "set a different `slot`", slot_, PQgetvalue(res, 0, 1)));
+        return Error(
+            Errc::conflict,
+            fmt::format("replication slot {} is in use by another process (pid {}): stop it, or "
+                        "set a different `slot`",
+                        slot_, PQgetvalue(res, 0, 1)));
       if (std::string_view(PQgetvalue(res, 0, 3)) != "pgoutput")
-        return Error(Errc::conflict, fmt::format("replication slot {} uses plugin {}, not pgoutput: drop it or set a "
-                                                 "different `slot`", slot_, PQgetvalue(res, 0, 3)));
+        return Error(
+            Errc::conflict,
+            fmt::format("replication slot {} uses plugin {}, not pgoutput: drop it or set a "
+                        "different `slot`",
+                        slot_, PQgetvalue(res, 0, 3)));
       auto confirmed = Lsn::parse(PQgetvalue(res, 0, 2));
       if (pos.phase == LogPhase::none) {
         // A previous run created the slot but never checkpointed: nothing was acknowledged, so the
@@ -181,18 +202,25 @@ Status PostgresDriver::plan_start(State& s) {
       }
     } else {
       if (pos.phase == LogPhase::stream)
-        return Error(Errc::not_found, fmt::format("replication slot {} is gone but the pipeline has a checkpoint: changes "
-                                                  "since then are lost; run `sluice cleanup` and start over with a new "
-                                                  "snapshot", slot_));
+        return Error(
+            Errc::not_found,
+            fmt::format("replication slot {} is gone but the pipeline has a checkpoint: changes "
+                        "since then are lost; run `sluice cleanup` and start over with a new "
+                        "snapshot",
+                        slot_));
       auto repl = PgConn::connect(url_, true);
       if (!repl.ok()) return std::move(repl).error();
       repl_ = std::move(repl.value());
       const bool want_snapshot = mode_ == "initial" && pos.phase != LogPhase::stream;
-      auto created = repl_.exec(fmt::format("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput (SNAPSHOT '{}')",
-                                            quote_identifier(slot_), want_snapshot ? "export" : "nothing"));
-      if (!created.ok()) return created.error().with_context(fmt::format("cannot create replication slot {}: ", slot_));
+      auto created =
+          repl_.exec(fmt::format("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput (SNAPSHOT '{}')",
+                                 quote_identifier(slot_), want_snapshot ? "export" : "nothing"));
+      if (!created.ok())
+        return created.error().with_context(
+            fmt::format("cannot create replication slot {}: ", slot_));
       auto point = Lsn::parse(PQgetvalue(created.value().get(), 0, 1));
-      if (want_snapshot && !PQgetisnull(created.value().get(), 0, 2)) exported = PQgetvalue(created.value().get(), 0, 2);
+      if (want_snapshot && !PQgetisnull(created.value().get(), 0, 2))
+        exported = PQgetvalue(created.value().get(), 0, 2);
       spdlog::info("pipeline {}: created replication slot {} at {}", ctx_.pipeline_id, slot_,
                    point.value_or(Lsn{}).to_string());
       if (pos.phase == LogPhase::none || pos.phase == LogPhase::snapshot) {
@@ -241,23 +269,29 @@ Status PostgresDriver::cleanup(const ConnectorContext& ctx) {
   auto c = PgConn::connect(url_, false);
   if (!c.ok()) return std::move(c).error();
   conn_ = std::move(c.value());
-  auto slot = conn_.exec_params("SELECT active, coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1", {slot_});
+  auto slot = conn_.exec_params(
+      "SELECT active, coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = $1",
+      {slot_});
   if (!slot.ok()) return std::move(slot).error();
   if (PQntuples(slot.value().get()) == 1) {
     if (std::string_view(PQgetvalue(slot.value().get(), 0, 0)) == "t")
-      return Error(Errc::conflict, fmt::format("replication slot {} is in use (pid {}): stop the pipeline first", slot_,
-                                               PQgetvalue(slot.value().get(), 0, 1)));
+      return Error(Errc::conflict,
+                   fmt::format("replication slot {} is in use (pid {}): stop the pipeline first",
+                               slot_, PQgetvalue(slot.value().get(), 0, 1)));
     if (auto d = conn_.exec_params("SELECT pg_drop_replication_slot($1)", {slot_}); !d.ok())
       return d.error().with_context("cannot drop the replication slot: ");
     spdlog::info("dropped replication slot {}", slot_);
   }
-  auto pub = conn_.exec_params("SELECT coalesce(obj_description(oid, 'pg_publication'), '') FROM pg_publication WHERE pubname = $1",
-                               {publication_});
+  auto pub = conn_.exec_params(
+      "SELECT coalesce(obj_description(oid, 'pg_publication'), '') FROM pg_publication WHERE pubname = $1",
+      {publication_});
   if (!pub.ok()) return std::move(pub).error();
   if (PQntuples(pub.value().get()) == 1) {
     const std::string comment = PQgetvalue(pub.value().get(), 0, 0);
     if (comment == "created by sluice pipeline " + ctx.pipeline_id) {
-      if (auto d = conn_.exec("DROP PUBLICATION " + quote_identifier(publication_), PGRES_COMMAND_OK); !d.ok())
+      if (auto d =
+              conn_.exec("DROP PUBLICATION " + quote_identifier(publication_), PGRES_COMMAND_OK);
+          !d.ok())
         return d.error().with_context("cannot drop the publication: ");
       spdlog::info("dropped publication {}", publication_);
     } else {
@@ -286,8 +320,9 @@ ConnectorSpec postgres_connector() {
   Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& settings);
   return ConnectorSpec{
       .name = "postgres",
-      .summary = "PostgreSQL: consistent snapshot, then logical replication (pgoutput) with acknowledgement of "
-                 "durably written changes only.",
+      .summary =
+          "PostgreSQL: consistent snapshot, then logical replication (pgoutput) with acknowledgement of "
+          "durably written changes only.",
       .source_settings = pg::kPostgresSourceSettings,
       .destination_settings = kPostgresDestinationSettings,
       .make_source = &pg::make_postgres_source,

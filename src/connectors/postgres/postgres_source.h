@@ -1,5 +1,5 @@
-// The `postgres` source: a consistent snapshot (COPY inside the snapshot exported by slot creation),
-// then logical replication (pgoutput, protocol 1) from the slot.
+// The `postgres` source: a consistent snapshot (COPY inside the snapshot exported by slot
+// creation), then logical replication (pgoutput, protocol 1) from the slot.
 //
 //   open: connect ─▶ checks (wal_level, REPLICATION, tables) ─▶ publication ─▶ slot
 //                      (created with an exported snapshot the first time)
@@ -16,7 +16,8 @@
 // Position (opaque to the runtime, text; the skeleton's LogPosition, version 1):
 //   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress at the chunk starting at
 //                                                   heap page <page>; stream starts at start-lsn
-//   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn are
+//   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn
+//   are
 //                                                   durable, plus the first n changes of the
 //                                                   transaction committing at tx-commit-lsn
 //   "done <lsn>"                                    initial_only snapshot finished

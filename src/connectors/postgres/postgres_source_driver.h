@@ -80,10 +80,12 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool snapshot_only() const override { return mode_ == "initial_only"; }
   Status connect(State& s) override;
   Status plan_start(State& s) override;
-  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
+                                     State& s) override;
   Status finish_snapshot(State& s) override;
   Status start_stream(State& s) override;
-  Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop, State& s) override;
+  Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop,
+                                 State& s) override;
   void stop_stream(State& s) noexcept override;
   void opened(State& s) override;
   void ack(const Position& p) override;
@@ -107,11 +109,12 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void send_status_locked(bool force);
   void status_loop(std::stop_token stop);
   // pg_records.cc
-  Status emit_change(Batch& batch, TableState& t, Operation op, const Tuple* old_tuple, char old_kind,
-                     const Tuple* new_tuple, Lsn lsn);
+  Status emit_change(Batch& batch, TableState& t, Operation op, const Tuple* old_tuple,
+                     char old_kind, const Tuple* new_tuple, Lsn lsn);
   void emit_truncate(Batch& batch, TableState& t, Lsn lsn);
   void emit_logical_message(Batch& batch, const LogicalMsg& m, Lsn lsn);
-  Status tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only, Value* out);
+  Status tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only,
+                         Value* out);
   Value metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc);
 
   // settings

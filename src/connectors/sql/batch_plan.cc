@@ -14,8 +14,8 @@ std::string record_key_text(const Record& r) {
 
 Error record_error(std::string_view destination, const SqlTable& t, const Record& r, Errc code,
                    std::string_view what, bool retriable) {
-  std::string line = fmt::format("{}: table {}, {} key {}: {}", destination, t.quoted, operation_name(r.op),
-                                 record_key_text(r), what);
+  std::string line = fmt::format("{}: table {}, {} key {}: {}", destination, t.quoted,
+                                 operation_name(r.op), record_key_text(r), what);
   for (char& c : line)
     if (c == '\n') c = ' ';  // one line, whatever the server said
   return Error(code, std::move(line), retriable);
@@ -39,9 +39,10 @@ Status BatchPlan::add(const Record& r, SqlTable& t) {
   Field scalar_key;
   std::span<const Field> key = record_key_fields(r, scalar_key);
   if (key.empty())
-    return record_error(destination_, t, r, Errc::data,
-                        "record has no key; this destination upserts and deletes by key (give the source table a "
-                        "primary key, or set the key with a processor)");
+    return record_error(
+        destination_, t, r, Errc::data,
+        "record has no key; this destination upserts and deletes by key (give the source table a "
+        "primary key, or set the key with a processor)");
   auto null_key = [&](std::string_view name) {
     return record_error(destination_, t, r, Errc::data,
                         fmt::format("key field \"{}\" is null; key values must not be null", name));
@@ -53,7 +54,8 @@ Status BatchPlan::add(const Record& r, SqlTable& t) {
 
   if (r.op == Operation::remove) {
     for (uint32_t k = key_begin; k < key_end; ++k)
-      if (fields_[k].value.is_null() || fields_[k].value.is_absent()) return null_key(fields_[k].name);
+      if (fields_[k].value.is_null() || fields_[k].value.is_absent())
+        return null_key(fields_[k].name);
     rows_.push_back(PlannedRow{RowAction::remove, &t, &r, key_begin, key_end, 0, 0});
     return ok_status();
   }
@@ -78,7 +80,8 @@ Status BatchPlan::add(const Record& r, SqlTable& t) {
         break;
       }
     if (!in_after) fields_.push_back(fields_[k]);
-    if (fields_[k].value.is_null() || fields_[k].value.is_absent()) return null_key(fields_[k].name);
+    if (fields_[k].value.is_null() || fields_[k].value.is_absent())
+      return null_key(fields_[k].name);
   }
   const uint32_t col_end = uint32_t(fields_.size());
 
@@ -106,15 +109,16 @@ Status BatchPlan::add(const Record& r, SqlTable& t) {
       usable = false;
     }
     if (usable && differs)
-      rows_.push_back(PlannedRow{RowAction::remove, &t, &r, old_begin, uint32_t(fields_.size()), 0, 0});
-    else
-      fields_.resize(old_begin);
+      rows_.push_back(
+          PlannedRow{RowAction::remove, &t, &r, old_begin, uint32_t(fields_.size()), 0, 0});
+    else fields_.resize(old_begin);
   }
   rows_.push_back(PlannedRow{RowAction::upsert, &t, &r, key_begin, key_end, col_begin, col_end});
   return ok_status();
 }
 
-bool BatchPlan::same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin, uint32_t b_end) const noexcept {
+bool BatchPlan::same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin,
+                           uint32_t b_end) const noexcept {
   if (a_end - a_begin != b_end - b_begin) return false;
   for (uint32_t i = 0; i < a_end - a_begin; ++i) {
     std::string_view a = fields_[a_begin + i].name, b = fields_[b_begin + i].name;
@@ -128,7 +132,8 @@ bool BatchPlan::same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin, u
 bool BatchPlan::same_run(const PlannedRow& a, const PlannedRow& b) const noexcept {
   if (a.action != b.action || a.table != b.table || b.action == RowAction::truncate) return false;
   if (!same_names(a.key_begin, a.key_end, b.key_begin, b.key_end)) return false;
-  return a.action != RowAction::upsert || same_names(a.col_begin, a.col_end, b.col_begin, b.col_end);
+  return a.action != RowAction::upsert ||
+         same_names(a.col_begin, a.col_end, b.col_begin, b.col_end);
 }
 
 size_t BatchPlan::run_end(size_t first, size_t max_rows) const noexcept {
@@ -137,8 +142,9 @@ size_t BatchPlan::run_end(size_t first, size_t max_rows) const noexcept {
   return end;
 }
 
-void missing_columns(const BatchPlan& plan, size_t first, size_t end, const SqlTable& t, bool key_columns_first,
-                     bool sample_first_non_null, std::vector<ColumnDef>& out) {
+void missing_columns(const BatchPlan& plan, size_t first, size_t end, const SqlTable& t,
+                     bool key_columns_first, bool sample_first_non_null,
+                     std::vector<ColumnDef>& out) {
   out.clear();
   const PlannedRow& head = plan.row(first);
   if (head.action != RowAction::upsert) return;

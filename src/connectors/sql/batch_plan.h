@@ -82,7 +82,8 @@ class BatchPlan {
   bool same_name(std::string_view a, std::string_view b) const noexcept;
 
  private:
-  bool same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin, uint32_t b_end) const noexcept;
+  bool same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin,
+                  uint32_t b_end) const noexcept;
   bool same_run(const PlannedRow& a, const PlannedRow& b) const noexcept;
 
   bool fold_case_;
@@ -95,7 +96,8 @@ class BatchPlan {
 
 // The columns of the run [first, end) that table `t` lacks — all of them when `t` does not exist
 // — with the value each one's type is chosen from, in the dialect's column order.
-void missing_columns(const BatchPlan& plan, size_t first, size_t end, const SqlTable& t, bool key_columns_first,
-                     bool sample_first_non_null, std::vector<ColumnDef>& out);
+void missing_columns(const BatchPlan& plan, size_t first, size_t end, const SqlTable& t,
+                     bool key_columns_first, bool sample_first_non_null,
+                     std::vector<ColumnDef>& out);
 
 }  // namespace sluice::sql

@@ -15,7 +15,8 @@ void Dialect::append_delimited(std::string& out, std::string_view name, char quo
 
 std::string Dialect::checkpoint_upsert(std::string_view table, std::string_view pipeline,
                                        std::string_view position) const {
-  static constexpr ColumnRef kColumns[] = {{"pipeline", true}, {"position", false}, {"updated_at", false}};
+  static constexpr ColumnRef kColumns[] = {
+      {"pipeline", true}, {"position", false}, {"updated_at", false}};
   std::string sql;
   append_insert_head(sql, table, kColumns);
   sql += " VALUES (";
@@ -51,7 +52,8 @@ void Dialect::append_column_definition(std::string& out, const ColumnDef& c) con
   out += c.key ? key_constraint() : nullable_constraint();
 }
 
-void Dialect::append_column_list(std::string& out, std::span<const ColumnRef> columns, bool keys_only) const {
+void Dialect::append_column_list(std::string& out, std::span<const ColumnRef> columns,
+                                 bool keys_only) const {
   bool first = true;
   for (const ColumnRef& c : columns) {
     if (keys_only && !c.key) continue;
@@ -61,7 +63,8 @@ void Dialect::append_column_list(std::string& out, std::span<const ColumnRef> co
   }
 }
 
-std::string Dialect::create_table(std::string_view table, std::span<const ColumnDef> columns) const {
+std::string Dialect::create_table(std::string_view table,
+                                  std::span<const ColumnDef> columns) const {
   std::string sql = "CREATE TABLE IF NOT EXISTS " + std::string(table) + " (";
   std::vector<ColumnRef> keys;
   for (const ColumnDef& c : columns) {
@@ -89,7 +92,8 @@ std::string Dialect::drop_column(std::string_view table, std::string_view column
   return sql;
 }
 
-std::string Dialect::rename_column(std::string_view table, std::string_view from, std::string_view to) const {
+std::string Dialect::rename_column(std::string_view table, std::string_view from,
+                                   std::string_view to) const {
   std::string sql = "ALTER TABLE " + std::string(table) + " RENAME COLUMN ";
   append_identifier(sql, from);
   sql += " TO ";
@@ -97,7 +101,8 @@ std::string Dialect::rename_column(std::string_view table, std::string_view from
   return sql;
 }
 
-void Dialect::append_insert_head(std::string& out, std::string_view table, std::span<const ColumnRef> columns) const {
+void Dialect::append_insert_head(std::string& out, std::string_view table,
+                                 std::span<const ColumnRef> columns) const {
   out += "INSERT INTO ";
   out += table;
   out += " (";

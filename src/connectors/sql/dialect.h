@@ -74,24 +74,28 @@ class Dialect {
   virtual bool sample_first_non_null() const noexcept { return false; }
   // DDL commits the open transaction (MySQL): the schema pass runs before the batch's BEGIN.
   virtual bool ddl_commits_implicitly() const noexcept { return false; }
-  // "CREATE TABLE IF NOT EXISTS t (<column definitions>, PRIMARY KEY (<key columns>))<table_options>"
+  // "CREATE TABLE IF NOT EXISTS t (<column definitions>, PRIMARY KEY (<key
+  // columns>))<table_options>"
   std::string create_table(std::string_view table, std::span<const ColumnDef> columns) const;
   // "ALTER TABLE t ADD COLUMN [IF NOT EXISTS] <column definition>"
   std::string add_column(std::string_view table, const ColumnDef& column) const;
   std::string drop_column(std::string_view table, std::string_view column) const;
-  std::string rename_column(std::string_view table, std::string_view from, std::string_view to) const;
+  std::string rename_column(std::string_view table, std::string_view from,
+                            std::string_view to) const;
   // "name TYPE<constraint>": a key column gets key_constraint(), any other nullable_constraint().
   void append_column_definition(std::string& out, const ColumnDef& c) const;
 
   // ── statement shapes shared by every dialect's fast path ──
   // "INSERT INTO table (c1,c2,...)": the dialect's writer appends the rows and append_upsert_tail.
-  void append_insert_head(std::string& out, std::string_view table, std::span<const ColumnRef> columns) const;
+  void append_insert_head(std::string& out, std::string_view table,
+                          std::span<const ColumnRef> columns) const;
   // What follows the rows of an upsert: on a key conflict, the non-key columns are overwritten
   // (a statement of key columns only leaves the existing row as it is). By default
   // " ON CONFLICT (keys) DO UPDATE SET c = EXCLUDED.c, ..." (or DO NOTHING).
   virtual void append_upsert_tail(std::string& out, std::span<const ColumnRef> columns) const;
   // The names of `columns` (only the key columns when `keys_only`), comma-separated.
-  void append_column_list(std::string& out, std::span<const ColumnRef> columns, bool keys_only) const;
+  void append_column_list(std::string& out, std::span<const ColumnRef> columns,
+                          bool keys_only) const;
   // Empties a table (a source-side TRUNCATE).
   virtual std::string truncate(std::string_view table) const = 0;
 
@@ -111,7 +115,8 @@ class Dialect {
   // The table holding (pipeline, position, updated_at), one row per pipeline.
   virtual std::string checkpoint_table_ddl(std::string_view table) const = 0;
   // Upserts the pipeline's row; `pipeline` and `position` are placeholders or literals.
-  std::string checkpoint_upsert(std::string_view table, std::string_view pipeline, std::string_view position) const;
+  std::string checkpoint_upsert(std::string_view table, std::string_view pipeline,
+                                std::string_view position) const;
   std::string checkpoint_select(std::string_view table, std::string_view pipeline) const;
 };
 

@@ -28,7 +28,8 @@ void KeyedSqlDestination::forget_tables() noexcept {
   catalogue_.clear();
 }
 
-Result<std::optional<std::string>> KeyedSqlDestination::stored_position(std::string_view pipeline_id) {
+Result<std::optional<std::string>> KeyedSqlDestination::stored_position(
+    std::string_view pipeline_id) {
   if (!options_.checkpoint_in_destination) return std::optional<std::string>();
   if (!connected()) SLUICE_TRY(connect());
   return load_position(pipeline_id);
@@ -36,8 +37,8 @@ Result<std::optional<std::string>> KeyedSqlDestination::stored_position(std::str
 
 void KeyedSqlDestination::write(Batch& batch, WriteDone done) {
   Status s = write_batch(batch, SIZE_MAX);
-  if (!s && options_.isolate_rejected_rows && s.error().code() == Errc::data && !s.error().retriable() &&
-      connected()) {
+  if (!s && options_.isolate_rejected_rows && s.error().code() == Errc::data &&
+      !s.error().retriable() && connected()) {
     // A multi-row statement failed (and was rolled back): replay the batch one row per statement
     // to name the record the server rejects. Should that succeed (the multi-row statement itself
     // was the problem), the batch is written.
@@ -49,7 +50,8 @@ void KeyedSqlDestination::write(Batch& batch, WriteDone done) {
 Status KeyedSqlDestination::write_batch(const Batch& batch, size_t max_rows) {
   // An empty batch still commits its position where positions are stored here (the runtime
   // contract, sluice/connector.h): processors may have emptied it.
-  if (batch.empty() && !(options_.checkpoint_in_destination && batch.has_position())) return ok_status();
+  if (batch.empty() && !(options_.checkpoint_in_destination && batch.has_position()))
+    return ok_status();
   if (!connected()) SLUICE_TRY(connect());
   Status s = apply(batch, max_rows);
   if (!s) {
@@ -93,7 +95,8 @@ Status KeyedSqlDestination::apply(const Batch& batch, size_t max_rows) {
     if (!skip) SLUICE_TRY(write_run(i, end));
     i = end;
   }
-  if (options_.checkpoint_in_destination && batch.has_position()) SLUICE_TRY(save_position(batch.position()));
+  if (options_.checkpoint_in_destination && batch.has_position())
+    SLUICE_TRY(save_position(batch.position()));
   return commit();
 }
 
@@ -110,14 +113,16 @@ Result<SqlTable*> KeyedSqlDestination::table_for(const Record& r) {
   } else {
     name = options_.table.render(r);
   }
-  return catalogue_.find(schema, name, [&](std::string_view s, std::string_view t) -> Result<std::unique_ptr<SqlTable>> {
-    std::unique_ptr<SqlTable> table = make_table();
-    table->schema = std::string(s);
-    table->name = std::string(t);
-    table->quoted = dialect_.qualified_table(table->schema, table->name);
-    SLUICE_TRY(load_columns(*table));
-    return table;
-  });
+  return catalogue_.find(
+      schema, name,
+      [&](std::string_view s, std::string_view t) -> Result<std::unique_ptr<SqlTable>> {
+        std::unique_ptr<SqlTable> table = make_table();
+        table->schema = std::string(s);
+        table->name = std::string(t);
+        table->quoted = dialect_.qualified_table(table->schema, table->name);
+        SLUICE_TRY(load_columns(*table));
+        return table;
+      });
 }
 
 Status KeyedSqlDestination::evolve(size_t first, size_t end) {
@@ -125,15 +130,18 @@ Status KeyedSqlDestination::evolve(size_t first, size_t end) {
   SqlTable& t = *head.table;
   const Record& r = *head.record;
   if (!t.exists) SLUICE_TRY(load_columns(t));  // re-checked: another writer may have created it
-  missing_columns(plan_, first, end, t, dialect_.key_columns_first(), dialect_.sample_first_non_null(), missing_);
+  missing_columns(plan_, first, end, t, dialect_.key_columns_first(),
+                  dialect_.sample_first_non_null(), missing_);
   if (missing_.empty()) return ok_status();
   if (!t.exists) {
     SLUICE_TRY(before_create_table(t, r));
     SLUICE_TRY(ddl(dialect_.create_table(t.quoted, missing_), t, r, "create the table", false));
     // Re-read rather than assume: another writer may have created it first (IF NOT EXISTS).
     SLUICE_TRY(load_columns(t));
-    if (!t.exists) return record_error(t, r, Errc::internal, "the table is missing right after CREATE TABLE");
-    missing_columns(plan_, first, end, t, dialect_.key_columns_first(), dialect_.sample_first_non_null(), missing_);
+    if (!t.exists)
+      return record_error(t, r, Errc::internal, "the table is missing right after CREATE TABLE");
+    missing_columns(plan_, first, end, t, dialect_.key_columns_first(),
+                    dialect_.sample_first_non_null(), missing_);
     if (missing_.empty()) return ok_status();
   }
   for (const ColumnDef& c : missing_)

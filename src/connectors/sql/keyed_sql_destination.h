@@ -65,7 +65,9 @@ class KeyedSqlDestination : public Destination {
   // Rolls back the failed batch's transaction if one is open; drops a broken connection.
   virtual void abort() noexcept = 0;
   // A new table object (a subclass may carry its own per-table state) — columns not yet loaded.
-  virtual std::unique_ptr<SqlTable> make_table() { return std::make_unique<SqlTable>(dialect_.folds_case()); }
+  virtual std::unique_ptr<SqlTable> make_table() {
+    return std::make_unique<SqlTable>(dialect_.folds_case());
+  }
   // Reads the table's columns; `exists` false if there is no such table.
   virtual Status load_columns(SqlTable& t) = 0;
   // Before the first CREATE TABLE of `t` (PostgreSQL creates its schema).

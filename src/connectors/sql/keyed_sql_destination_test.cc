@@ -74,7 +74,9 @@ class ScriptedWriter final : public KeyedSqlDestination {
   }
   Status write_run(size_t first, size_t end) override {
     const PlannedRow& head = plan().row(first);
-    const char* what = head.action == RowAction::upsert ? "upsert" : head.action == RowAction::remove ? "delete" : "truncate";
+    const char* what = head.action == RowAction::upsert   ? "upsert"
+                       : head.action == RowAction::remove ? "delete"
+                                                          : "truncate";
     log.push_back(std::string(what) + " " + head.table->name + " x" + std::to_string(end - first));
     if (fail_every_run || end - first > fail_runs_longer_than)
       return record_error(*head.table, *plan().row(end - 1).record, Errc::data, "rejected");
@@ -84,7 +86,9 @@ class ScriptedWriter final : public KeyedSqlDestination {
     log.push_back("position " + std::string(position));
     return ok_status();
   }
-  Result<std::optional<std::string>> load_position(std::string_view) override { return std::optional<std::string>(); }
+  Result<std::optional<std::string>> load_position(std::string_view) override {
+    return std::optional<std::string>();
+  }
 
   bool connected_ = false;
 };
@@ -121,9 +125,10 @@ TEST(KeyedSqlDestinationTest, BatchIsOneTransactionWithDdlRunsAndPosition) {
   add(b, Operation::remove, "t", 1);
   b.set_position("p1");
   ASSERT_TRUE(write(w, b).ok());
-  EXPECT_EQ(joined(w.log),
-            "connect | begin | load t | load gone | load t | CREATE TABLE IF NOT EXISTS \"t\" | load t | upsert t x2 | "
-            "load gone | delete t x1 | position p1 | commit");
+  EXPECT_EQ(
+      joined(w.log),
+      "connect | begin | load t | load gone | load t | CREATE TABLE IF NOT EXISTS \"t\" | load t | upsert t x2 | "
+      "load gone | delete t x1 | position p1 | commit");
 }
 
 TEST(KeyedSqlDestinationTest, DdlThatCommitsRunsBeforeTheTransaction) {
@@ -135,9 +140,10 @@ TEST(KeyedSqlDestinationTest, DdlThatCommitsRunsBeforeTheTransaction) {
   add(b, Operation::create, "t", 1);
   add(b, Operation::create, "u", 2);
   ASSERT_TRUE(write(w, b).ok());
-  EXPECT_EQ(joined(w.log),
-            "connect | load t | load u | ALTER TABLE `t` ADD COLUMN `v` BIGINT NULL | load t | load u | CREATE TABLE "
-            "IF NOT EXISTS `u` | load u | begin | upsert t x1 | upsert u x1 | commit");
+  EXPECT_EQ(
+      joined(w.log),
+      "connect | load t | load u | ALTER TABLE `t` ADD COLUMN `v` BIGINT NULL | load t | load u | CREATE TABLE "
+      "IF NOT EXISTS `u` | load u | begin | upsert t x1 | upsert u x1 | commit");
 }
 
 TEST(KeyedSqlDestinationTest, FailureRollsBackAndDropsTheCatalogue) {
@@ -151,7 +157,8 @@ TEST(KeyedSqlDestinationTest, FailureRollsBackAndDropsTheCatalogue) {
   Status s = write(w, b);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::data);
-  EXPECT_NE(s.error().message().find("scripted destination: table \"t\", delete key {\"id\":1}: rejected"),
+  EXPECT_NE(s.error().message().find(
+                "scripted destination: table \"t\", delete key {\"id\":1}: rejected"),
             std::string::npos)
       << s.error().message();
   w.fail_every_run = false;
@@ -171,9 +178,10 @@ TEST(KeyedSqlDestinationTest, RejectedMultiRowStatementIsReplayedOneRowPerStatem
   add(b, Operation::remove, "t", 2);
   add(b, Operation::remove, "t", 3);
   ASSERT_TRUE(write(w, b).ok());
-  EXPECT_EQ(joined(w.log),
-            "connect | begin | load t | delete t x3 | abort | begin | load t | delete t x1 | delete t x1 | delete t "
-            "x1 | commit");
+  EXPECT_EQ(
+      joined(w.log),
+      "connect | begin | load t | delete t x3 | abort | begin | load t | delete t x1 | delete t x1 | delete t "
+      "x1 | commit");
   ScriptedWriter plain(dialect, /*isolate=*/false);
   ASSERT_TRUE(plain.open(ConnectorContext{}).ok());
   plain.existing = {"t"};

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "connectors/sql/batch_plan.h"
-#include "connectors/sql/sql_table.h"
 #include "connectors/mysql/mysql_dialect.h"
 #include "connectors/postgres/postgres_dialect.h"
+#include "connectors/sql/batch_plan.h"
+#include "connectors/sql/sql_table.h"
 #include "connectors/sqlite/sqlite_dialect.h"
 #include "sluice/batch.h"
 
@@ -43,7 +43,8 @@ std::string describe(const BatchPlan& p) {
   for (const PlannedRow& r : p.rows()) {
     out += r.action == RowAction::upsert ? "U" : r.action == RowAction::remove ? "D" : "T";
     out += '(';
-    for (const Field& k : p.keys(r)) out += std::string(k.name) + "=" + to_debug_string(k.value) + " ";
+    for (const Field& k : p.keys(r))
+      out += std::string(k.name) + "=" + to_debug_string(k.value) + " ";
     out += "|";
     for (const Field& c : p.columns(r)) out += " " + std::string(c.name);
     out += ')';
@@ -70,12 +71,15 @@ TEST(BatchPlanTest, ConsecutiveRowsOfOneTableActionAndColumnListFormOneRun) {
   ASSERT_TRUE(p.add(add(b, Operation::remove, id(b, 3)), f.t1).ok());
   ASSERT_TRUE(p.add(add(b, Operation::remove, id(b, 4)), f.t1).ok());
   ASSERT_TRUE(p.add(add(b, Operation::create, id(b, 5), row(b, 5, "c")), f.t2).ok());
-  ASSERT_TRUE(p.add(add(b, Operation::create, id(b, 6), b.object(1).add("id", Value::int64(6)).build()), f.t2).ok());
+  ASSERT_TRUE(
+      p.add(add(b, Operation::create, id(b, 6), b.object(1).add("id", Value::int64(6)).build()),
+            f.t2)
+          .ok());
   ASSERT_EQ(p.rows().size(), 6u);
-  EXPECT_EQ(p.run_end(0), 2u);  // upserts of t1
-  EXPECT_EQ(p.run_end(2), 4u);  // deletes of t1
-  EXPECT_EQ(p.run_end(4), 5u);  // t2 with [id,name] ...
-  EXPECT_EQ(p.run_end(5), 6u);  // ... and t2 with [id] only: another column list
+  EXPECT_EQ(p.run_end(0), 2u);     // upserts of t1
+  EXPECT_EQ(p.run_end(2), 4u);     // deletes of t1
+  EXPECT_EQ(p.run_end(4), 5u);     // t2 with [id,name] ...
+  EXPECT_EQ(p.run_end(5), 6u);     // ... and t2 with [id] only: another column list
   EXPECT_EQ(p.run_end(0, 1), 1u);  // one row per statement (isolating a rejected row)
 }
 
@@ -98,7 +102,8 @@ TEST(BatchPlanTest, AbsentFieldsAreNotWrittenNullOnesAre) {
   Fixture f;
   Batch b;
   BatchPlan p(true, "test destination");
-  Value after = b.object(3).add("id", Value::int64(1)).add("gone", Value()).add("nil", Value::null()).build();
+  Value after =
+      b.object(3).add("id", Value::int64(1)).add("gone", Value()).add("nil", Value::null()).build();
   ASSERT_TRUE(p.add(add(b, Operation::update, id(b, 1), after), f.t1).ok());
   ASSERT_EQ(p.rows().size(), 1u);
   EXPECT_EQ(names(p.columns(p.row(0))), (std::vector<std::string>{"id", "nil"}));
@@ -109,7 +114,9 @@ TEST(BatchPlanTest, KeyFieldsAfterLacksAreWrittenAfterTheFields) {
   Batch b;
   BatchPlan p(true, "test destination");
   Value key = b.object(2).add("tenant", Value::int64(7)).add("id", Value::int64(1)).build();
-  ASSERT_TRUE(p.add(add(b, Operation::create, key, b.object(1).add("v", Value::int64(3)).build()), f.t1).ok());
+  ASSERT_TRUE(
+      p.add(add(b, Operation::create, key, b.object(1).add("v", Value::int64(3)).build()), f.t1)
+          .ok());
   EXPECT_EQ(names(p.columns(p.row(0))), (std::vector<std::string>{"v", "tenant", "id"}));
   EXPECT_TRUE(p.is_key(p.row(0), "tenant"));
   EXPECT_FALSE(p.is_key(p.row(0), "v"));
@@ -120,11 +127,13 @@ TEST(BatchPlanTest, UpdateThatMovesTheKeyDeletesTheOldKeyFirst) {
   Batch b;
   BatchPlan p(true, "test destination");
   // From `before` ...
-  ASSERT_TRUE(p.add(add(b, Operation::update, id(b, 2), row(b, 2, "x"), row(b, 1, "x")), f.t1).ok());
+  ASSERT_TRUE(
+      p.add(add(b, Operation::update, id(b, 2), row(b, 2, "x"), row(b, 1, "x")), f.t1).ok());
   // ... and from record.key differing from `after` (no `before`).
   ASSERT_TRUE(p.add(add(b, Operation::update, id(b, 3), row(b, 4, "y")), f.t1).ok());
   // Not moved: same key in `before`.
-  ASSERT_TRUE(p.add(add(b, Operation::update, id(b, 5), row(b, 5, "z"), row(b, 5, "old")), f.t1).ok());
+  ASSERT_TRUE(
+      p.add(add(b, Operation::update, id(b, 5), row(b, 5, "z"), row(b, 5, "old")), f.t1).ok());
   EXPECT_EQ(describe(p),
             "D(id=1 |)U(id=2 | id name)"
             "D(id=3 |)U(id=4 | id name)"
@@ -150,13 +159,15 @@ TEST(BatchPlanTest, MissingOrNullKeyIsADataErrorNamingTableAndRecord) {
   Status none = p.add(add(b, Operation::create, Value(), row(b, 1, "a")), f.t1);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().code(), Errc::data);
-  EXPECT_NE(none.error().message().find("test destination \"x\": table \"t1\", "), std::string::npos)
+  EXPECT_NE(none.error().message().find("test destination \"x\": table \"t1\", "),
+            std::string::npos)
       << none.error().message();
   EXPECT_NE(none.error().message().find("no key"), std::string::npos);
   Value null_id = b.object(1).add("id", Value::null()).build();
   Status null = p.add(add(b, Operation::remove, null_id), f.t1);
   ASSERT_FALSE(null.ok());
-  EXPECT_NE(null.error().message().find("\"id\" is null"), std::string::npos) << null.error().message();
+  EXPECT_NE(null.error().message().find("\"id\" is null"), std::string::npos)
+      << null.error().message();
   // A key null in `after` is as bad as one null in record.key.
   Value after = b.object(1).add("id", Value::null()).build();
   EXPECT_FALSE(p.add(add(b, Operation::create, id(b, 1), after), f.t1).ok());
@@ -190,7 +201,7 @@ TEST(SchemaEvolutionTest, NewTableGetsEveryColumnExistingOneOnlyTheMissing) {
   EXPECT_EQ(out[1].sample->kind(), ValueKind::string);  // the first non-null of the run
   missing_columns(p, 0, 2, f.t1, /*key_columns_first=*/false, /*sample_first_non_null=*/false, out);
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[0].name, "name");  // the record's order
+  EXPECT_EQ(out[0].name, "name");                     // the record's order
   EXPECT_EQ(out[0].sample->kind(), ValueKind::null);  // the first record's value
   f.t1.exists = true;
   f.t1.columns.emplace("ID", 0);  // the server folds case: "ID" is "id"
@@ -249,26 +260,30 @@ TEST(SqliteDialectTest, StatementShapes) {
   const std::string t = d.quote_identifier(kInjection);
   const Value i = Value::int64(1), s = Value::string("x"), n = Value::null();
   const ColumnDef cols[] = {{kQuote, &i, true}, {"v", &s, false}, {"n", &n, false}};
-  EXPECT_EQ(d.create_table(t, cols),
-            "CREATE TABLE IF NOT EXISTS \"\"\"; DROP TABLE x; --\" (\"a\"\"b\" INTEGER, \"v\" TEXT, \"n\", "
-            "PRIMARY KEY (\"a\"\"b\"))");
+  EXPECT_EQ(
+      d.create_table(t, cols),
+      "CREATE TABLE IF NOT EXISTS \"\"\"; DROP TABLE x; --\" (\"a\"\"b\" INTEGER, \"v\" TEXT, \"n\", "
+      "PRIMARY KEY (\"a\"\"b\"))");
   EXPECT_EQ(d.add_column("\"t\"", cols[1]), "ALTER TABLE \"t\" ADD COLUMN \"v\" TEXT");
   EXPECT_EQ(d.drop_column("\"t\"", kQuote), "ALTER TABLE \"t\" DROP COLUMN \"a\"\"b\"");
-  EXPECT_EQ(d.rename_column("\"t\"", "v", kQuote), "ALTER TABLE \"t\" RENAME COLUMN \"v\" TO \"a\"\"b\"");
+  EXPECT_EQ(d.rename_column("\"t\"", "v", kQuote),
+            "ALTER TABLE \"t\" RENAME COLUMN \"v\" TO \"a\"\"b\"");
   const ColumnRef refs[] = {{"v", false}, {kQuote, true}};
-  EXPECT_EQ(d.upsert("\"t\"", refs),
-            "INSERT INTO \"t\" (\"v\", \"a\"\"b\") VALUES(?,?) ON CONFLICT (\"a\"\"b\") DO UPDATE SET "
-            "\"v\" = EXCLUDED.\"v\"");
+  EXPECT_EQ(
+      d.upsert("\"t\"", refs),
+      "INSERT INTO \"t\" (\"v\", \"a\"\"b\") VALUES(?,?) ON CONFLICT (\"a\"\"b\") DO UPDATE SET "
+      "\"v\" = EXCLUDED.\"v\"");
   const ColumnRef keys_only[] = {{"k", true}};
-  EXPECT_EQ(d.upsert("\"t\"", keys_only), "INSERT INTO \"t\" (\"k\") VALUES(?) ON CONFLICT (\"k\") DO NOTHING");
+  EXPECT_EQ(d.upsert("\"t\"", keys_only),
+            "INSERT INTO \"t\" (\"k\") VALUES(?) ON CONFLICT (\"k\") DO NOTHING");
   const ColumnRef keys[] = {{"k", true}, {kQuote, true}};
   EXPECT_EQ(d.delete_by_key("\"t\"", keys), "DELETE FROM \"t\" WHERE \"k\"=? AND \"a\"\"b\"=?");
   EXPECT_EQ(d.truncate("\"t\""), "DELETE FROM \"t\"");
-  EXPECT_NE(d.checkpoint_table_ddl("\"sluice_checkpoints\"").find("pipeline TEXT PRIMARY KEY"), std::string::npos);
+  EXPECT_NE(d.checkpoint_table_ddl("\"sluice_checkpoints\"").find("pipeline TEXT PRIMARY KEY"),
+            std::string::npos);
   EXPECT_EQ(sqlite::SqliteDialect::classify(SQLITE_BUSY).retriable, true);
   EXPECT_EQ(sqlite::SqliteDialect::classify(SQLITE_CONSTRAINT).retriable, false);
 }
-
 
 TEST(PostgresDialectTest, QuotesEveryIdentifierAndComparesThemExactly) {
   pg::PostgresDialect d;
@@ -288,25 +303,32 @@ TEST(PostgresDialectTest, StatementShapes) {
   EXPECT_EQ(d.column_type(mixed, false), "jsonb");
   EXPECT_EQ(d.column_type(n, false), "text");
   const ColumnDef cols[] = {{kQuote, &i, true}, {"v", &s, false}};
-  EXPECT_EQ(d.create_table("\"s\".\"t\"", cols),
-            "CREATE TABLE IF NOT EXISTS \"s\".\"t\" (\"a\"\"b\" bigint NOT NULL, \"v\" text, PRIMARY KEY (\"a\"\"b\"))");
-  EXPECT_EQ(d.add_column("\"s\".\"t\"", cols[1]), "ALTER TABLE \"s\".\"t\" ADD COLUMN IF NOT EXISTS \"v\" text");
+  EXPECT_EQ(
+      d.create_table("\"s\".\"t\"", cols),
+      "CREATE TABLE IF NOT EXISTS \"s\".\"t\" (\"a\"\"b\" bigint NOT NULL, \"v\" text, PRIMARY KEY (\"a\"\"b\"))");
+  EXPECT_EQ(d.add_column("\"s\".\"t\"", cols[1]),
+            "ALTER TABLE \"s\".\"t\" ADD COLUMN IF NOT EXISTS \"v\" text");
   const ColumnRef refs[] = {{kQuote, true}, {kInjection, false}};
-  EXPECT_EQ(d.upsert_from_stage("\"t\"", "\"stage\"", refs, 7),
-            "INSERT INTO \"t\" (\"a\"\"b\", \"\"\"; DROP TABLE x; --\") SELECT DISTINCT ON (\"a\"\"b\") \"a\"\"b\", "
-            "\"\"\"; DROP TABLE x; --\" FROM \"stage\" WHERE \"__sluice_seq\" >= 7 ORDER BY \"a\"\"b\", "
-            "\"__sluice_seq\" DESC ON CONFLICT (\"a\"\"b\") DO UPDATE SET \"\"\"; DROP TABLE x; --\" = "
-            "EXCLUDED.\"\"\"; DROP TABLE x; --\"");
+  EXPECT_EQ(
+      d.upsert_from_stage("\"t\"", "\"stage\"", refs, 7),
+      "INSERT INTO \"t\" (\"a\"\"b\", \"\"\"; DROP TABLE x; --\") SELECT DISTINCT ON (\"a\"\"b\") \"a\"\"b\", "
+      "\"\"\"; DROP TABLE x; --\" FROM \"stage\" WHERE \"__sluice_seq\" >= 7 ORDER BY \"a\"\"b\", "
+      "\"__sluice_seq\" DESC ON CONFLICT (\"a\"\"b\") DO UPDATE SET \"\"\"; DROP TABLE x; --\" = "
+      "EXCLUDED.\"\"\"; DROP TABLE x; --\"");
   const ColumnRef keys[] = {{"k", true}, {kQuote, true}};
-  EXPECT_NE(d.upsert_from_stage("\"t\"", "\"st\"", keys, 0).find("ON CONFLICT (\"k\", \"a\"\"b\") DO NOTHING"),
+  EXPECT_NE(d.upsert_from_stage("\"t\"", "\"st\"", keys, 0)
+                .find("ON CONFLICT (\"k\", \"a\"\"b\") DO NOTHING"),
             std::string::npos);
-  EXPECT_EQ(d.delete_using_stage("\"t\"", "\"st\"", keys, 3),
-            "DELETE FROM \"t\" AS t USING \"st\" AS s WHERE s.\"__sluice_seq\" >= 3 AND t.\"k\" = s.\"k\" AND "
-            "t.\"a\"\"b\" = s.\"a\"\"b\"");
-  EXPECT_EQ(d.create_stage("\"st\"", "\"t\"", keys),
-            "CREATE TEMP TABLE \"st\" ON COMMIT DELETE ROWS AS SELECT 0::bigint AS \"__sluice_seq\", \"k\", "
-            "\"a\"\"b\" FROM \"t\" WITH NO DATA");
-  EXPECT_EQ(d.copy_into_stage("\"st\"", keys), "COPY \"st\" (\"__sluice_seq\", \"k\", \"a\"\"b\") FROM STDIN");
+  EXPECT_EQ(
+      d.delete_using_stage("\"t\"", "\"st\"", keys, 3),
+      "DELETE FROM \"t\" AS t USING \"st\" AS s WHERE s.\"__sluice_seq\" >= 3 AND t.\"k\" = s.\"k\" AND "
+      "t.\"a\"\"b\" = s.\"a\"\"b\"");
+  EXPECT_EQ(
+      d.create_stage("\"st\"", "\"t\"", keys),
+      "CREATE TEMP TABLE \"st\" ON COMMIT DELETE ROWS AS SELECT 0::bigint AS \"__sluice_seq\", \"k\", "
+      "\"a\"\"b\" FROM \"t\" WITH NO DATA");
+  EXPECT_EQ(d.copy_into_stage("\"st\"", keys),
+            "COPY \"st\" (\"__sluice_seq\", \"k\", \"a\"\"b\") FROM STDIN");
   EXPECT_EQ(d.truncate("\"t\""), "TRUNCATE \"t\"");
 }
 
@@ -337,10 +359,11 @@ TEST(MysqlDialectTest, StatementShapes) {
   const std::string digits = "1" + std::string(40, '0');  // more than DECIMAL(65,30) holds
   const Value i = Value::int64(1), s = Value::string("x"), big = Value::decimal(digits);
   const ColumnDef cols[] = {{"v", &s, false}, {"a`b", &s, true}, {"n", &big, false}};
-  EXPECT_EQ(d.create_table("`t`", cols),
-            "CREATE TABLE IF NOT EXISTS `t` (`v` LONGTEXT CHARACTER SET utf8mb4 NULL, `a``b` VARCHAR(255) CHARACTER "
-            "SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, `n` LONGTEXT CHARACTER SET utf8mb4 NULL, PRIMARY KEY "
-            "(`a``b`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
+  EXPECT_EQ(
+      d.create_table("`t`", cols),
+      "CREATE TABLE IF NOT EXISTS `t` (`v` LONGTEXT CHARACTER SET utf8mb4 NULL, `a``b` VARCHAR(255) CHARACTER "
+      "SET utf8mb4 COLLATE utf8mb4_bin NOT NULL, `n` LONGTEXT CHARACTER SET utf8mb4 NULL, PRIMARY KEY "
+      "(`a``b`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4");
   const ColumnDef id{"id", &i, false};
   EXPECT_EQ(d.add_column("`t`", id), "ALTER TABLE `t` ADD COLUMN `id` BIGINT NULL");
   EXPECT_EQ(d.rename_column("`t`", "a`b", "c"), "ALTER TABLE `t` RENAME COLUMN `a``b` TO `c`");
@@ -349,7 +372,8 @@ TEST(MysqlDialectTest, StatementShapes) {
   d.append_insert_head(up, "`t`", refs);
   up += " VALUES ('x','k')";
   d.append_upsert_tail(up, refs);
-  EXPECT_EQ(up, "INSERT INTO `t` (`v`, `a``b`) VALUES ('x','k') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)");
+  EXPECT_EQ(
+      up, "INSERT INTO `t` (`v`, `a``b`) VALUES ('x','k') ON DUPLICATE KEY UPDATE `v`=VALUES(`v`)");
   const ColumnRef key[] = {{"k", true}};
   std::string keys_only;
   d.append_upsert_tail(keys_only, key);
@@ -371,19 +395,23 @@ TEST(CheckpointStatementsTest, EachDialectUpsertsThePipelinesRow) {
   sqlite::SqliteDialect lite;
   pg::PostgresDialect postgres;
   mysql::MysqlDialect my;
-  EXPECT_EQ(lite.checkpoint_upsert("\"sluice_checkpoints\"", "?1", "?2"),
-            "INSERT INTO \"sluice_checkpoints\" (\"pipeline\", \"position\", \"updated_at\") VALUES (?1, ?2, "
-            "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) ON CONFLICT (\"pipeline\") DO UPDATE SET \"position\" = "
-            "EXCLUDED.\"position\", \"updated_at\" = EXCLUDED.\"updated_at\"");
+  EXPECT_EQ(
+      lite.checkpoint_upsert("\"sluice_checkpoints\"", "?1", "?2"),
+      "INSERT INTO \"sluice_checkpoints\" (\"pipeline\", \"position\", \"updated_at\") VALUES (?1, ?2, "
+      "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) ON CONFLICT (\"pipeline\") DO UPDATE SET \"position\" = "
+      "EXCLUDED.\"position\", \"updated_at\" = EXCLUDED.\"updated_at\"");
   EXPECT_EQ(postgres.checkpoint_select("\"s\".\"sluice_checkpoints\"", "$1"),
             "SELECT \"position\" FROM \"s\".\"sluice_checkpoints\" WHERE \"pipeline\" = $1");
-  EXPECT_NE(postgres.checkpoint_upsert("t", "$1", "$2").find("VALUES ($1, $2, now()) ON CONFLICT (\"pipeline\")"),
+  EXPECT_NE(postgres.checkpoint_upsert("t", "$1", "$2")
+                .find("VALUES ($1, $2, now()) ON CONFLICT (\"pipeline\")"),
             std::string::npos);
-  EXPECT_EQ(my.checkpoint_upsert("`sluice_checkpoints`", "'p'", "X'00ff'"),
-            "INSERT INTO `sluice_checkpoints` (`pipeline`, `position`, `updated_at`) VALUES ('p', X'00ff', "
-            "UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE `position`=VALUES(`position`),`updated_at`=VALUES(`updated_at`)");
-  for (const Dialect* d : {static_cast<const Dialect*>(&lite), static_cast<const Dialect*>(&postgres),
-                           static_cast<const Dialect*>(&my)})
+  EXPECT_EQ(
+      my.checkpoint_upsert("`sluice_checkpoints`", "'p'", "X'00ff'"),
+      "INSERT INTO `sluice_checkpoints` (`pipeline`, `position`, `updated_at`) VALUES ('p', X'00ff', "
+      "UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE `position`=VALUES(`position`),`updated_at`=VALUES(`updated_at`)");
+  for (const Dialect* d :
+       {static_cast<const Dialect*>(&lite), static_cast<const Dialect*>(&postgres),
+        static_cast<const Dialect*>(&my)})
     EXPECT_NE(d->checkpoint_table_ddl("t").find("updated_at"), std::string::npos);
 }
 

@@ -27,7 +27,9 @@ struct IdentifierHash {
 struct IdentifierEqual {
   using is_transparent = void;
   bool fold = false;
-  bool operator()(std::string_view a, std::string_view b) const noexcept { return fold ? iequals(a, b) : a == b; }
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    return fold ? iequals(a, b) : a == b;
+  }
 };
 
 // Column name -> a tag the dialect's writer gives it (e.g. PostgreSQL: json, array or scalar).
@@ -76,7 +78,8 @@ class TableCatalogue {
   size_t size() const noexcept { return tables_.size(); }
 
  private:
-  std::unordered_map<std::string, std::unique_ptr<SqlTable>, IdentifierHash, IdentifierEqual> tables_;
+  std::unordered_map<std::string, std::unique_ptr<SqlTable>, IdentifierHash, IdentifierEqual>
+      tables_;
   std::string key_;
   SqlTable* last_ = nullptr;
 };

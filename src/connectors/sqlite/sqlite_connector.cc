@@ -8,7 +8,8 @@ namespace sluice {
 namespace {
 
 // Bound to the public options struct (sqlite_destination.h), whose initializers serve code that
-// builds options directly; the check `SqliteSettings.DefaultsMatchTheOptionsStruct` keeps both equal.
+// builds options directly; the check `SqliteSettings.DefaultsMatchTheOptionsStruct` keeps both
+// equal.
 constexpr auto kDestinationSettings = settings_table<SqliteDestinationOptions>(
     setting<&SqliteDestinationOptions::path>(
         "path", "SQLite database file; created, with its parent directories, if missing.")
@@ -45,7 +46,8 @@ constexpr auto kDestinationSettings = settings_table<SqliteDestinationOptions>(
 // The checks no single declaration expresses.
 Status finalize(SqliteDestinationOptions& o) {
   if (o.path.empty())
-    return Error(Errc::invalid_argument, "sqlite destination: `path` is empty; set the database file path");
+    return Error(Errc::invalid_argument,
+                 "sqlite destination: `path` is empty; set the database file path");
   return ok_status();
 }
 
@@ -68,7 +70,8 @@ Result<SqliteDestinationOptions> sqlite_destination_options(const Settings& sett
 ConnectorSpec sqlite_connector() {
   return ConnectorSpec{
       .name = "sqlite",
-      .summary = "Writes records into tables of an SQLite file: idempotent upserts and deletes by key.",
+      .summary =
+          "Writes records into tables of an SQLite file: idempotent upserts and deletes by key.",
       .source_settings = {},
       .destination_settings = kDestinationSettings,
       .make_source = nullptr,

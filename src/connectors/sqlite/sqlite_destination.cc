@@ -59,12 +59,14 @@ bool same_shape(const Shape& s, std::span<const Field> key, std::span<const Fiel
 class SqliteDestination final : public sql::KeyedSqlDestination {
  public:
   SqliteDestination(SqliteDestinationOptions options, RecordTemplate table)
-      : KeyedSqlDestination(kDialect, keyed_options(options, std::move(table))), settings_(std::move(options)) {}
+      : KeyedSqlDestination(kDialect, keyed_options(options, std::move(table))),
+        settings_(std::move(options)) {}
   // The cached statements live in the catalogue (the base): finalized before db_ closes.
   ~SqliteDestination() override { forget_tables(); }
 
  private:
-  static sql::KeyedSqlOptions keyed_options(const SqliteDestinationOptions& o, RecordTemplate table) {
+  static sql::KeyedSqlOptions keyed_options(const SqliteDestinationOptions& o,
+                                            RecordTemplate table) {
     sql::KeyedSqlOptions k;
     k.destination = fmt::format("sqlite destination \"{}\"", o.path);
     k.table = std::move(table);
@@ -93,10 +95,13 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   Status prepare_session() override {
     if (!settings_.checkpoint_in_destination) return ok_status();
     const std::string table = kDialect.quote_identifier(sql::kCheckpointTable);
-    if (Status s = db_.exec(kDialect.checkpoint_table_ddl(table), "create table sluice_checkpoints"); !s)
+    if (Status s =
+            db_.exec(kDialect.checkpoint_table_ddl(table), "create table sluice_checkpoints");
+        !s)
       return s.error().with_context("sqlite destination: ");
-    for (auto [stmt, sql] : {std::pair{&save_position_, kDialect.checkpoint_upsert(table, "?1", "?2")},
-                             std::pair{&load_position_, kDialect.checkpoint_select(table, "?1")}}) {
+    for (auto [stmt, sql] :
+         {std::pair{&save_position_, kDialect.checkpoint_upsert(table, "?1", "?2")},
+          std::pair{&load_position_, kDialect.checkpoint_select(table, "?1")}}) {
       auto s = db_.prepare(sql, "prepare a statement");
       if (!s) return s.error().with_context("sqlite destination: ");
       *stmt = std::move(s.value());
@@ -117,12 +122,14 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   }
 
   Status begin() override {
-    if (int rc = step_once(begin_.get()); rc != SQLITE_DONE) return db_failure(rc, "cannot begin a transaction");
+    if (int rc = step_once(begin_.get()); rc != SQLITE_DONE)
+      return db_failure(rc, "cannot begin a transaction");
     return ok_status();
   }
 
   Status commit() override {
-    if (int rc = step_once(commit_.get()); rc != SQLITE_DONE) return db_failure(rc, "cannot commit");
+    if (int rc = step_once(commit_.get()); rc != SQLITE_DONE)
+      return db_failure(rc, "cannot commit");
     return ok_status();
   }
 
@@ -142,27 +149,30 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
       const char* name = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
       t.columns.emplace(name ? name : "", 0);
     }
-    if (rc != SQLITE_DONE) return db_failure(rc, fmt::format("cannot read the columns of table \"{}\"", t.name));
+    if (rc != SQLITE_DONE)
+      return db_failure(rc, fmt::format("cannot read the columns of table \"{}\"", t.name));
     t.exists = !t.columns.empty();
     return ok_status();
   }
 
   // Runs inside the batch's transaction: a rollback undoes it (and the catalogue is dropped).
-  Status ddl(const std::string& sql, sql::SqlTable& t, const Record& r, std::string_view what, bool) override {
+  Status ddl(const std::string& sql, sql::SqlTable& t, const Record& r, std::string_view what,
+             bool) override {
     char* err = nullptr;
     int rc = sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &err);
     if (rc == SQLITE_OK) return ok_status();
     std::string msg = err ? err : db_.errmsg();
     sqlite3_free(err);
     sql::ErrorClass c = sqlite::SqliteDialect::classify(rc);
-    return record_error(t, r, c.code == Errc::io ? Errc::data : c.code, fmt::format("cannot {}: {}", what, msg),
-                        c.retriable);
+    return record_error(t, r, c.code == Errc::io ? Errc::data : c.code,
+                        fmt::format("cannot {}: {}", what, msg), c.retriable);
   }
 
   Status write_run(size_t first, size_t end) override {
     const sql::PlannedRow& head = plan().row(first);
     SqliteTable& t = static_cast<SqliteTable&>(*head.table);
-    if (head.action == sql::RowAction::truncate) return db_.exec(kDialect.truncate(t.quoted), "cannot truncate " + t.name);
+    if (head.action == sql::RowAction::truncate)
+      return db_.exec(kDialect.truncate(t.quoted), "cannot truncate " + t.name);
     const bool is_delete = head.action == sql::RowAction::remove;
     auto found = shape_for(t, head, is_delete);
     if (!found) return std::move(found).error();
@@ -172,9 +182,11 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
       std::span<const Field> values = is_delete ? plan().keys(row) : plan().columns(row);
       if (scratch_.size() < values.size()) scratch_.resize(values.size());
       for (size_t p = 0; p < values.size(); ++p) {
-        if (int rc = sqlite_destination::bind_value(st, int(p) + 1, values[p].value, scratch_[p]); rc != SQLITE_OK)
-          return record_error(t, *row.record, Errc::data,
-                              fmt::format("cannot bind field \"{}\": {}", values[p].name, sqlite3_errstr(rc)));
+        if (int rc = sqlite_destination::bind_value(st, int(p) + 1, values[p].value, scratch_[p]);
+            rc != SQLITE_OK)
+          return record_error(
+              t, *row.record, Errc::data,
+              fmt::format("cannot bind field \"{}\": {}", values[p].name, sqlite3_errstr(rc)));
       }
       int rc = sqlite3_step(st);
       if (rc == SQLITE_DONE) {
@@ -197,7 +209,8 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     if (last && same_shape(*last, key, columns)) return last;
     const size_t hash = shape_hash(is_delete, key, columns);
     for (const auto& s : t.shapes)
-      if (s->hash == hash && s->is_delete == is_delete && same_shape(*s, key, columns)) return last = s.get();
+      if (s->hash == hash && s->is_delete == is_delete && same_shape(*s, key, columns))
+        return last = s.get();
 
     auto shape = std::make_unique<Shape>();
     shape->is_delete = is_delete;
@@ -210,15 +223,17 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     } else {
       for (const Field& f : columns) refs_.push_back({f.name, plan().is_key(head, f.name)});
     }
-    std::string sql = is_delete ? kDialect.delete_by_key(t.quoted, refs_) : kDialect.upsert(t.quoted, refs_);
+    std::string sql =
+        is_delete ? kDialect.delete_by_key(t.quoted, refs_) : kDialect.upsert(t.quoted, refs_);
     auto stmt = db_.prepare(sql, "prepare");
     if (!stmt) {
       std::string hint;
       if (db_.errmsg().find("ON CONFLICT") != std::string::npos)
-        hint = "; the table's PRIMARY KEY (or a UNIQUE index) must be exactly the record key columns";
+        hint =
+            "; the table's PRIMARY KEY (or a UNIQUE index) must be exactly the record key columns";
       return record_error(t, *head.record, Errc::data,
-                          fmt::format("cannot prepare {}: {}{}", is_delete ? "the delete" : "the upsert",
-                                      db_.errmsg(), hint));
+                          fmt::format("cannot prepare {}: {}{}",
+                                      is_delete ? "the delete" : "the upsert", db_.errmsg(), hint));
     }
     shape->stmt = std::move(stmt.value());
     size_t same_kind = 0;
@@ -234,7 +249,8 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
 
   Status save_position(std::string_view position) override {
     sqlite3_stmt* st = save_position_.get();
-    sqlite3_bind_text64(st, 1, pipeline_id_.data(), pipeline_id_.size(), SQLITE_STATIC, SQLITE_UTF8);
+    sqlite3_bind_text64(st, 1, pipeline_id_.data(), pipeline_id_.size(), SQLITE_STATIC,
+                        SQLITE_UTF8);
     sqlite3_bind_blob64(st, 2, position.data(), position.size(), SQLITE_STATIC);
     int rc = step_once(st);
     sqlite3_clear_bindings(st);
@@ -255,7 +271,8 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   }
 
   Error db_failure(int rc, std::string_view what) const {
-    return sqlite::make_error(rc, fmt::format("{}: {}: {}", options_.destination, what, db_.errmsg()));
+    return sqlite::make_error(rc,
+                              fmt::format("{}: {}: {}", options_.destination, what, db_.errmsg()));
   }
 
   static int step_once(sqlite3_stmt* st) {
@@ -268,7 +285,7 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   sqlite::Db db_;
   sqlite::Stmt begin_, commit_, rollback_, table_info_;
   sqlite::Stmt save_position_, load_position_;  // checkpoint_in_destination
-  std::vector<std::string> scratch_;    // bind buffers, reused so the hot path does not allocate
+  std::vector<std::string> scratch_;  // bind buffers, reused so the hot path does not allocate
   std::vector<sql::ColumnRef> refs_;
 };
 
@@ -276,7 +293,8 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
 
 Result<std::unique_ptr<Destination>> make_sqlite_destination(SqliteDestinationOptions options) {
   if (options.path.empty())
-    return Error(Errc::invalid_argument, "sqlite destination: `path` is empty; set the database file path");
+    return Error(Errc::invalid_argument,
+                 "sqlite destination: `path` is empty; set the database file path");
   auto table = RecordTemplate::parse(options.table);
   if (!table) return table.error().with_context("sqlite destination: ");
   return std::unique_ptr<Destination>(

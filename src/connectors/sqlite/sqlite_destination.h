@@ -2,8 +2,8 @@
 //
 //   write(batch) ──▶ BEGIN IMMEDIATE
 //                    for each record: table = render(table template, record metadata)
-//                      snapshot/create/update ─▶ INSERT .. ON CONFLICT(key) DO UPDATE SET <present fields>
-//                      delete                  ─▶ DELETE .. WHERE key
+//                      snapshot/create/update ─▶ INSERT .. ON CONFLICT(key) DO UPDATE SET <present
+//                      fields> delete                  ─▶ DELETE .. WHERE key
 //                    COMMIT ──▶ done(ok)             (any error: ROLLBACK ──▶ done(error))
 //
 // Tables are created on first use from the first record (key columns + fields of `after`, key as
@@ -31,9 +31,9 @@ namespace sluice {
 
 struct SqliteDestinationOptions {
   std::string path;
-  std::string table = "{{table}}";  // template: {{table}}, {{schema}}, any {{metadata-key}}
-  std::string synchronous = "normal";   // off | normal | full
-  std::string journal_mode = "wal";     // wal | delete | truncate | persist
+  std::string table = "{{table}}";     // template: {{table}}, {{schema}}, any {{metadata-key}}
+  std::string synchronous = "normal";  // off | normal | full
+  std::string journal_mode = "wal";    // wal | delete | truncate | persist
   std::chrono::milliseconds busy_timeout{5000};
   // Commit each batch's source position into table sluice_checkpoints in the batch's transaction.
   bool checkpoint_in_destination = false;

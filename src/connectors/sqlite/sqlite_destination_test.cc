@@ -30,7 +30,8 @@ class Reader {
   std::vector<std::string> rows(const std::string& sql) {
     std::vector<std::string> out;
     sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sqlite3_errmsg(db_) << ": " << sql;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db_) << ": " << sql;
     if (!st) return out;
     while (sqlite3_step(st) == SQLITE_ROW) {
       std::string row;
@@ -65,7 +66,8 @@ class Reader {
   std::vector<std::string> dump() {
     std::vector<std::string> out;
     for (const auto& t : rows("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")) {
-      out.push_back("table " + t + ": " + one("SELECT sql FROM sqlite_master WHERE name='" + t + "'"));
+      out.push_back("table " + t + ": " +
+                    one("SELECT sql FROM sqlite_master WHERE name='" + t + "'"));
       std::string quoted = "\"";
       for (char c : t) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
       quoted += "\"";
@@ -119,8 +121,10 @@ class SqliteDestinationTest : public ::testing::Test {
   }
 
   // A record with metadata {"table": table}.
-  static Record& add(Batch& b, Operation op, std::string_view table, Value key, Value after = Value()) {
-    Value meta = table.empty() ? Value() : b.object(1).add("table", Value::string(b.copy(table))).build();
+  static Record& add(Batch& b, Operation op, std::string_view table, Value key,
+                     Value after = Value()) {
+    Value meta =
+        table.empty() ? Value() : b.object(1).add("table", Value::string(b.copy(table))).build();
     Record& r = b.add();
     r.op = op;
     r.metadata = meta;
@@ -128,7 +132,9 @@ class SqliteDestinationTest : public ::testing::Test {
     r.after = after;
     return r;
   }
-  static Value id_key(Batch& b, int64_t id) { return b.object(1).add("id", Value::int64(id)).build(); }
+  static Value id_key(Batch& b, int64_t id) {
+    return b.object(1).add("id", Value::int64(id)).build();
+  }
   // employees-like row: id, name, salary.
   static Value person(Batch& b, int64_t id, std::string_view name, double salary) {
     return b.object(3)
@@ -196,9 +202,11 @@ TEST_F(SqliteDestinationTest, CheckpointInDestinationCommitsThePositionWithTheBa
   write_ok(b3);
   {
     Reader db(path_);
-    EXPECT_EQ(db.rows("SELECT id FROM employees ORDER BY id"), (std::vector<std::string>{"1", "2"}));
-    EXPECT_EQ(db.one("SELECT pipeline, CAST(position AS TEXT), typeof(position) FROM sluice_checkpoints"),
-              "test|pos-3|blob");
+    EXPECT_EQ(db.rows("SELECT id FROM employees ORDER BY id"),
+              (std::vector<std::string>{"1", "2"}));
+    EXPECT_EQ(
+        db.one("SELECT pipeline, CAST(position AS TEXT), typeof(position) FROM sluice_checkpoints"),
+        "test|pos-3|blob");
   }
 
   // Survives a reopen.
@@ -237,7 +245,8 @@ TEST_F(SqliteDestinationTest, UpsertUpdatesExistingRowWithinAndAcrossBatches) {
 TEST_F(SqliteDestinationTest, DeleteRemovesByKey) {
   open();
   Batch b1;
-  for (int i = 1; i <= 3; ++i) add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
+  for (int i = 1; i <= 3; ++i)
+    add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
   write_ok(b1);
   Batch b2;
   add(b2, Operation::remove, "employees", id_key(b2, 2));
@@ -251,14 +260,19 @@ TEST_F(SqliteDestinationTest, DeleteRemovesByKey) {
 TEST_F(SqliteDestinationTest, TruncateRecordEmptiesTheTableAndLaterInsertsLand) {
   open();
   Batch b1;
-  for (int i = 1; i <= 3; ++i) add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
+  for (int i = 1; i <= 3; ++i)
+    add(b1, Operation::create, "employees", id_key(b1, i), person(b1, i, "x", i));
   write_ok(b1);
   Batch b2;
   Record& t = b2.add();
   t.op = Operation::remove;
-  t.metadata = b2.object(2).add("table", Value::string("employees")).add("truncate", Value::string("true")).build();
+  t.metadata = b2.object(2)
+                   .add("table", Value::string("employees"))
+                   .add("truncate", Value::string("true"))
+                   .build();
   add(b2, Operation::create, "employees", id_key(b2, 9), person(b2, 9, "after", 9));
-  add(b2, Operation::remove, "other", Value());  // key-less delete without the marker is still an error
+  add(b2, Operation::remove, "other",
+      Value());  // key-less delete without the marker is still an error
   EXPECT_FALSE(write(b2).ok());
   b2.records().pop_back();
   write_ok(b2);
@@ -307,7 +321,11 @@ TEST_F(SqliteDestinationTest, AbsentFieldKeepsStoredValueAndNullSetsNull) {
   open();
   Batch b1;
   add(b1, Operation::create, "t", id_key(b1, 1),
-      b1.object(3).add("id", Value::int64(1)).add("big", Value::string("toasted")).add("n", Value::int64(5)).build());
+      b1.object(3)
+          .add("id", Value::int64(1))
+          .add("big", Value::string("toasted"))
+          .add("n", Value::int64(5))
+          .build());
   write_ok(b1);
   Batch b2;
   // `big` absent (unchanged TOAST), `n` explicitly null.
@@ -322,13 +340,21 @@ TEST_F(SqliteDestinationTest, AbsentFieldKeepsStoredValueAndNullSetsNull) {
 TEST_F(SqliteDestinationTest, NewFieldAddsAColumnAndOlderRowsGetNull) {
   open();
   Batch b1;
-  add(b1, Operation::create, "t", id_key(b1, 1), b1.object(2).add("id", Value::int64(1)).add("a", Value::int64(1)).build());
+  add(b1, Operation::create, "t", id_key(b1, 1),
+      b1.object(2).add("id", Value::int64(1)).add("a", Value::int64(1)).build());
   write_ok(b1);
   Batch b2;
   add(b2, Operation::create, "t", id_key(b2, 2),
-      b2.object(3).add("id", Value::int64(2)).add("a", Value::int64(2)).add("added", Value::string("new")).build());
+      b2.object(3)
+          .add("id", Value::int64(2))
+          .add("a", Value::int64(2))
+          .add("added", Value::string("new"))
+          .build());
   add(b2, Operation::create, "t", id_key(b2, 3),
-      b2.object(2).add("id", Value::int64(3)).add("Added", Value::string("same column, other case")).build());
+      b2.object(2)
+          .add("id", Value::int64(3))
+          .add("Added", Value::string("same column, other case"))
+          .build());
   write_ok(b2);
 
   Reader db(path_);
@@ -341,7 +367,10 @@ TEST_F(SqliteDestinationTest, NewFieldAddsAColumnAndOlderRowsGetNull) {
 TEST_F(SqliteDestinationTest, CompositeKey) {
   open();
   auto key = [](Batch& b, int64_t order, std::string_view line) {
-    return b.object(2).add("order_id", Value::int64(order)).add("line", Value::string(b.copy(line))).build();
+    return b.object(2)
+        .add("order_id", Value::int64(order))
+        .add("line", Value::string(b.copy(line)))
+        .build();
   };
   auto row = [](Batch& b, int64_t order, std::string_view line, int64_t qty) {
     return b.object(3)
@@ -361,7 +390,8 @@ TEST_F(SqliteDestinationTest, CompositeKey) {
   Reader db(path_);
   EXPECT_EQ(db.rows("SELECT name FROM pragma_table_info('lines') WHERE pk > 0 ORDER BY pk"),
             (std::vector<std::string>{"order_id", "line"}));
-  EXPECT_EQ(db.rows("SELECT * FROM lines ORDER BY 1, 2"), (std::vector<std::string>{"1|a|1", "1|b|20"}));
+  EXPECT_EQ(db.rows("SELECT * FROM lines ORDER BY 1, 2"),
+            (std::vector<std::string>{"1|a|1", "1|b|20"}));
 }
 
 TEST_F(SqliteDestinationTest, KeyFieldsMissingFromAfterComeFromTheKey) {
@@ -425,8 +455,9 @@ TEST_F(SqliteDestinationTest, IdentifiersAreQuoted) {
   Reader db(path_);
   EXPECT_EQ(db.rows("SELECT * FROM \"my \"\"odd\"\" table; DROP TABLE x\" ORDER BY 1"),
             (std::vector<std::string>{"1|quote|again|NULL", "2|NULL|NULL|3"}));
-  EXPECT_EQ(db.rows("SELECT name FROM pragma_table_info('my \"odd\" table; DROP TABLE x') ORDER BY cid"),
-            (std::vector<std::string>{"the id", "a\"b", "select", "new \"col\""}));
+  EXPECT_EQ(
+      db.rows("SELECT name FROM pragma_table_info('my \"odd\" table; DROP TABLE x') ORDER BY cid"),
+      (std::vector<std::string>{"the id", "a\"b", "select", "new \"col\""}));
 }
 
 TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
@@ -441,32 +472,34 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
   arr[0] = items[0];
   arr[1] = items[1];
   const int64_t ts = 1709214300123456;  // 2024-02-29T13:45:00.123456Z
-  Value after = b.object(26)
-                    .add("id", Value::int64(1))
-                    .add("null", Value::null())
-                    .add("bool_t", Value::boolean(true))
-                    .add("bool_f", Value::boolean(false))
-                    .add("i64", Value::int64(-9000000000))
-                    .add("u64_small", Value::uint64(42))
-                    .add("u64_big", Value::uint64(std::numeric_limits<uint64_t>::max()))
-                    .add("f64", Value::float64(1.25))
-                    .add("nan", Value::float64(std::numeric_limits<double>::quiet_NaN()))
-                    .add("dec", Value::decimal("-12.340"))
-                    .add("str", Value::string("héllo"))
-                    .add("empty_str", Value::string(""))
-                    .add("bytes", Value::bytes(std::string_view("\x00\x01\xff", 3)))
-                    .add("empty_bytes", Value::bytes(""))
-                    .add("date", Value::date(19782))
-                    .add("time", Value::time(13 * 3600'000'000LL + 45 * 60'000'000LL))
-                    .add("timetz", Value::timetz(13 * 3600'000'000LL + 45 * 60'000'000LL, 7200))
-                    .add("ts", Value::timestamp(ts))
-                    .add("tstz", Value::timestamptz(ts))
-                    .add("interval", Value::interval(iv))
-                    .add("uuid", Value::uuid(uuid))
-                    .add("json", Value::json(R"({"a": [1, 2]})"))
-                    .add("array", Value::array(arr, 2))
-                    .add("object", b.object(2).add("x", Value::int64(1)).add("y", Value::boolean(true)).build())
-                    .build();
+  Value after =
+      b.object(26)
+          .add("id", Value::int64(1))
+          .add("null", Value::null())
+          .add("bool_t", Value::boolean(true))
+          .add("bool_f", Value::boolean(false))
+          .add("i64", Value::int64(-9000000000))
+          .add("u64_small", Value::uint64(42))
+          .add("u64_big", Value::uint64(std::numeric_limits<uint64_t>::max()))
+          .add("f64", Value::float64(1.25))
+          .add("nan", Value::float64(std::numeric_limits<double>::quiet_NaN()))
+          .add("dec", Value::decimal("-12.340"))
+          .add("str", Value::string("héllo"))
+          .add("empty_str", Value::string(""))
+          .add("bytes", Value::bytes(std::string_view("\x00\x01\xff", 3)))
+          .add("empty_bytes", Value::bytes(""))
+          .add("date", Value::date(19782))
+          .add("time", Value::time(13 * 3600'000'000LL + 45 * 60'000'000LL))
+          .add("timetz", Value::timetz(13 * 3600'000'000LL + 45 * 60'000'000LL, 7200))
+          .add("ts", Value::timestamp(ts))
+          .add("tstz", Value::timestamptz(ts))
+          .add("interval", Value::interval(iv))
+          .add("uuid", Value::uuid(uuid))
+          .add("json", Value::json(R"({"a": [1, 2]})"))
+          .add("array", Value::array(arr, 2))
+          .add("object",
+               b.object(2).add("x", Value::int64(1)).add("y", Value::boolean(true)).build())
+          .build();
   add(b, Operation::create, "kinds", id_key(b, 1), after);
   write_ok(b);
 
@@ -477,11 +510,11 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
     type[r.substr(0, bar)] = r.substr(bar + 1);
   }
   std::vector<std::string> expected_types = {
-      "id=INTEGER",     "null=",           "bool_t=INTEGER", "bool_f=INTEGER", "i64=INTEGER",
-      "u64_small=",     "u64_big=",        "f64=REAL",       "nan=REAL",       "dec=TEXT",
-      "str=TEXT",       "empty_str=TEXT",  "bytes=BLOB",     "empty_bytes=BLOB", "date=TEXT",
-      "time=TEXT",      "timetz=TEXT",     "ts=TEXT",        "tstz=TEXT",      "interval=TEXT",
-      "uuid=TEXT",      "json=TEXT",       "array=TEXT",     "object=TEXT"};
+      "id=INTEGER", "null=",          "bool_t=INTEGER", "bool_f=INTEGER",   "i64=INTEGER",
+      "u64_small=", "u64_big=",       "f64=REAL",       "nan=REAL",         "dec=TEXT",
+      "str=TEXT",   "empty_str=TEXT", "bytes=BLOB",     "empty_bytes=BLOB", "date=TEXT",
+      "time=TEXT",  "timetz=TEXT",    "ts=TEXT",        "tstz=TEXT",        "interval=TEXT",
+      "uuid=TEXT",  "json=TEXT",      "array=TEXT",     "object=TEXT"};
   for (const auto& e : expected_types) {
     auto eq = e.find('=');
     EXPECT_EQ(type[e.substr(0, eq)], e.substr(eq + 1)) << e;
@@ -521,14 +554,17 @@ TEST_F(SqliteDestinationTest, TwoTablesInOneBatch) {
   open();
   Batch b;
   add(b, Operation::create, "a", id_key(b, 1), person(b, 1, "in a", 1));
-  add(b, Operation::create, "b", id_key(b, 1), b.object(2).add("id", Value::int64(1)).add("other", Value::boolean(true)).build());
+  add(b, Operation::create, "b", id_key(b, 1),
+      b.object(2).add("id", Value::int64(1)).add("other", Value::boolean(true)).build());
   add(b, Operation::create, "a", id_key(b, 2), person(b, 2, "in a too", 2));
   add(b, Operation::remove, "b", id_key(b, 1));
-  add(b, Operation::create, "b", id_key(b, 3), b.object(2).add("id", Value::int64(3)).add("other", Value::boolean(false)).build());
+  add(b, Operation::create, "b", id_key(b, 3),
+      b.object(2).add("id", Value::int64(3)).add("other", Value::boolean(false)).build());
   write_ok(b);
 
   Reader db(path_);
-  EXPECT_EQ(db.rows("SELECT id, name FROM a ORDER BY id"), (std::vector<std::string>{"1|in a", "2|in a too"}));
+  EXPECT_EQ(db.rows("SELECT id, name FROM a ORDER BY id"),
+            (std::vector<std::string>{"1|in a", "2|in a too"}));
   EXPECT_EQ(db.rows("SELECT * FROM b"), (std::vector<std::string>{"3|0"}));
 }
 
@@ -539,7 +575,10 @@ TEST_F(SqliteDestinationTest, TableTemplateFromMetadata) {
   Batch b;
   Record& r = b.add();
   r.op = Operation::create;
-  r.metadata = b.object(2).add("schema", Value::string("public")).add("table", Value::string("employees")).build();
+  r.metadata = b.object(2)
+                   .add("schema", Value::string("public"))
+                   .add("table", Value::string("employees"))
+                   .build();
   r.key = id_key(b, 1);
   r.after = person(b, 1, "Ada", 1);
   Record& bare = b.add();  // no metadata at all: {{table}} is "records", {{schema}} empty
@@ -548,7 +587,8 @@ TEST_F(SqliteDestinationTest, TableTemplateFromMetadata) {
   write_ok(b);
 
   Reader db(path_);
-  EXPECT_EQ(db.rows("SELECT name FROM \"public.employees_copy\""), (std::vector<std::string>{"Ada"}));
+  EXPECT_EQ(db.rows("SELECT name FROM \"public.employees_copy\""),
+            (std::vector<std::string>{"Ada"}));
   EXPECT_EQ(db.rows("SELECT name FROM \".records_copy\""), (std::vector<std::string>{"Alan"}));
 }
 
@@ -601,7 +641,8 @@ TEST_F(SqliteDestinationTest, KeylessRecordFailsTheBatchClearlyAndRollsItBack) {
 TEST_F(SqliteDestinationTest, NullKeyValueIsADataErrorNamingTheField) {
   open();
   Batch b;
-  add(b, Operation::create, "t", b.object(1).add("id", Value::null()).build(), b.object(1).add("v", Value::int64(1)).build());
+  add(b, Operation::create, "t", b.object(1).add("id", Value::null()).build(),
+      b.object(1).add("v", Value::int64(1)).build());
   Status s = write(b);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::data);
@@ -612,9 +653,10 @@ TEST_F(SqliteDestinationTest, ExistingTableWithAnotherPrimaryKeyIsAClearDataErro
   {
     fs::create_directories(path_.parent_path());
     Reader db(path_);
-    ASSERT_EQ(sqlite3_exec(db.get(), "CREATE TABLE users(email TEXT PRIMARY KEY, id INTEGER, name TEXT)", nullptr,
-                           nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db.get(), "CREATE TABLE users(email TEXT PRIMARY KEY, id INTEGER, name TEXT)",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
   }
   open();
   Batch b;
@@ -630,14 +672,17 @@ TEST_F(SqliteDestinationTest, ConstraintViolationIsADataErrorNamingTableAndKey) 
   {
     fs::create_directories(path_.parent_path());
     Reader db(path_);
-    ASSERT_EQ(sqlite3_exec(db.get(), "CREATE TABLE users(id INTEGER PRIMARY KEY, email TEXT UNIQUE)", nullptr,
-                           nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db.get(), "CREATE TABLE users(id INTEGER PRIMARY KEY, email TEXT UNIQUE)",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
   }
   open();
   Batch b;
-  add(b, Operation::create, "users", id_key(b, 1), b.object(2).add("id", Value::int64(1)).add("email", Value::string("a@x")).build());
-  add(b, Operation::create, "users", id_key(b, 2), b.object(2).add("id", Value::int64(2)).add("email", Value::string("a@x")).build());
+  add(b, Operation::create, "users", id_key(b, 1),
+      b.object(2).add("id", Value::int64(1)).add("email", Value::string("a@x")).build());
+  add(b, Operation::create, "users", id_key(b, 2),
+      b.object(2).add("id", Value::int64(2)).add("email", Value::string("a@x")).build());
   Status s = write(b);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::data);
@@ -684,7 +729,8 @@ TEST_F(SqliteDestinationTest, UpdateThatChangesTheKeyMovesTheRow) {
   write_ok(b2);
   write_ok(b2);  // replay
   Reader db(path_);
-  EXPECT_EQ(db.rows("SELECT id, name FROM t ORDER BY id"), (std::vector<std::string>{"2|Ada", "6|Grace"}));
+  EXPECT_EQ(db.rows("SELECT id, name FROM t ORDER BY id"),
+            (std::vector<std::string>{"2|Ada", "6|Grace"}));
 }
 
 TEST_F(SqliteDestinationTest, ManyFieldShapesOnOneTable) {
@@ -696,7 +742,8 @@ TEST_F(SqliteDestinationTest, ManyFieldShapesOnOneTable) {
       auto o = b.object(5);
       o.add("id", Value::int64(mask));
       for (int f = 0; f < 4; ++f)
-        o.add(b.copy("f" + std::to_string(f)), (mask >> f) & 1 ? Value::int64(round * 100 + f) : Value());
+        o.add(b.copy("f" + std::to_string(f)),
+              (mask >> f) & 1 ? Value::int64(round * 100 + f) : Value());
       add(b, Operation::update, "t", id_key(b, mask), o.build());
     }
     write_ok(b);
@@ -748,16 +795,19 @@ TEST(SqliteConnectorTest, RegisteredWithItsSettingsTable) {
   for (const SettingSpec& s : spec->destination_settings) EXPECT_FALSE(s.doc.empty()) << s.name;
 
   Settings missing;
-  EXPECT_TRUE(settings_from_text(spec->destination_settings, {}, &missing).has_value());  // path required
+  EXPECT_TRUE(
+      settings_from_text(spec->destination_settings, {}, &missing).has_value());  // path required
   Settings bad;
-  EXPECT_TRUE(settings_from_text(spec->destination_settings, {{"path", "x.db"}, {"synchronous", "sometimes"}}, &bad)
+  EXPECT_TRUE(settings_from_text(spec->destination_settings,
+                                 {{"path", "x.db"}, {"synchronous", "sometimes"}}, &bad)
                   .has_value());
 
   fs::path dir = fs::temp_directory_path() / ("sluice-sqlite-conn-" + std::to_string(::getpid()));
   Settings settings;
-  auto err = settings_from_text(spec->destination_settings,
-                                {{"path", (dir / "x.db").string()}, {"table", "copy_{{table}}"}, {"synchronous", "off"}},
-                                &settings);
+  auto err = settings_from_text(
+      spec->destination_settings,
+      {{"path", (dir / "x.db").string()}, {"table", "copy_{{table}}"}, {"synchronous", "off"}},
+      &settings);
   ASSERT_FALSE(err.has_value()) << *err;
   auto options = sqlite_destination_options(settings);
   ASSERT_TRUE(options.ok());

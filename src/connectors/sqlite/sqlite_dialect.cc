@@ -13,7 +13,8 @@ std::string SqliteDialect::column_type(const Value& sample, bool) const {
   return std::string(sqlite_destination::column_type_for(sample.kind()));
 }
 
-std::string SqliteDialect::upsert(std::string_view table, std::span<const sql::ColumnRef> columns) const {
+std::string SqliteDialect::upsert(std::string_view table,
+                                  std::span<const sql::ColumnRef> columns) const {
   std::string sql;
   append_insert_head(sql, table, columns);
   sql += " VALUES(";
@@ -23,7 +24,8 @@ std::string SqliteDialect::upsert(std::string_view table, std::span<const sql::C
   return sql;
 }
 
-std::string SqliteDialect::delete_by_key(std::string_view table, std::span<const sql::ColumnRef> keys) const {
+std::string SqliteDialect::delete_by_key(std::string_view table,
+                                         std::span<const sql::ColumnRef> keys) const {
   std::string sql = "DELETE FROM " + std::string(table) + " WHERE ";
   for (size_t i = 0; i < keys.size(); ++i) {
     if (i) sql += " AND ";
@@ -38,6 +40,8 @@ std::string SqliteDialect::checkpoint_table_ddl(std::string_view table) const {
          " (pipeline TEXT PRIMARY KEY NOT NULL, position BLOB NOT NULL, updated_at TEXT NOT NULL)";
 }
 
-sql::ErrorClass SqliteDialect::classify(int rc) noexcept { return {errc_for(rc), retriable(rc), false}; }
+sql::ErrorClass SqliteDialect::classify(int rc) noexcept {
+  return {errc_for(rc), retriable(rc), false};
+}
 
 }  // namespace sluice::sqlite

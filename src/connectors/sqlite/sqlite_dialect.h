@@ -18,7 +18,9 @@ class SqliteDialect final : public sql::Dialect {
   void append_identifier(std::string& out, std::string_view name) const override;
   std::string column_type(const Value& sample, bool key) const override;
   bool key_columns_first() const noexcept override { return true; }
-  std::string truncate(std::string_view table) const override { return "DELETE FROM " + std::string(table); }
+  std::string truncate(std::string_view table) const override {
+    return "DELETE FROM " + std::string(table);
+  }
   std::string checkpoint_table_ddl(std::string_view table) const override;
 
   // INSERT INTO t (c1,..) VALUES(?,..) ON CONFLICT(keys) DO ...: parameter i is column i.
@@ -31,7 +33,9 @@ class SqliteDialect final : public sql::Dialect {
   static sql::ErrorClass classify(int rc) noexcept;
 
  protected:
-  std::string_view current_timestamp() const noexcept override { return "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"; }
+  std::string_view current_timestamp() const noexcept override {
+    return "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+  }
   // Keys keep SQLite's own rules (no NOT NULL added): key values are checked before binding.
   std::string_view key_constraint() const noexcept override { return ""; }
 };

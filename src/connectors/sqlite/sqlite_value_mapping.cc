@@ -29,7 +29,7 @@ int bind_scratch(sqlite3_stmt* stmt, int index, std::string& scratch, std::strin
 template <typename Write>
 int bind_written(sqlite3_stmt* stmt, int index, std::string& scratch, Write write) {
   char buf[temporal::kMaxTimestampChars + 1];  // + 1: the "Z" of timestamptz
-  scratch.assign(buf, write(buf));  // reuses the scratch capacity
+  scratch.assign(buf, write(buf));             // reuses the scratch capacity
   return bind_text(stmt, index, scratch);
 }
 
@@ -89,11 +89,14 @@ int bind_value(sqlite3_stmt* stmt, int index, const Value& v, std::string& scrat
       return sqlite3_bind_blob64(stmt, index, b.data(), b.size(), SQLITE_STATIC);
     }
     case ValueKind::date:
-      return bind_written(stmt, index, scratch, [&](char* p) { return temporal::write_date(p, v.as_date()); });
+      return bind_written(stmt, index, scratch,
+                          [&](char* p) { return temporal::write_date(p, v.as_date()); });
     case ValueKind::time:
-      return bind_written(stmt, index, scratch, [&](char* p) { return temporal::write_time(p, v.as_micros()); });
+      return bind_written(stmt, index, scratch,
+                          [&](char* p) { return temporal::write_time(p, v.as_micros()); });
     case ValueKind::timetz:
-      return bind_scratch(stmt, index, scratch, format_timetz(v.as_micros(), v.tz_offset_seconds()));
+      return bind_scratch(stmt, index, scratch,
+                          format_timetz(v.as_micros(), v.tz_offset_seconds()));
     case ValueKind::timestamp:
       return bind_written(stmt, index, scratch,
                           [&](char* p) { return temporal::write_timestamp(p, v.as_micros()); });
@@ -103,7 +106,8 @@ int bind_value(sqlite3_stmt* stmt, int index, const Value& v, std::string& scrat
         *end++ = 'Z';
         return end;
       });
-    case ValueKind::interval: return bind_scratch(stmt, index, scratch, format_interval(v.as_interval()));
+    case ValueKind::interval:
+      return bind_scratch(stmt, index, scratch, format_interval(v.as_interval()));
     case ValueKind::uuid: return bind_scratch(stmt, index, scratch, format_uuid(v.uuid_bytes()));
     case ValueKind::array:
     case ValueKind::object:

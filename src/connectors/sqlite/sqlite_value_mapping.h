@@ -1,22 +1,18 @@
 // How record values are stored in SQLite.
 //
-//   value kind                  bound as                            column type when it creates the column
-//   --------------------------  ----------------------------------  ---------------------------------------
-//   null                        NULL                                (none: BLOB affinity, stores as bound)
-//   bool                        INTEGER 0 / 1                       INTEGER
-//   int64                       INTEGER                             INTEGER
-//   uint64                      INTEGER if <= INT64_MAX, else TEXT  (none)   [1]
-//   float64                     REAL; NaN as TEXT 'NaN'  [2]        REAL
-//   decimal                     TEXT, exact ("-12.340")             TEXT     [3]
-//   string                      TEXT                                TEXT
-//   bytes                       BLOB                                BLOB
-//   date                        TEXT 2024-02-29                     TEXT
-//   time                        TEXT 13:45:00.123456                TEXT
-//   timetz                      TEXT 13:45:00+02:00                 TEXT
-//   timestamp                   TEXT 2024-02-29T13:45:00.123456     TEXT
-//   timestamptz                 TEXT 2024-02-29T13:45:00.123456Z    TEXT
-//   interval                    TEXT ISO 8601 P1Y2M3DT4H5M6.5S      TEXT
-//   uuid                        TEXT 8-4-4-4-12 lowercase hex       TEXT
+//   value kind                  bound as                            column type when it creates the
+//   column
+//   --------------------------  ----------------------------------
+//   --------------------------------------- null                        NULL (none: BLOB affinity,
+//   stores as bound) bool                        INTEGER 0 / 1                       INTEGER int64
+//   INTEGER                             INTEGER uint64                      INTEGER if <=
+//   INT64_MAX, else TEXT  (none)   [1] float64                     REAL; NaN as TEXT 'NaN'  [2]
+//   REAL decimal                     TEXT, exact ("-12.340")             TEXT     [3] string TEXT
+//   TEXT bytes                       BLOB                                BLOB date TEXT 2024-02-29
+//   TEXT time                        TEXT 13:45:00.123456                TEXT timetz TEXT
+//   13:45:00+02:00                 TEXT timestamp                   TEXT 2024-02-29T13:45:00.123456
+//   TEXT timestamptz                 TEXT 2024-02-29T13:45:00.123456Z    TEXT interval TEXT ISO
+//   8601 P1Y2M3DT4H5M6.5S      TEXT uuid                        TEXT 8-4-4-4-12 lowercase hex TEXT
 //   json                        TEXT, the document as received      TEXT
 //   array, object               TEXT, JSON (encode_value_json)      TEXT
 //
