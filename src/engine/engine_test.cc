@@ -261,7 +261,8 @@ TEST(MetricsRegistry, FamiliesKeepFirstRegistrationOrderAndProbesLeaveWithTheirR
   second.reset();
   EXPECT_EQ(r.sum("x_total"), 1);
   MetricsRegistry::Registration moved = std::move(first);
-  EXPECT_FALSE(first.active());
+  EXPECT_FALSE(
+      first.active());  // NOLINT(bugprone-use-after-move): the moved-from state is the test
   EXPECT_TRUE(moved.active());
   moved.reset();
   EXPECT_TRUE(r.values("y").empty());

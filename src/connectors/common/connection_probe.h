@@ -54,12 +54,14 @@ class ConnectionProbe {
           {"stream", ConnectionPhase::stream},
           {"done", ConnectionPhase::done}};
       for (const auto& [name, phase] : kPhases) {
+        const ConnectionPhase this_phase = phase;  // clang 14 cannot capture a structured binding
         MetricLabels l = labels;
         l.emplace_back("phase", name);
         defs.push_back(MetricDef::gauge(
             p + "phase", "1 for the phase the " + role + " is in (snapshot, stream, done).",
-            std::move(l), [this, phase] {
-              return MetricValue(int64_t(phase_.load(std::memory_order_relaxed) == int(phase)));
+            std::move(l), [this, this_phase] {
+              return MetricValue(
+                  int64_t(phase_.load(std::memory_order_relaxed) == int(this_phase)));
             }));
       }
     }

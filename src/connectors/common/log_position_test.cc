@@ -101,7 +101,7 @@ TEST(LogPositionRoundTrip, KeysetCursorCarriesAnyBytes) {
   p.point.gtid = *GtidSet::parse("0-1-9");
   p.table_index = 7;
   p.cursor.kind = KeysetCursor::Kind::after_key;
-  p.cursor.key = {std::string("a b,c\0d", 7), "", "\xff\x00\x7f"};
+  p.cursor.key = {std::string("a b,c\0d", 7), "", std::string("\xff\x00\x7f", 3)};
   auto back = MyPosition::decode(p.encode());
   ASSERT_TRUE(back) << p.encode();
   EXPECT_EQ(*back, p) << p.encode();
