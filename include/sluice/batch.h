@@ -73,6 +73,11 @@ class Batch {
   size_t read_count() const noexcept { return read_count_; }
   void set_read_count(size_t n) noexcept { read_count_ = n; }
 
+  // Control records (schema changes, markers) among records(): counted by no record counter.
+  size_t control_count() const noexcept { return control_count_; }
+  void set_control_count(size_t n) noexcept { control_count_ = n; }
+  size_t data_count() const noexcept { return records_.size() - control_count_; }
+
   uint64_t sequence() const noexcept { return sequence_; }
   void set_sequence(uint64_t s) noexcept { sequence_ = s; }
 
@@ -83,6 +88,7 @@ class Batch {
     position_.clear();
     retained_.clear();
     read_count_ = 0;
+    control_count_ = 0;
     sequence_ = 0;
   }
 
@@ -92,6 +98,7 @@ class Batch {
   std::string position_;
   std::vector<std::shared_ptr<const void>> retained_;
   size_t read_count_ = 0;
+  size_t control_count_ = 0;
   uint64_t sequence_ = 0;
 };
 

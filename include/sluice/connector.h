@@ -119,6 +119,13 @@ class Destination {
   virtual Status flush(std::chrono::milliseconds /*timeout*/) { return ok_status(); }
   virtual void close() noexcept {}
 
+  // Control records (Operation::schema, Operation::marker; include/sluice/record.h) reach write()
+  // only when this returns true; the runtime removes them from the batches of a destination that
+  // declines them (their position still advances, as for any emptied batch). A destination that
+  // accepts them applies them in order with the rows around them, or fails the write with a
+  // non-retriable error — a schema change is never dead-lettered (it is not a row).
+  virtual bool accepts_control_records() const noexcept { return false; }
+
   // Positions stored in the destination (e.g. `checkpoint_in_destination: true`). When true, each
   // write() commits batch.position() (when non-empty) for ctx.pipeline_id in the same transaction
   // as the batch's rows — also when the batch holds no record — and stored_position() returns the

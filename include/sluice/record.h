@@ -8,9 +8,18 @@
 
 namespace sluice {
 
-enum class Operation : uint8_t { snapshot, create, update, remove };
+// Data operations (snapshot, create, update, remove) carry a row. Control operations carry no row:
+//   schema  one table's columns changed (a column added, dropped, renamed or retyped) at this
+//           point of the stream; the change is in `after` (include/sluice/schema_change.h).
+//   marker  a point of the stream with a meaning for keyed destinations, named by metadata
+//           `marker`: "snapshot_begin" / "snapshot_end" of the record's table (a re-snapshot's
+//           bounds, so a destination can remove rows the snapshot did not see).
+// Control records keep their place among the rows. The runtime delivers them only to destinations
+// that ask for them (Destination::accepts_control_records) and counts them in no record counter.
+enum class Operation : uint8_t { snapshot, create, update, remove, schema, marker };
 
-std::string_view operation_name(Operation op) noexcept;  // snapshot|create|update|delete
+// snapshot|create|update|delete|schema|marker
+std::string_view operation_name(Operation op) noexcept;
 bool parse_operation(std::string_view name, Operation* op) noexcept;
 
 struct Record {
@@ -28,6 +37,10 @@ struct Record {
   }
 };
 
+inline constexpr bool is_control(Operation op) noexcept {
+  return op == Operation::schema || op == Operation::marker;
+}
+
 // Common metadata keys.
 namespace meta {
 inline constexpr std::string_view kTable = "table";
@@ -36,6 +49,10 @@ inline constexpr std::string_view kCollection = "opencdc.collection";
 inline constexpr std::string_view kReadAt = "opencdc.readAt";
 // "true" on a key-less delete that stands for a source-side TRUNCATE of the table.
 inline constexpr std::string_view kTruncate = "truncate";
+// On a marker record: what the marker means (kSnapshotBegin, kSnapshotEnd).
+inline constexpr std::string_view kMarker = "marker";
+inline constexpr std::string_view kSnapshotBegin = "snapshot_begin";
+inline constexpr std::string_view kSnapshotEnd = "snapshot_end";
 }  // namespace meta
 
 // A source-side TRUNCATE: keyed destinations empty the record's table.

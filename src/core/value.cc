@@ -34,6 +34,8 @@ std::string_view operation_name(Operation op) noexcept {
     case Operation::create: return "create";
     case Operation::update: return "update";
     case Operation::remove: return "delete";
+    case Operation::schema: return "schema";
+    case Operation::marker: return "marker";
   }
   return "unknown";
 }
@@ -43,6 +45,8 @@ bool parse_operation(std::string_view name, Operation* op) noexcept {
   else if (name == "create") *op = Operation::create;
   else if (name == "update") *op = Operation::update;
   else if (name == "delete") *op = Operation::remove;
+  else if (name == "schema") *op = Operation::schema;
+  else if (name == "marker") *op = Operation::marker;
   else return false;
   return true;
 }

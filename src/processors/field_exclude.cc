@@ -43,6 +43,7 @@ class FieldExclude final : public Processor {
   Status process(Batch& batch) override {
     Arena& arena = batch.arena();
     for (Record& r : batch.records()) {
+      if (is_control(r.op)) continue;  // schema changes and markers pass unchanged
       for (RecordPart part : whole_parts_) record_part(r, part) = Value();
       for (const ExcludeGroup& g : groups_) {
         auto exclude = [&](const Value& obj) -> std::optional<Value> {

@@ -75,7 +75,7 @@ class FieldRename final : public Processor {
         return Value::object(out, n);
       };
       for (Record& r : batch.records())
-        edit_object(arena, record_part(r, g.part), g.parent, rename);
+        if (!is_control(r.op)) edit_object(arena, record_part(r, g.part), g.parent, rename);
     }
     return ok_status();
   }

@@ -93,6 +93,7 @@ class FieldSet final : public Processor {
     };
 
     for (Record& r : batch.records()) {
+      if (is_control(r.op)) continue;  // schema changes and markers pass unchanged
       Value& root = record_part(r, path_.part);
       // Absent metadata is an empty map, not a missing object; an absent key/before/after is left
       // so.

@@ -277,6 +277,7 @@ class Filter final : public Processor {
 
  private:
   bool keeps(const Record& r) const {
+    if (is_control(r.op)) return true;  // schema changes and markers are not rows
     if (operations_ != 0 && (operations_ & operation_bit(r.op)) == 0) return false;
     if (!path_) return true;
     return holds(r) == keep_;

@@ -12,6 +12,12 @@
 namespace sluice {
 
 namespace {
+
+size_t count_control(const Batch& batch) noexcept {
+  size_t n = 0;
+  for (const Record& r : batch.records()) n += is_control(r.op) ? 1 : 0;
+  return n;
+}
 int64_t now_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -297,10 +303,11 @@ void Pipeline::reader_loop(std::stop_token stop) {
       break;
     }
     const ReadStatus status = result.value();
-    const size_t n = batch->size();
+    const size_t control_read = count_control(*batch);
+    const size_t n = batch->size() - control_read;  // data records read
     batch->set_read_count(n);
     metrics_.records_read.fetch_add(n, std::memory_order_relaxed);
-    if (n > 0) {
+    if (batch->size() > 0) {
       // A source that tracks positions per record may leave the batch's own unset.
       if (!batch->has_position() && !batch->records().back().position.empty())
         batch->set_position(batch->records().back().position);
@@ -317,7 +324,13 @@ void Pipeline::reader_loop(std::stop_token stop) {
         release_batch(batch);
         break;
       }
-      metrics_.records_filtered.fetch_add(n - batch->size(), std::memory_order_relaxed);
+      size_t control = count_control(*batch);
+      metrics_.records_filtered.fetch_add(n - (batch->size() - control), std::memory_order_relaxed);
+      if (control > 0 && !destination_->accepts_control_records()) {
+        std::erase_if(batch->records(), [](const Record& r) { return is_control(r.op); });
+        control = 0;
+      }
+      batch->set_control_count(control);
     }
     source_idle_ = status != ReadStatus::more;
     if (batch->empty() && !batch->has_position()) {
@@ -325,7 +338,7 @@ void Pipeline::reader_loop(std::stop_token stop) {
     } else {
       const uint64_t seq = next_seq_++;
       batch->set_sequence(seq);
-      records_begun_.fetch_add(batch->size(), std::memory_order_relaxed);
+      records_begun_.fetch_add(batch->data_count(), std::memory_order_relaxed);
       acker_.begin(seq, batch->position());
       if (!queue_.push(batch)) {
         release_batch(batch);
@@ -529,11 +542,16 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
   // the batch's position.
   std::function<Status(std::span<const Record>, const Error&)> split =
       [&](std::span<const Record> part, const Error& err) -> Status {
-    if (part.size() == 1) return dead_letter(part.front(), err);
+    if (part.size() == 1) {
+      // A schema change or marker the destination refused is not a row: it stops the pipeline.
+      if (is_control(part.front().op)) return err;
+      return dead_letter(part.front(), err);
+    }
     const size_t mid = part.size() / 2;
     for (std::span<const Record> half : {part.first(mid), part.subspan(mid)}) {
       Batch sub;
       sub.records().assign(half.begin(), half.end());
+      sub.set_control_count(count_control(sub));
       const bool last = half.data() + half.size() == end;
       if (last && batch.has_position()) sub.set_position(batch.position());
       Status st = write_with_retry(sub);
@@ -588,7 +606,8 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   metrics_.write_latency.observe(seconds);
   if (status.ok()) {
-    metrics_.records_written.fetch_add(batch->size() - dead_lettered, std::memory_order_relaxed);
+    metrics_.records_written.fetch_add(batch->data_count() - dead_lettered,
+                                       std::memory_order_relaxed);
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
     // A position-only write of an emptied batch is not a batch of records.
     if (!batch->empty()) metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "sluice/registry.h"
+#include "sluice/schema_change.h"
 
 namespace sluice {
 namespace {
@@ -629,6 +630,100 @@ TEST_P(RuntimeContract, BatchEmptiedByProcessorsIsNotWrittenToOtherDestinations)
   ASSERT_TRUE(p.run().ok());
   EXPECT_EQ(d->write_sizes, (std::vector<size_t>{10, 10}));
   EXPECT_EQ(cps.saved["t"], "30");
+}
+
+// Emits `n` rows and, after each third row, a schema change of the same table.
+class SchemaChangingSource final : public Source {
+ public:
+  explicit SchemaChangingSource(int n) : n_(n) {}
+  Status open(const ConnectorContext&, const std::optional<std::string>&) override {
+    return ok_status();
+  }
+  Result<ReadStatus> read(Batch& b, const ReadRequest& req, std::stop_token) override {
+    while (next_ < n_ && b.size() < req.max_records) {
+      Record& r = b.add();
+      r.op = Operation::create;
+      r.key = b.object(1).add("id", Value::int64(next_)).build();
+      if (++next_ % 3 == 0) {
+        Record& c = b.add();
+        SchemaChange change;
+        change.kind = SchemaChangeKind::rename_column;
+        change.column = "a";
+        change.to = "b";
+        set_schema_change(b, c, change);
+      }
+    }
+    b.set_position(std::to_string(next_));
+    return next_ >= n_ ? ReadStatus::end : ReadStatus::more;
+  }
+  void ack(std::string_view) override {}
+
+ private:
+  int n_;
+  int next_ = 0;
+};
+
+// Takes what it is given; accepts control records when told to.
+class OpsDestination final : public Destination {
+ public:
+  explicit OpsDestination(bool control) : control_(control) {}
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  bool accepts_control_records() const noexcept override { return control_; }
+  void write(Batch& b, WriteDone done) override {
+    for (const Record& r : b.records()) ops.push_back(r.op);
+    done(ok_status());
+  }
+  std::vector<Operation> ops;
+
+ private:
+  bool control_;
+};
+
+TEST(Pipeline, ControlRecordsReachOnlyDestinationsThatAcceptThemAndAreNotCounted) {
+  for (bool accepts : {false, true}) {
+    MemoryCheckpoints cps;
+    auto dest = std::make_unique<OpsDestination>(accepts);
+    OpsDestination* d = dest.get();
+    Pipeline p(options(4), std::make_unique<SchemaChangingSource>(9), {}, std::move(dest), &cps);
+    Status st = p.run();
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    std::vector<Operation> expected;
+    for (int i = 1; i <= 9; ++i) {
+      expected.push_back(Operation::create);
+      if (accepts && i % 3 == 0) expected.push_back(Operation::schema);
+    }
+    EXPECT_EQ(d->ops, expected) << "accepts=" << accepts;
+    EXPECT_EQ(p.metrics().records_read.load(), 9u);
+    EXPECT_EQ(p.metrics().records_written.load(), 9u);
+    EXPECT_EQ(p.metrics().records_filtered.load(), 0u);
+    EXPECT_EQ(cps.saved["t"], "9");
+  }
+}
+
+TEST(SchemaChange, RoundTripsThroughARecord) {
+  Batch b;
+  Record& r = b.add();
+  SchemaChange add;
+  add.kind = SchemaChangeKind::add_column;
+  add.column = "flag";
+  add.type = "boolean";
+  add.default_value = Value::boolean(true);
+  set_schema_change(b, r, add);
+  EXPECT_TRUE(is_control(r.op));
+  EXPECT_EQ(operation_name(r.op), "schema");
+  auto c = schema_change_of(r);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(c.value().kind, SchemaChangeKind::add_column);
+  EXPECT_EQ(c.value().column, "flag");
+  EXPECT_EQ(c.value().type, "boolean");
+  EXPECT_TRUE(c.value().default_value.as_bool());
+
+  Record bad;
+  bad.op = Operation::schema;
+  bad.after = b.object(1).add("change", Value::string("explode_column")).build();
+  auto e = schema_change_of(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("unknown change 'explode_column'"), std::string::npos);
 }
 
 TEST(OrderedAcker, AdvancesOnlyOverContiguousPrefix) {

@@ -120,6 +120,9 @@ char debezium_op(const Record& r) noexcept {
     case Operation::create: return 'c';
     case Operation::update: return 'u';
     case Operation::remove: return is_truncate(r) ? 't' : 'd';
+    case Operation::schema:  // control records never reach the Kafka destination (it declines
+    case Operation::marker:  // them: Destination::accepts_control_records)
+      break;
   }
   return 'c';
 }
