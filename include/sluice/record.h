@@ -36,6 +36,9 @@ inline constexpr std::string_view kCollection = "opencdc.collection";
 inline constexpr std::string_view kReadAt = "opencdc.readAt";
 // "true" on a key-less delete that stands for a source-side TRUNCATE of the table.
 inline constexpr std::string_view kTruncate = "truncate";
+// Why a record went to the dead-letter queue (set by the runtime, or by a source that marked the
+// record: Batch::add_source_reject).
+inline constexpr std::string_view kError = "sluice.error";
 }  // namespace meta
 
 // A source-side TRUNCATE: keyed destinations empty the record's table.
