@@ -81,6 +81,13 @@ class Batch {
   uint64_t sequence() const noexcept { return sequence_; }
   void set_sequence(uint64_t s) noexcept { sequence_ = s; }
 
+  // Records a source could not represent and marked for the dead-letter queue (metadata
+  // meta::kError holds why, the value its raw text): the runtime sends them there, not to the
+  // destination. Only sources of a pipeline with on_error: dlq mark records.
+  size_t source_rejects() const noexcept { return source_rejects_; }
+  void add_source_reject() noexcept { ++source_rejects_; }
+  void clear_source_rejects() noexcept { source_rejects_ = 0; }
+
   // Makes the batch empty for reuse; keeps capacity.
   void clear() noexcept {
     records_.clear();
@@ -90,6 +97,7 @@ class Batch {
     read_count_ = 0;
     control_count_ = 0;
     sequence_ = 0;
+    source_rejects_ = 0;
   }
 
  private:
@@ -100,6 +108,7 @@ class Batch {
   size_t read_count_ = 0;
   size_t control_count_ = 0;
   uint64_t sequence_ = 0;
+  size_t source_rejects_ = 0;
 };
 
 }  // namespace sluice

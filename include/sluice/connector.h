@@ -11,6 +11,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sluice/batch.h"
 #include "sluice/metrics.h"
@@ -36,6 +37,13 @@ struct ConnectorContext {
   // Where a connector registers probes beyond `stats` (keep the Registration as a member: the
   // registry outlives the connector). Null when nothing collects metrics (tests, `sluice cleanup`).
   MetricsRegistry* metrics = nullptr;
+  // Sources: the pipeline sends records it cannot write to a dead-letter queue (on_error: dlq).
+  // A source then marks a record holding a value it cannot represent (Batch::add_source_reject)
+  // instead of failing the read.
+  bool dead_letters = false;
+  // Destinations: this one is a pipeline's dead-letter queue. Destinations that drop metadata
+  // (SQL tables) keep meta::kError, why the record was rejected, in a column of its own.
+  bool is_dead_letter_queue = false;
 
   // The labels every series of this connector carries: pipeline and connector.
   MetricLabels metric_labels() const {
@@ -78,6 +86,12 @@ class Source {
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
 using WriteDone = std::function<void(Status)>;
 
+// A record a destination refused (write_isolating): its index in the batch and why.
+struct RejectedRecord {
+  size_t index;
+  Error error;
+};
+
 // The runtime contract for destinations (src/runtime/pipeline.cc makes it true for every one):
 //
 // - Completion. write() may call `done` before returning (synchronous) or later from any thread
@@ -94,7 +108,11 @@ using WriteDone = std::function<void(Status)>;
 //   carry no position, except the last sub-write (the one that ends with the parent's last record),
 //   which carries the parent batch's position; when that last record itself is dead-lettered, an
 //   empty batch with the parent's position follows. A destination that stores positions thus
-//   commits the parent position exactly once, at the end of the isolation.
+//   commits the parent position exactly once, at the end of the isolation. A destination that
+//   isolates rejected records itself (isolates_rejected_records(): the SQL destinations, a
+//   savepoint per record) gets the batch once through write_isolating() instead, without its
+//   position when it stores positions; the rejected records then go to the dead-letter queue in
+//   one write, and an empty batch with the parent's position follows.
 // - Empty batches. A batch that processors emptied is written only to a destination that stores
 //   positions (and only when its position moved): such a destination must commit the position of
 //   an empty batch, or its stored position falls behind the checkpoint store's. Other
@@ -111,6 +129,15 @@ class Destination {
   virtual void write(Batch& batch, WriteDone done) = 0;
   // Batches the destination accepts before earlier ones complete.
   virtual size_t max_in_flight() const noexcept { return 1; }
+  // Dead-letter isolation in one pass (optional; the runtime contract above): writes every record
+  // of `batch` it accepts, in order and in one transaction — with batch.position() only when
+  // `commit_position` — and appends each record it refuses with a data error to `rejected`.
+  // Synchronous. An error it returns concerns the whole batch (connection lost: retriable).
+  virtual bool isolates_rejected_records() const noexcept { return false; }
+  virtual Status write_isolating(Batch& /*batch*/, bool /*commit_position*/,
+                                 std::vector<RejectedRecord>& /*rejected*/) {
+    return Error(Errc::unsupported, "this destination does not isolate rejected records");
+  }
   // Records per batch this destination prefers when the pipeline file sets no batch.max_records
   // (0: no preference). A destination that batches on its own (Kafka's producer) holds less in
   // flight with smaller batches at the same speed.

@@ -53,6 +53,9 @@ inline constexpr std::string_view kTruncate = "truncate";
 inline constexpr std::string_view kMarker = "marker";
 inline constexpr std::string_view kSnapshotBegin = "snapshot_begin";
 inline constexpr std::string_view kSnapshotEnd = "snapshot_end";
+// Why a record went to the dead-letter queue (set by the runtime, or by a source that marked the
+// record: Batch::add_source_reject).
+inline constexpr std::string_view kError = "sluice.error";
 }  // namespace meta
 
 // A source-side TRUNCATE: keyed destinations empty the record's table.

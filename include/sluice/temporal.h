@@ -163,6 +163,31 @@ void append_timestamptz(std::string& out, int64_t micros);  // with "Z"
 // offsets: Z | ±HH[[:]MM[:SS]].
 bool parse_date_prefix(std::string_view& s, int32_t* days);
 bool parse_time_prefix(std::string_view& s, int64_t* micros);
+// The pieces the dialects build on. An unsigned year of 4 to `max_year_digits` digits, then
+// "-MM-DD" (month 1..12, day 1..31: the caller checks the day against its calendar, e.g. after
+// mapping PostgreSQL's BC years).
+// Inline: it is the per-value path of every source's dates.
+inline bool parse_civil_prefix(std::string_view& s, size_t max_year_digits, CivilDate* out) {
+  const char* p = s.data();
+  const size_t size = s.size();
+  size_t n = 0;
+  uint64_t y = 0;  // unsigned: a longer run of digits wraps harmlessly, then fails below
+  while (n < size && unsigned(p[n] - '0') <= 9) y = y * 10 + unsigned(p[n++] - '0');
+  if (n < 4 || n > max_year_digits || n > 18) return false;  // 18 digits always fit an int64
+  auto digit = [p](size_t i) { return unsigned(p[i] - '0') <= 9; };
+  if (size - n < 6 || p[n] != '-' || !digit(n + 1) || !digit(n + 2) || p[n + 3] != '-' ||
+      !digit(n + 4) || !digit(n + 5))
+    return false;
+  const unsigned m = unsigned(p[n + 1] - '0') * 10 + unsigned(p[n + 2] - '0');
+  const unsigned d = unsigned(p[n + 4] - '0') * 10 + unsigned(p[n + 5] - '0');
+  if (m < 1 || m > 12 || d < 1 || d > 31) return false;
+  s.remove_prefix(n + 6);
+  *out = {int64_t(y), m, d};
+  return true;
+}
+// A signed duration written as a time: [-]H…H:MM:SS[.f…] with any number of hours (up to 9
+// digits), as MySQL writes TIME (-838:59:59 … 838:59:59).
+bool parse_duration_prefix(std::string_view& s, int64_t* micros);
 bool parse_offset_prefix(std::string_view& s, int32_t* offset_seconds);
 
 }  // namespace temporal

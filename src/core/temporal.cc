@@ -1,8 +1,6 @@
 // The one temporal codec (see include/sluice/temporal.h).
 #include "sluice/temporal.h"
 
-#include <fmt/format.h>
-
 #include <cstdint>
 #include <iterator>
 
@@ -52,21 +50,6 @@ char* write_unsigned(char* p, uint64_t v, int min_width) noexcept {
   return p;
 }
 
-// Negative times have no canonical form; this keeps the text sluice has always written for them.
-char* write_negative_time(char* p, int64_t micros) {
-  std::string o;
-  int64_t s = micros / 1000000, frac = micros % 1000000;
-  fmt::format_to(std::back_inserter(o), "{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
-  if (frac) {
-    std::string f = fmt::format("{:06}", frac);
-    while (!f.empty() && f.back() == '0') f.pop_back();
-    o += '.';
-    o += f;
-  }
-  for (char c : o) *p++ = c;
-  return p;
-}
-
 // Parses exactly `n` digits.
 bool digits(std::string_view& s, int n, int64_t* out) {
   if (s.size() < size_t(n)) return false;
@@ -105,14 +88,19 @@ char* write_wide_date(char* p, const CivilDate& c) noexcept {
 }
 
 char* write_wide_time(char* p, int64_t micros) noexcept {
-  if (micros < 0) return write_negative_time(p, micros);
-  const uint64_t s = uint64_t(micros / kMicrosPerSecond);
+  // A negative duration (MySQL TIME '-00:00:01') is its magnitude after a minus sign.
+  uint64_t a = uint64_t(micros);
+  if (micros < 0) {
+    *p++ = '-';
+    a = uint64_t(0) - a;
+  }
+  const uint64_t s = a / uint64_t(kMicrosPerSecond);
   p = write_unsigned(p, s / 3600, 2);
   *p++ = ':';
   p = write_2digits(p, unsigned(s / 60 % 60));
   *p++ = ':';
   p = write_2digits(p, unsigned(s % 60));
-  return write_fraction(p, uint32_t(micros % kMicrosPerSecond));
+  return write_fraction(p, uint32_t(a % uint64_t(kMicrosPerSecond)));
 }
 
 char* write_offset(char* p, int32_t offset_seconds) noexcept {
@@ -158,39 +146,59 @@ bool parse_date_prefix(std::string_view& s, int32_t* days) {
     neg = s.front() == '-';
     s.remove_prefix(1);
   }
-  int64_t y = 0;
-  size_t n = 0;
-  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
-  if (n < 4 || n > 18) return false;
-  if (!digits(s, int(n), &y)) return false;
-  if (neg) y = -y;
+  CivilDate c;
+  if (!parse_civil_prefix(s, 18, &c)) return false;
+  if (neg) c.year = -c.year;
   // Years whose day count does not fit the int32 of a date would wrap into another date.
-  if (y < kMinYear || y > kMaxYear) return false;
-  int64_t m, d;
-  if (!eat(s, '-') || !digits(s, 2, &m) || !eat(s, '-') || !digits(s, 2, &d)) return false;
-  if (m < 1 || m > 12 || d < 1 || d > 31) return false;
-  *days = days_from_civil(y, unsigned(m), unsigned(d));
+  if (c.year < kMinYear || c.year > kMaxYear) return false;
+  *days = days_from_civil(c.year, c.month, c.day);
   return true;
 }
+
+namespace {
+
+// ".f…" after the seconds (optional): µs, digits beyond the sixth cut.
+bool fraction_prefix(std::string_view& s, int64_t* micros) {
+  int64_t frac = 0;
+  if (eat(s, '.')) {
+    int n = 0;
+    while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
+      if (n < 6) frac = frac * 10 + (s.front() - '0');
+      ++n;
+      s.remove_prefix(1);
+    }
+    if (n == 0) return false;
+    for (int i = n; i < 6; ++i) frac *= 10;
+  }
+  *micros = frac;
+  return true;
+}
+
+}  // namespace
 
 bool parse_time_prefix(std::string_view& s, int64_t* micros) {
   int64_t h, mi, se = 0, frac = 0;
   if (!digits(s, 2, &h) || !eat(s, ':') || !digits(s, 2, &mi)) return false;
   if (eat(s, ':')) {
-    if (!digits(s, 2, &se)) return false;
-    if (eat(s, '.')) {
-      int n = 0;
-      while (!s.empty() && s.front() >= '0' && s.front() <= '9') {
-        if (n < 6) frac = frac * 10 + (s.front() - '0');
-        ++n;
-        s.remove_prefix(1);
-      }
-      if (n == 0) return false;
-      for (int i = n; i < 6; ++i) frac *= 10;
-    }
+    if (!digits(s, 2, &se) || !fraction_prefix(s, &frac)) return false;
   }
   if (h > 24 || mi > 59 || se > 60) return false;
   *micros = ((h * 60 + mi) * 60 + se) * 1000000 + frac;
+  return true;
+}
+
+bool parse_duration_prefix(std::string_view& s, int64_t* micros) {
+  const bool neg = eat(s, '-');
+  size_t n = 0;
+  while (n < s.size() && s[n] >= '0' && s[n] <= '9') ++n;
+  if (n < 1 || n > 9) return false;
+  int64_t h, mi, se, frac;
+  if (!digits(s, int(n), &h) || !eat(s, ':') || !digits(s, 2, &mi) || !eat(s, ':') ||
+      !digits(s, 2, &se) || !fraction_prefix(s, &frac))
+    return false;
+  if (mi > 59 || se > 59) return false;
+  const int64_t v = ((h * 60 + mi) * 60 + se) * 1000000 + frac;
+  *micros = neg ? -v : v;
   return true;
 }
 

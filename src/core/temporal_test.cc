@@ -22,6 +22,9 @@ std::string reference_date(int32_t days) {
 }
 
 std::string reference_time(int64_t micros) {
+  // A negative duration (MySQL TIME) is its magnitude after a minus sign; sluice once wrote
+  // -1 s as "00:00:-1" (issue 13).
+  if (micros < 0) return "-" + reference_time(-micros);
   std::string out;
   int64_t s = micros / 1000000, frac = micros % 1000000;
   fmt::format_to(std::back_inserter(out), "{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
@@ -78,6 +81,50 @@ TEST(Temporal, WritersMatchTheCanonicalTextOverManyValues) {
   for (int64_t t : {int64_t(0), int64_t(1), int64_t(-1), temporal::kMicrosPerDay,
                     int64_t(100) * 3600 * 1000000, int64_t(-1000000), int64_t(-1500000)})
     EXPECT_EQ(format_time(t), reference_time(t)) << t;
+}
+
+TEST(Temporal, NegativeTimesAreWrittenWithOneLeadingMinus) {
+  const int64_t s = temporal::kMicrosPerSecond;
+  EXPECT_EQ(format_time(-s), "-00:00:01");
+  EXPECT_EQ(format_time(-s / 2), "-00:00:00.5");
+  EXPECT_EQ(format_time(-(838 * 3600 + 59 * 60 + 59) * s - 999999), "-838:59:59.999999");
+  EXPECT_EQ(format_time(std::numeric_limits<int64_t>::min()), "-2562047788:00:54.775808");
+}
+
+TEST(Temporal, DurationsParseSignedAndBeyondADay) {
+  const int64_t s = temporal::kMicrosPerSecond;
+  auto parse = [](std::string_view text, int64_t* out) {
+    return temporal::parse_duration_prefix(text, out) && text.empty();
+  };
+  int64_t v = 0;
+  ASSERT_TRUE(parse("-00:00:01", &v));
+  EXPECT_EQ(v, -s);
+  ASSERT_TRUE(parse("838:59:59.5", &v));
+  EXPECT_EQ(v, (838 * 3600 + 59 * 60 + 59) * s + s / 2);
+  ASSERT_TRUE(parse("-838:59:59.000001", &v));
+  EXPECT_EQ(v, -((838 * 3600 + 59 * 60 + 59) * s + 1));
+  ASSERT_TRUE(parse("0:00:00", &v));
+  EXPECT_EQ(v, 0);
+  for (int64_t t : {-s, 25 * 3600 * s + 7, -(838 * 3600) * s - 123456})  // what sluice writes
+    EXPECT_TRUE(parse(format_time(t), &v) && v == t) << format_time(t);
+  for (const char* bad : {"", "-", "12:60:00", "12:00:60", "12:00", "1234567890:00:00", "12:00:00.",
+                          "+12:00:00", "12:0:00"})
+    EXPECT_FALSE(parse(bad, &v)) << bad;
+}
+
+TEST(Temporal, CivilDatesParseWithABoundedYear) {
+  temporal::CivilDate c{};
+  std::string_view s = "294276-12-31 rest";
+  ASSERT_TRUE(temporal::parse_civil_prefix(s, 9, &c));
+  EXPECT_EQ(c.year, 294276);
+  EXPECT_EQ(c.month, 12u);
+  EXPECT_EQ(c.day, 31u);
+  EXPECT_EQ(s, " rest");
+  for (const char* bad : {"123-01-01", "1234567890-01-01", "2024-13-01", "2024-00-15", "2024-01-00",
+                          "2024-01-32", "2024-1-01", "-2024-01-01"}) {
+    std::string_view b = bad;
+    EXPECT_FALSE(temporal::parse_civil_prefix(b, 9, &c)) << bad;
+  }
 }
 
 TEST(Temporal, CanonicalTextRoundTrips) {

@@ -163,6 +163,7 @@ Status Pipeline::run() {
 
   ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats,
                               registry_};
+  source_ctx.dead_letters = dlq_ && options_.on_error == PipelineOptions::OnError::dlq;
   ConnectorContext dest_ctx{options_.id, options_.destination_connector,
                             &metrics_.destination_stats, registry_};
   // The destination opens first: one that stores positions (in the same transaction as the rows)
@@ -207,6 +208,7 @@ Status Pipeline::run() {
   }
   if (dlq_) {
     ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr, registry_};
+    dlq_ctx.is_dead_letter_queue = true;
     if (Status st = dlq_->open(dlq_ctx); !st.ok()) {
       destination_->close();
       source_->close();
@@ -379,6 +381,12 @@ void Pipeline::writer_loop() {
       release_batch(batch);
       continue;
     }
+    if (batch->source_rejects() > 0) {
+      if (Status st = divert_source_rejects(*batch); !st.ok()) {
+        on_written(batch, std::chrono::steady_clock::now(), std::move(st));
+        continue;
+      }
+    }
     if (batch->empty()) {
       // Everything filtered: nothing to write, but its position advances — in the checkpoint
       // store through the acker, and in a destination that stores positions by an empty write
@@ -454,7 +462,9 @@ bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status stat
   if (status.error().code() == Errc::data && options_.on_error == PipelineOptions::OnError::dlq &&
       dlq_) {
     const uint64_t dlq_before = metrics_.dlq_records.load();
-    Status isolated = isolate_rejected(*batch, status.error());
+    Status isolated = destination_->isolates_rejected_records()
+                          ? isolate_in_destination(*batch, status.error())
+                          : isolate_rejected(*batch, status.error());
     on_written(batch, attempt->started, std::move(isolated),
                metrics_.dlq_records.load() - dlq_before);
     return false;
@@ -537,6 +547,9 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
   const std::span<const Record> all(batch.records());
   const Record* const end = all.data() + all.size();
   bool position_written = !batch.has_position();
+  // Rejected records are collected and sent in one dead-letter write — before the sub-write that
+  // carries the batch's position, so that the position never commits ahead of them.
+  std::vector<DeadLetter> letters;
   // Depth-first over halves keeps the records the destination accepts in their original order;
   // the sub-write that ends with the batch's last record is the last write of all and carries
   // the batch's position.
@@ -545,7 +558,8 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
     if (part.size() == 1) {
       // A schema change or marker the destination refused is not a row: it stops the pipeline.
       if (is_control(part.front().op)) return err;
-      return dead_letter(part.front(), err);
+      letters.push_back({&part.front(), err.message()});
+      return ok_status();
     }
     const size_t mid = part.size() / 2;
     for (std::span<const Record> half : {part.first(mid), part.subspan(mid)}) {
@@ -553,7 +567,10 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
       sub.records().assign(half.begin(), half.end());
       sub.set_control_count(count_control(sub));
       const bool last = half.data() + half.size() == end;
-      if (last && batch.has_position()) sub.set_position(batch.position());
+      if (last && batch.has_position()) {
+        sub.set_position(batch.position());
+        SLUICE_TRY(send_dead_letters(letters, batch.size()));
+      }
       Status st = write_with_retry(sub);
       if (st.ok()) {
         position_written = position_written || last;
@@ -565,6 +582,7 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
     return ok_status();
   };
   SLUICE_TRY(split(all, error));
+  SLUICE_TRY(send_dead_letters(letters, batch.size()));
   if (!position_written && destination_->stores_positions()) {
     // The batch's last record went to the dead-letter queue: its position commits on its own.
     Batch tail;
@@ -574,29 +592,90 @@ Status Pipeline::isolate_rejected(const Batch& batch, const Error& error) {
   return ok_status();
 }
 
-Status Pipeline::dead_letter(const Record& record, const Error& error) {
-  Batch dl;
-  Record& r = dl.add();
-  r = record;
-  // The record as it was, plus why it was rejected and by whom.
-  const uint32_t n = record.metadata.is_object() ? record.metadata.size() : 0;
-  ObjectBuilder m = dl.object(n + 3);
-  if (n) {
-    for (const Field& f : record.metadata.fields()) m.add(f.name, f.value);
+Status Pipeline::isolate_in_destination(Batch& batch, const Error& error) {
+  // A destination that stores positions commits the batch's position only after the rejected
+  // records are in the dead-letter queue: with an empty batch of its own, at the end.
+  const bool position_after = destination_->stores_positions() && batch.has_position();
+  std::vector<RejectedRecord> rejected;
+  Backoff backoff;
+  for (;;) {
+    Status st = destination_->write_isolating(batch, !position_after, rejected);
+    if (st.ok()) break;
+    if (!st.error().retriable()) {
+      // Not a record's fault (e.g. DDL the server refuses): isolate by halving instead.
+      if (st.error().code() == Errc::data || st.error().code() == Errc::unsupported)
+        return isolate_rejected(batch, error);
+      return st;
+    }
+    metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id,
+                 options_.destination_connector, st.error().message());
+    if (!backoff.wait(stop_.get_token())) return st;
   }
-  m.add("sluice.error", Value::string(dl.copy(error.message())));
-  m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
-  m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));
-  r.metadata = m.build();
+  std::vector<DeadLetter> letters;
+  letters.reserve(rejected.size());
+  for (const RejectedRecord& r : rejected)
+    letters.push_back({&batch.records()[r.index], r.error.message()});
+  SLUICE_TRY(send_dead_letters(letters, batch.size()));
+  if (position_after) {
+    Batch tail;
+    tail.set_position(batch.position());
+    SLUICE_TRY(write_with_retry(tail));
+  }
+  return ok_status();
+}
+
+Status Pipeline::divert_source_rejects(Batch& batch) {
+  std::vector<DeadLetter> letters;
+  for (const Record& r : batch.records()) {
+    const Value* reason = r.metadata.is_object() ? r.metadata.find(meta::kError) : nullptr;
+    if (reason) letters.push_back({&r, std::string(reason->as_text()), true});
+  }
+  batch.clear_source_rejects();
+  if (letters.empty()) return ok_status();
+  const size_t n = batch.size();
+  SLUICE_TRY(send_dead_letters(letters, n));
+  // The records stay in the batch's arena; only their slots go.
+  std::erase_if(batch.records(), [](const Record& r) {
+    return r.metadata.is_object() && r.metadata.find(meta::kError) != nullptr;
+  });
+  return ok_status();
+}
+
+Status Pipeline::send_dead_letters(std::vector<DeadLetter>& letters, size_t batch_size) {
+  if (letters.empty()) return ok_status();
+  Batch dl;
+  dl.records().reserve(letters.size());
+  for (const DeadLetter& d : letters) {
+    Record& r = dl.add();
+    r = *d.record;
+    // The record as it was, plus why it was rejected and by whom.
+    const uint32_t n = d.record->metadata.is_object() ? d.record->metadata.size() : 0;
+    ObjectBuilder m = dl.object(n + 3);
+    if (n) {
+      for (const Field& f : d.record->metadata.fields())
+        if (f.name != meta::kError) m.add(f.name, f.value);
+    }
+    m.add(meta::kError, Value::string(dl.copy(d.reason)));
+    m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
+    if (d.by_source) m.add("sluice.source", Value::string(dl.copy(options_.source_connector)));
+    else m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));
+    r.metadata = m.build();
+  }
   auto done = std::make_shared<std::promise<Status>>();
   std::future<Status> result = done->get_future();
   dlq_->write(dl, [done](Status st) { done->set_value(std::move(st)); });
   Status st = result.get();
   if (!st.ok())
     return st.error().with_context("dead-letter queue (" + options_.dlq_connector + "): ");
-  metrics_.dlq_records.fetch_add(1, std::memory_order_relaxed);
-  spdlog::warn("pipeline {}: record sent to the dead-letter queue: {}", options_.id,
-               error.message());
+  metrics_.dlq_records.fetch_add(letters.size(), std::memory_order_relaxed);
+  // One line per batch, however many records it rejected (sluice_dlq_records_total counts them).
+  spdlog::warn("pipeline {}: {} of {} records sent to the dead-letter queue by the {}; first: {}",
+               options_.id, letters.size(), batch_size,
+               letters.front().by_source ? options_.source_connector + " source"
+                                         : options_.destination_connector + " destination",
+               letters.front().reason);
+  letters.clear();
   return ok_status();
 }
 

@@ -115,7 +115,19 @@ class Pipeline {
   // destination accepts lands (in order) and each rejected one goes to the dead-letter queue; the
   // last sub-write carries the batch's position (see the contract in sluice/connector.h).
   Status isolate_rejected(const Batch& batch, const Error& error);
-  Status dead_letter(const Record& record, const Error& error);
+  // The same in one pass, by a destination that isolates records itself (a savepoint per record).
+  Status isolate_in_destination(Batch& batch, const Error& error);
+  // A record for the dead-letter queue and why; `by_source`: the source marked it.
+  struct DeadLetter {
+    const Record* record;
+    std::string reason;
+    bool by_source = false;
+  };
+  // Writes `letters` to the dead-letter queue in one batch, counts them, logs one summary line
+  // (`batch_size`: the records of the batch they came from), and empties `letters`.
+  Status send_dead_letters(std::vector<DeadLetter>& letters, size_t batch_size);
+  // Moves the records the source marked (Batch::source_rejects) to the dead-letter queue.
+  Status divert_source_rejects(Batch& batch);
   void on_written(Batch* batch, std::chrono::steady_clock::time_point started, Status status,
                   uint64_t dead_lettered = 0);
   Batch* take_batch(std::stop_token stop);

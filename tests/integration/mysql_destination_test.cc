@@ -6,6 +6,7 @@
 #include <mysql.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -15,6 +16,7 @@
 #include "connectors/mysql/mysql_url.h"
 #include "sluice/batch.h"
 #include "sluice/registry.h"
+#include "sluice/temporal.h"
 #include "support/env.h"
 #include "support/sql.h"
 
@@ -512,6 +514,96 @@ TEST_F(MysqlDestinationTest, DataErrorNamesTheTableAndKeyAndIsNotRetriable) {
   EXPECT_EQ(s.error().message().find(url_.password + "@"), std::string::npos);
   // The failed batch left nothing behind.
   EXPECT_EQ(db.rows("SELECT id FROM accounts ORDER BY id"), (Rows{"1"}));
+}
+
+// ── values MySQL cannot store ──
+
+TEST_F(MysqlDestinationTest, ValuesMysqlCannotStoreRejectTheRecordNamingTheSetting) {
+  open();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::string, Value>> cases = {
+      {"NaN", Value::float64(std::nan(""))},
+      {"Infinity", Value::float64(inf)},
+      {"-Infinity", Value::float64(-inf)},
+      // PostgreSQL's 'infinity' timestamp and date, and a year beyond DATETIME's.
+      {"timestamp", Value::timestamp(std::numeric_limits<int64_t>::max())},
+      {"date", Value::date(std::numeric_limits<int32_t>::max())},
+      {"date +10000-01-01", Value::date(days_from_civil(10000, 1, 1))},
+      {"time 839:00:00", Value::time(int64_t(839) * 3600 * 1000000)},
+      {"time -839:00:00", Value::time(-int64_t(839) * 3600 * 1000000)}};
+  for (const auto& [what, v] : cases) {
+    Batch b;
+    add(b, Operation::create, "vals", id_key(b, 1),
+        b.object(2).add("id", Value::int64(1)).add("x", v).build());
+    Status s = write(b);
+    ASSERT_FALSE(s.ok()) << what;
+    EXPECT_EQ(s.error().code(), Errc::data) << what;
+    EXPECT_FALSE(s.error().retriable()) << what;
+    const std::string& m = s.error().message();
+    EXPECT_NE(m.find("field \"x\": MySQL cannot store " + what), std::string::npos) << m;
+    EXPECT_NE(m.find("unrepresentable_values: null"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"id\":1"), std::string::npos) << m;
+  }
+  // Nothing was written, not even a NULL (the table was created before the transaction).
+  EXPECT_EQ(db.rows("SELECT COUNT(*) FROM vals"), (Rows{"0"}));
+}
+
+TEST_F(MysqlDestinationTest, UnrepresentableValuesNullWritesNullOnlyForThoseValues) {
+  MysqlDestinationOptions o;
+  o.unrepresentable_values = "null";
+  open(o);
+  Batch b;
+  add(b, Operation::create, "vals", id_key(b, 1),
+      b.object(3)
+          .add("id", Value::int64(1))
+          .add("d", Value::float64(1.5))
+          .add("t", Value::timestamp(0))
+          .build());
+  add(b, Operation::create, "vals", id_key(b, 2),
+      b.object(3)
+          .add("id", Value::int64(2))
+          .add("d", Value::float64(std::nan("")))
+          .add("t", Value::timestamp(std::numeric_limits<int64_t>::max()))
+          .build());
+  write_ok(b);
+  EXPECT_EQ(db.rows("SELECT id, d, t FROM vals ORDER BY id"),
+            (Rows{"1|1.5|1970-01-01 00:00:00.000000", "2|NULL|NULL"}));
+}
+
+TEST_F(MysqlDestinationTest, NegativeTimesKeepTheirSign) {
+  open();
+  Batch b;
+  const int64_t s = 1000000;
+  const std::vector<int64_t> times = {-s, -(838 * 3600 + 59 * 60 + 59) * s, -s / 2, 25 * 3600 * s};
+  for (size_t i = 0; i < times.size(); ++i)
+    add(b, Operation::create, "times", id_key(b, int64_t(i)),
+        b.object(2).add("id", Value::int64(int64_t(i))).add("t", Value::time(times[i])).build());
+  write_ok(b);
+  EXPECT_EQ(db.rows("SELECT t FROM times ORDER BY id"),
+            (Rows{"-00:00:01.000000", "-838:59:59.000000", "-00:00:00.500000", "25:00:00.000000"}));
+}
+
+// The dead-letter isolation in one pass (on_error: dlq): a savepoint per record.
+TEST_F(MysqlDestinationTest, WriteIsolatingWritesTheAcceptedRecordsAndReportsTheRejectedOnes) {
+  open();
+  Batch b;
+  for (int i = 1; i <= 10; ++i) {
+    Value v = i % 3 == 0 ? Value::float64(std::nan(""))   // refused by the writer
+              : i == 8   ? Value::string("not a number")  // refused by the server
+                         : Value::float64(i);
+    add(b, Operation::create, "iso", id_key(b, i),
+        b.object(2).add("id", Value::int64(i)).add("v", v).build());
+  }
+  ASSERT_TRUE(dest_->isolates_rejected_records());
+  std::vector<RejectedRecord> rejected;
+  Status s = dest_->write_isolating(b, true, rejected);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  std::vector<size_t> indexes;
+  for (const RejectedRecord& r : rejected) indexes.push_back(r.index);
+  EXPECT_EQ(indexes, (std::vector<size_t>{2, 5, 7, 8}));
+  EXPECT_NE(rejected[2].error.message().find("\"id\":8"), std::string::npos)
+      << rejected[2].error.message();
+  EXPECT_EQ(db.rows("SELECT id FROM iso ORDER BY id"), (Rows{"1", "2", "4", "5", "7", "10"}));
 }
 
 TEST_F(MysqlDestinationTest, LostConnectionIsRetriableAndTheNextWriteReconnects) {

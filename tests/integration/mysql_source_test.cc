@@ -126,6 +126,40 @@ TEST(MysqlSource, EveryTypeHasExactValuesInSnapshotAndCdc) {
   src->close();
 }
 
+// The text protocol writes a FLOAT with 6 significant digits: the snapshot must read it exactly,
+// as the binlog does (the 4-byte value widened).
+TEST(MysqlSource, FloatsAndNegativeTimesAreExactInTheSnapshotAsInTheStream) {
+  TestDb db("floats");
+  ASSERT_TRUE(db.sql().ok());
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE f (id INT PRIMARY KEY, fl FLOAT, t TIME(6), k FLOAT NOT NULL)"));
+  const std::string row1 = "(1, 0.123456789, '-00:00:01', 3.14159274)";
+  const std::string row2 = "(2, 16777217, '-00:00:00.5', -1.17549435e-38)";
+  ASSERT_TRUE(db.sql().exec("INSERT INTO f VALUES " + row1 + ", " + row2));
+  auto src = open_source(db, "floats");
+  ASSERT_TRUE(src);
+  Reader reader(*src);
+  ASSERT_TRUE(reader.read_count(2));
+  ASSERT_TRUE(db.sql().exec("DELETE FROM f"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO f VALUES " + row1 + ", " + row2));
+  ASSERT_TRUE(reader.read_count(6));  // 2 snapshot, 2 deletes, 2 inserts
+  const Record& s1 = *reader.records()[0];
+  const Record& s2 = *reader.records()[1];
+  EXPECT_EQ(field(s1.after, "fl"), Value::float64(double(0.123456789f)));
+  EXPECT_EQ(field(s1.after, "k"), Value::float64(double(3.14159274f)));
+  EXPECT_EQ(field(s2.after, "fl"), Value::float64(double(16777217.0f)));
+  EXPECT_EQ(field(s2.after, "k"), Value::float64(double(-1.17549435e-38f)));
+  EXPECT_EQ(field(s1.after, "t"), Value::time(-1000000));
+  EXPECT_EQ(field(s2.after, "t"), Value::time(-500000));
+  for (size_t i : {0u, 1u}) {
+    const Record& snap = *reader.records()[i];
+    const Record& cdc = *reader.records()[4 + i];
+    ASSERT_EQ(cdc.op, Operation::create);
+    for (const char* name : {"fl", "t", "k"})
+      EXPECT_EQ(field(snap.after, name), field(cdc.after, name)) << name;
+  }
+}
+
 TEST(MysqlSource, UpdatesAndDeletesWithFullAndMinimalRowImages) {
   TestDb db("upd");
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10), b INT)"));

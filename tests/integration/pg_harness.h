@@ -179,6 +179,8 @@ struct PipelineFile {
   std::map<std::string, std::string> source_settings;  // extra settings (YAML scalars as written)
   size_t max_records = 10000;
   std::string sqlite_path = "out.db";
+  std::optional<std::string> on_error;  // stop | dlq
+  std::string dlq_path;                 // a file dead-letter queue, when set
 
   std::string yaml() const {
     test::PipelineFile f;
@@ -188,6 +190,8 @@ struct PipelineFile {
     for (const auto& [k, v] : source_settings) src.set(k, test::Yaml::raw(v));
     p.destination("sqlite").set("path", sqlite_path);
     p.max_records(max_records).linger_ms(20);
+    p.on_error = on_error;
+    if (!dlq_path.empty()) p.dlq("file").set("path", dlq_path);
     return f.yaml();
   }
 };

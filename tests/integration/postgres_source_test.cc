@@ -94,7 +94,7 @@ INSERT INTO types VALUES
 INSERT INTO types (id, f4, f8, num) VALUES (5, 1.5, 0.1, '0.000000000000000000000000000000000000000000000000001');
 INSERT INTO types (id, f4, f8, num) VALUES (6, -0.25, 1.7976931348623157e308, '-0.5');
 INSERT INTO types (id, tm, ttz, num, ts, tstz, ai, d, iv) VALUES (7, '24:00:00', '24:00:00-15:59:59', 'Infinity',
-  '10000-01-01 00:00:00', '0100-01-01 00:00:00+00 BC', '[0:1]={1,2}', '5874897-12-31', '-178000000 years');
+  '10000-01-01 00:00:00', '0100-01-01 00:00:00+00 BC', '[1:2]={1,2}', '5874897-12-31', '-178000000 years');
 )sql";
 
 constexpr int64_t kMicrosPerDay = 86400LL * 1000000LL;

@@ -4,6 +4,7 @@
 // comparing the whole PostgreSQL table with the SQLite one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <random>
 
@@ -281,6 +282,89 @@ TEST(PostgresToSqlite, TruncateEmptiesTheTableAndUnchangedToastKeepsTheStoredVal
   EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, big, n::text FROM tt ORDER BY tt.id",
                            dir / "out.db", "SELECT id, big, n FROM tt ORDER BY id"),
             0);
+  std::filesystem::remove_all(dir);
+}
+
+// ── values sluice cannot represent ──────────────────────────────────────────
+
+// PostgreSQL's largest timestamp (294276 AD) is beyond sluice's (µs since 1970 in an int64 end in
+// 294247 AD): one such row in the snapshot and one in the stream. And an array whose subscripts
+// start at 0, which an array value cannot say.
+constexpr const char* kPoisonDdl =
+    "CREATE TABLE ev (id int PRIMARY KEY, at timestamp, arr int[]);"
+    "INSERT INTO ev VALUES (1, '2024-01-01 10:00:00', NULL), (2, '294276-12-31 23:59:59.999999', NULL),"
+    " (3, '2024-01-03 10:00:00', '{1,2}')";
+constexpr const char* kPoisonCdc =
+    "INSERT INTO ev VALUES (4, '294276-12-31 23:59:59.999999');"
+    "INSERT INTO ev VALUES (6, '2024-01-06 10:00:00', '[0:2]={1,2,3}');"
+    "INSERT INTO ev VALUES (5, '2024-01-05 10:00:00')";
+
+TEST(PostgresToSqlite, ValuesSluiceCannotRepresentGoToTheDeadLetterQueueAsText) {
+  TestDb db("poison_dlq");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec(kPoisonDdl));
+  auto dir = e2e::make_temp_dir("pg-poison-dlq");
+  PipelineFile f;
+  f.id = "poison_dlq";
+  f.url = db.url();
+  f.tables = {"public.ev"};
+  f.on_error = "dlq";
+  f.dlq_path = "dead.jsonl";
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml"}, dir);
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "poison_dlq", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
+  ASSERT_TRUE(db.sql().exec(kPoisonCdc));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        e2e::Db out(dir / "out.db");
+        return out.scalar("SELECT count(*) FROM ev WHERE id = 5") == 1;
+      },
+      30s, 100ms))
+      << p.stderr_text();
+  p.signal(SIGTERM);
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  e2e::Db out(dir / "out.db");
+  EXPECT_EQ(out.scalar("SELECT count(*) FROM ev"), 3);  // 1, 3, 5
+  EXPECT_EQ(out.scalar("SELECT count(*) FROM ev WHERE id IN (2, 4, 6)"), 0);
+  const std::string dead = e2e::read_file(dir / "dead.jsonl");
+  ASSERT_EQ(std::count(dead.begin(), dead.end(), '\n'), 3) << dead;
+  for (int id : {2, 4, 6}) {
+    const std::string line = "\"id\":" + std::to_string(id) + ",";
+    const size_t at = dead.find(line);
+    ASSERT_NE(at, std::string::npos) << dead;
+    const size_t begin = dead.rfind('\n', at) == std::string::npos ? 0 : dead.rfind('\n', at) + 1;
+    const std::string rec = dead.substr(begin, dead.find('\n', at) - begin);
+    // The raw value as text, and why.
+    if (id == 6) {
+      EXPECT_NE(rec.find("\"[0:2]={1,2,3}\""), std::string::npos) << rec;
+      EXPECT_NE(rec.find("do not start at 1"), std::string::npos) << rec;
+    } else {
+      EXPECT_NE(rec.find("\"294276-12-31 23:59:59.999999\""), std::string::npos) << rec;
+      EXPECT_NE(rec.find("294247 AD"), std::string::npos) << rec;
+    }
+    EXPECT_NE(rec.find("\"sluice.source\":\"postgres\""), std::string::npos) << rec;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresToSqlite, AValueSluiceCannotRepresentStopsThePipelineNamingTheWayOut) {
+  TestDb db("poison_stop");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec(kPoisonDdl));
+  auto dir = e2e::make_temp_dir("pg-poison-stop");
+  PipelineFile f;
+  f.id = "poison_stop";
+  f.url = db.url();
+  f.tables = {"public.ev"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml"}, dir);
+  EXPECT_NE(p.wait_for(60s), 0);
+  const std::string err = p.stderr_text();
+  EXPECT_NE(err.find("public.ev.at"), std::string::npos) << err;
+  EXPECT_NE(err.find("294276-12-31"), std::string::npos) << err;
+  EXPECT_NE(err.find("on_error: dlq"), std::string::npos) << err;
   std::filesystem::remove_all(dir);
 }
 

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <set>
 
@@ -95,6 +97,58 @@ TEST(RuntimeContract, DeadLetteringTheLastRecordsOfABatchStillCommitsItsPosition
     EXPECT_EQ(dead, keyless.size());
     expect_positions_agree_across_a_restart(dir);
   }
+}
+
+// Many rejects in one batch (issue 13): 2,000 records, 1,333 of which PostgreSQL refuses (text
+// into a bigint column). The destination isolates them in one pass (a savepoint per record), the
+// dead-letter queue — a PostgreSQL table — gets them in one write with the reason in a column,
+// and the log has one summary line for the batch. (Speed is measured, not asserted: the elapsed
+// time is printed.)
+TEST(RuntimeContract, ManyRejectedRecordsGoToASqlDeadLetterTableInOnePassWithTheirReason) {
+  TestDb db("rc_many_rejects");
+  ASSERT_TRUE(db.ok());
+  auto dir = make_temp_dir("rc-many-rejects");
+  std::string in;
+  int accepted = 0;
+  for (int i = 1; i <= 2000; ++i) {
+    const bool ok = i % 3 == 1;
+    accepted += ok;
+    in += "{\"operation\":\"create\",\"metadata\":{\"table\":\"items\"},\"key\":{\"id\":" +
+          std::to_string(i) + "},\"payload\":{\"after\":{\"id\":" + std::to_string(i) +
+          ",\"v\":" + (ok ? std::to_string(i) : "\"not a number\"") + "}}}\n";
+  }
+  write_file(dir / "in.jsonl", in);
+  test::PipelineFile f;
+  test::PipelineYaml& p = f.pipeline("rc");
+  p.source("file").set("path", "in.jsonl");
+  p.destination("postgres").set("url", db.url());
+  p.max_records(2000);
+  p.on_error = "dlq";
+  p.dlq("postgres").set("url", db.url()).set("table", "dead_letters");
+  write_file(dir / "p.yaml", f.yaml());
+  // The table exists with v bigint, so that every text value is refused.
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE items (id bigint PRIMARY KEY, v bigint)"));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir), 0) << read_file(dir / "stderr.txt");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "2000 records, " << 2000 - accepted << " rejected: " << seconds << " s\n";
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM items"), std::to_string(accepted));
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM items WHERE id % 3 <> 1"), "0");
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM dead_letters"), std::to_string(2000 - accepted));
+  // The reason, in a column of the dead-letter table.
+  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM dead_letters WHERE sluice_error LIKE "
+                            "'%invalid input syntax for type bigint%' AND v = 'not a number'"),
+            std::to_string(2000 - accepted));
+  const std::string err = read_file(dir / "stderr.txt");
+  size_t lines = 0;
+  for (size_t at = err.find("sent to the dead-letter queue"); at != std::string::npos;
+       at = err.find("sent to the dead-letter queue", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << err;
+  EXPECT_NE(err.find("1333 of 2000 records sent to the dead-letter queue"), std::string::npos)
+      << err;
+  std::filesystem::remove_all(dir);
 }
 
 // The destinations' side of the contract: an empty batch with a position commits the position.

@@ -49,7 +49,16 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
         "Store the source position in the destination, in the same transaction as each batch (table "
         "sluice_checkpoints, in the URL's database); on restart the pipeline resumes exactly after the "
         "last batch applied, so no change is applied twice.")
-        .with_default("false"));
+        .with_default("false"),
+    setting<&MysqlDestinationOptions::unrepresentable_values>(
+        "unrepresentable_values",
+        "What happens to a value MySQL cannot store: NaN or ±Infinity (DOUBLE), a date or "
+        "timestamp outside the years 0000 to 9999 (PostgreSQL's infinity among them), a time "
+        "beyond ±838:59:59. reject: the record is rejected, so it goes to the dead-letter queue "
+        "with on_error: dlq and stops the pipeline, naming the record and field, otherwise; null: "
+        "the column is set to NULL.")
+        .one_of("reject,null")
+        .with_default("reject"));
 
 Result<std::unique_ptr<Destination>> make_destination(const Settings& settings) {
   auto options = mysql_destination_options(settings);

@@ -19,6 +19,11 @@ namespace {
 
 const mysql::MysqlDialect kDialect;
 
+// What DATE/DATETIME hold: the years 0000 to 9999; TIME: ±838:59:59.999999.
+const int32_t kMinDay = days_from_civil(0, 1, 1);
+const int32_t kMaxDay = days_from_civil(9999, 12, 31);
+constexpr int64_t kMaxTime = (838 * 3600 + 59 * 60 + 59) * temporal::kMicrosPerSecond + 999999;
+
 // The writer: DDL before the batch's transaction, then each run as multi-row statements of
 // literals up to `max_statement_size`.
 class MysqlDestination final : public sql::KeyedSqlDestination {
@@ -82,6 +87,9 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
         mysql::classify_errno(conn_.last_errno()).connection_lost)
       conn_.reset();
   }
+
+  bool supports_savepoints() const noexcept override { return true; }
+  Status savepoint(std::string_view sql) override { return exec_plain(sql, "savepoint"); }
 
   // Runs a statement that returns no rows; on failure an error naming `what`.
   Status exec_plain(std::string_view sql, std::string_view what) {
@@ -205,10 +213,11 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
       case ValueKind::uint64: fmt::format_to(std::back_inserter(sql_), "{}", v.as_uint64()); break;
       case ValueKind::float64: {
         double d = v.as_double();
-        if (!std::isfinite(d)) {
-          sql_ += "NULL";  // MySQL's DOUBLE has no NaN or infinities
-          break;
-        }
+        if (!std::isfinite(d))  // MySQL's DOUBLE has no NaN or infinities
+          return unrepresentable(t, r, field,
+                                 std::isnan(d) ? "NaN"
+                                 : d > 0       ? "Infinity"
+                                               : "-Infinity");
         size_t at = sql_.size();
         fmt::format_to(std::back_inserter(sql_), "{}", d);
         // An exponent makes it a DOUBLE literal (a plain "0.1" would be parsed as DECIMAL).
@@ -228,10 +237,24 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
         sql_ += '\'';
         break;
       }
-      case ValueKind::date: conn_.append_quoted(sql_, format_date(v.as_date())); break;
-      case ValueKind::time: conn_.append_quoted(sql_, format_time(v.as_micros())); break;
+      case ValueKind::date:
+        if (v.as_date() < kMinDay || v.as_date() > kMaxDay)
+          return unrepresentable(t, r, field, "date " + format_date(v.as_date()));
+        conn_.append_quoted(sql_, format_date(v.as_date()));
+        break;
+      case ValueKind::time:
+        if (v.as_micros() > kMaxTime || v.as_micros() < -kMaxTime)
+          return unrepresentable(t, r, field, "time " + format_time(v.as_micros()));
+        conn_.append_quoted(sql_, format_time(v.as_micros()));
+        break;
       case ValueKind::timestamp:
-      case ValueKind::timestamptz: append_datetime(v.as_micros()); break;
+      case ValueKind::timestamptz: {
+        const int64_t day = temporal::split_timestamp(v.as_micros()).days;
+        if (day < kMinDay || day > kMaxDay)
+          return unrepresentable(t, r, field, "timestamp " + format_timestamp(v.as_micros()));
+        append_datetime(v.as_micros());
+        break;
+      }
       case ValueKind::timetz:
         conn_.append_quoted(sql_, format_timetz(v.as_micros(), v.tz_offset_seconds()));
         break;
@@ -249,6 +272,21 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
                             fmt::format("field \"{}\" has an unsupported value kind", field));
     }
     return ok_status();
+  }
+
+  // A value MySQL cannot store: NULL when the settings say so, else the record is rejected.
+  Status unrepresentable(const sql::SqlTable& t, const Record& r, std::string_view field,
+                         const std::string& what) {
+    if (settings_.unrepresentable_values == "null") {
+      sql_ += "NULL";
+      return ok_status();
+    }
+    return record_error(
+        t, r, Errc::data,
+        fmt::format("field \"{}\": MySQL cannot store {} (set unrepresentable_values: null to "
+                    "write NULL instead, or on_error: dlq to send such records to the dead-letter "
+                    "queue)",
+                    field, what));
   }
 
   Error statement_error(size_t first, size_t end) {

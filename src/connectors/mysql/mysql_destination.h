@@ -25,7 +25,7 @@
 //   bool         TINYINT(1)                         0 / 1
 //   int64        BIGINT                             decimal digits
 //   uint64       BIGINT UNSIGNED                    decimal digits
-//   float64      DOUBLE                             shortest round-trip form (NaN/±Inf → NULL)
+//   float64      DOUBLE                             shortest round-trip form (NaN/±Inf: below)
 //   decimal      DECIMAL(65,30) if it fits (≤ 35    quoted exact text; a decimal that does not fit
 //                integer and ≤ 30 fraction digits), (more digits, NaN, ±Infinity) creates LONGTEXT
 //                else LONGTEXT                      holding the exact text
@@ -41,6 +41,11 @@
 //   json         JSON (MariaDB: LONGTEXT + JSON_VALID check, which MariaDB's JSON alias is)
 //   array/object JSON                               the value encoded as JSON
 //   null         LONGTEXT when a column is created from a null
+//
+// Values MySQL cannot store — NaN and ±Infinity, a date or timestamp outside the years 0..9999
+// (PostgreSQL's ±infinity among them), a time beyond ±838:59:59.999999 — reject the record
+// (Errc::data, naming table, key and field: the dead-letter queue with on_error: dlq, else a stop),
+// or with `unrepresentable_values: null` set the column to NULL. Never an invented value.
 //
 // Key columns (PRIMARY KEY) need a bounded type: string → VARCHAR(255) utf8mb4_bin (exact,
 // case-sensitive comparison), bytes → VARBINARY(255), json/array/object → VARCHAR(255)
@@ -73,6 +78,9 @@ struct MysqlDestinationOptions {
   // Commit each batch's source position into table sluice_checkpoints (in the URL's database) in
   // the batch's transaction; stored_position() reads it back.
   bool checkpoint_in_destination = false;
+  // A value MySQL cannot store (NaN, ±Infinity, a year beyond 0..9999, a time beyond ±838 h):
+  // "reject" the record (Errc::data: the dead-letter queue or a stop) or write "null".
+  std::string unrepresentable_values = "reject";
 };
 
 // The destination's settings table (see mysql_connector.cc).

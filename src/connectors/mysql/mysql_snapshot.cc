@@ -101,7 +101,14 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     const size_t limit =
         size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
     std::string cols;
-    for (const auto& col : t.cols) cols += (cols.empty() ? "" : ", ") + quote_identifier(col.name);
+    for (size_t i = 0; i < t.cols.size(); ++i) {
+      if (!cols.empty()) cols += ", ";
+      // The text protocol writes a FLOAT with 6 significant digits, which loses precision; as a
+      // DOUBLE it comes exact, like the binlog's 4-byte value.
+      if (t.data_types[i] == "float")
+        cols += "CAST(" + quote_identifier(t.cols[i].name) + " AS DOUBLE)";
+      else cols += quote_identifier(t.cols[i].name);
+    }
     std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols,
                                   quote_identifier(t.db), quote_identifier(t.table));
     if (!t.key.empty()) {

@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "connectors/mysql/mysql_source_driver.h"
+#include "sluice/temporal.h"
 
 namespace sluice::mysql {
 
@@ -107,31 +108,11 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
     return type == "timestamp" ? Value::timestamptz(us) : Value::timestamp(us);
   }
   if (type == "time") {
-    // [-]HHH:MM:SS[.ffffff], possibly beyond 24 hours
+    // [-]HHH:MM:SS[.ffffff], possibly beyond 24 hours and negative
+    int64_t us;
     std::string_view x = s;
-    int64_t sign = 1;
-    if (!x.empty() && x[0] == '-') {
-      sign = -1;
-      x.remove_prefix(1);
-    }
-    int64_t h = 0, m = 0, sec = 0, frac = 0;
-    size_t c1 = x.find(':'), c2 = x.find(':', c1 + 1);
-    if (c1 == std::string_view::npos || c2 == std::string_view::npos) return bad();
-    std::string_view fs = x.substr(c2 + 1);
-    std::string_view fr;
-    if (size_t dot = fs.find('.'); dot != std::string_view::npos) {
-      fr = fs.substr(dot + 1);
-      fs = fs.substr(0, dot);
-    }
-    if (!parse_int(x.substr(0, c1), &h) || !parse_int(x.substr(c1 + 1, c2 - c1 - 1), &m) ||
-        !parse_int(fs, &sec))
-      return bad();
-    if (!fr.empty()) {
-      std::string f(fr);
-      f.resize(6, '0');
-      if (!parse_int(f, &frac)) return bad();
-    }
-    return Value::time(sign * ((h * 3600 + m * 60 + sec) * 1000000 + frac));
+    if (!temporal::parse_duration_prefix(x, &us) || !x.empty()) return bad();
+    return Value::time(us);
   }
   if (ci.json) return Value::json(arena.copy(s));
   if (ci.text == bl::ColumnInfo::Text::binary) return Value::bytes(arena.copy(s));

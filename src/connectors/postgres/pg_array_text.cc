@@ -23,13 +23,23 @@ class ArrayParser {
   Result<Value> parse(std::string_view text) {
     text_ = text;
     std::string_view s = text;
-    // Optional dimension decoration when a lower bound is not 1: "[0:1][1:2]={...}".
+    // Optional dimension decoration when a lower bound is not 1: "[0:1][1:2]={...}". An array
+    // value has no lower bound, so such an array cannot be represented: reading it as if it began
+    // at 1 would shift every element's subscript (the source marks the record for the
+    // dead-letter queue, or stops).
     if (!s.empty() && s.front() == '[') {
+      bool other_lower_bound = false;
       while (eat(s, '[')) {
-        if (!bound(s) || !eat(s, ':') || !bound(s) || !eat(s, ']'))
+        int64_t lower = 0;
+        if (!bound(s, &lower) || !eat(s, ':') || !bound(s, nullptr) || !eat(s, ']'))
           return bad("bad dimension decoration");
+        other_lower_bound = other_lower_bound || lower != 1;
       }
       if (!eat(s, '=')) return bad("expected '=' after dimensions");
+      if (other_lower_bound)
+        return bad(
+            "an array whose subscripts do not start at 1 cannot be represented (array values have "
+            "no lower bound)");
     }
     skip_ws(s);
     if (s.empty() || s.front() != '{') return bad("expected '{'");
@@ -41,13 +51,17 @@ class ArrayParser {
   }
 
  private:
-  static bool bound(std::string_view& s) {
-    if (!eat(s, '-')) eat(s, '+');
+  static bool bound(std::string_view& s, int64_t* value) {
+    const bool negative = eat(s, '-');
+    if (!negative) eat(s, '+');
     size_t n = 0;
+    int64_t v = 0;
     while (!s.empty() && is_digit(s.front()) && n < 10) {
+      v = v * 10 + (s.front() - '0');
       s.remove_prefix(1);
       ++n;
     }
+    if (value) *value = negative ? -v : v;
     return n > 0;
   }
 

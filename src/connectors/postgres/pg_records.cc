@@ -44,9 +44,22 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
     if (tv.kind == 'b')
       return Error(Errc::data, "pgoutput sent a binary value; sluice requests text format");
     auto v = text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
-    if (!v.ok())
-      return v.error().with_context(
+    if (!v.ok()) {
+      Error e = v.error().with_context(
           fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, cols[i].name));
+      if (e.code() != Errc::data) return e;
+      // A legal value sluice cannot represent (a timestamp beyond 294247 AD): skipping the change
+      // would lose it, so it stops the stream — unless the pipeline has a dead-letter queue,
+      // where the record goes with the raw value as text.
+      if (!st_->ctx.dead_letters)
+        return Error(Errc::data,
+                     e.message() +
+                         "; to go on, set on_error: dlq with a dlq destination: such records then "
+                         "go to the dead-letter queue, with the value as text");
+      if (poison_.empty()) poison_ = e.message();
+      b.add(cols[i].name, Value::string(batch.copy(tv.data)));
+      continue;
+    }
     b.add(cols[i].name, v.value());
   }
   *out = b.build();
@@ -88,7 +101,20 @@ Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op,
     }
     r.key = k.build();
   }
+  mark_poison(batch, r);
   return ok_status();
+}
+
+void PostgresDriver::mark_poison(Batch& batch, Record& r) {
+  if (poison_.empty()) return;
+  const uint32_t n = r.metadata.is_object() ? r.metadata.size() : 0;
+  ObjectBuilder m = batch.object(n + 1);
+  if (n)
+    for (const Field& f : r.metadata.fields()) m.add(f.name, f.value);
+  m.add(meta::kError, Value::string(batch.copy(poison_)));
+  r.metadata = m.build();
+  batch.add_source_reject();
+  poison_.clear();
 }
 
 // A truncate becomes one key-less delete per table, marked `truncate`; keyed destinations empty

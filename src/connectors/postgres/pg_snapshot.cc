@@ -122,6 +122,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
         st = tuple_to_object(batch, *copy_table_, tuple, true, &r.key);
       PQfreemem(buf);
       if (!st.ok()) return st.error();
+      mark_poison(batch, r);
       ++st_->snapshot_rows;
       continue;
     }

@@ -285,22 +285,13 @@ bool strip_bc(std::string_view& s) {
 // "YYYY-MM-DD" (4+ digit year, no sign) at the start of `s`; `bc` maps year y BC to 1 - y
 // (1 BC is year 0 of the proleptic Gregorian calendar).
 bool parse_ymd(std::string_view& s, bool bc, int32_t* days) {
-  size_t n = 0;
-  while (n < s.size() && is_digit(s[n])) ++n;
-  if (n < 4 || n > 9) return false;
-  int64_t y = 0;
-  for (size_t i = 0; i < n; ++i) y = y * 10 + (s[i] - '0');
-  s.remove_prefix(n);
-  if (s.size() < 6 || s[0] != '-' || !is_digit(s[1]) || !is_digit(s[2]) || s[3] != '-' ||
-      !is_digit(s[4]) || !is_digit(s[5]))
-    return false;
-  unsigned m = unsigned((s[1] - '0') * 10 + (s[2] - '0'));
-  unsigned d = unsigned((s[4] - '0') * 10 + (s[5] - '0'));
-  s.remove_prefix(6);
-  if (y == 0 || y > kMaxYear) return false;
-  if (bc) y = 1 - y;
-  if (m < 1 || m > 12 || d < 1 || d > temporal::days_in_month(y, m)) return false;
-  *days = days_from_civil(y, m, d);
+  // PostgreSQL writes 4 to 9 year digits (its dates end in 5874897 AD) and no year 0.
+  temporal::CivilDate c;
+  if (!temporal::parse_civil_prefix(s, 9, &c)) return false;
+  if (c.year == 0 || c.year > kMaxYear) return false;
+  if (bc) c.year = 1 - c.year;
+  if (c.day > temporal::days_in_month(c.year, c.month)) return false;
+  *days = days_from_civil(c.year, c.month, c.day);
   return true;
 }
 

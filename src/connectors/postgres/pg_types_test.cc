@@ -305,9 +305,20 @@ TEST_F(PgTypes, OneDimensionalArrays) {
   EXPECT_EQ(strings(conv(1009, "{a b ,c}")), (std::vector<std::string>{"a b", "c"}));
   EXPECT_EQ(strings(conv(1009, R"({a\,b,\NULL})")), (std::vector<std::string>{"a,b", "NULL"}));
 
-  Value deco = conv(1007, "[0:1]={1,2}");
+  // A decoration with the default lower bound is the plain array.
+  Value deco = conv(1007, "[1:2]={1,2}");
   ASSERT_EQ(deco.size(), 2u);
   EXPECT_EQ(deco.items()[0], Value::int64(1));
+}
+
+// Arrays have no lower bound: one that PostgreSQL starts elsewhere than 1 cannot be represented
+// (read as starting at 1, every subscript would shift), so it is a data error naming the value.
+TEST_F(PgTypes, ArraysWithAnotherLowerBoundAreRefused) {
+  for (const char* text : {"[0:2]={1,2,3}", "[-1:0]={1,2}", "[1:1][0:1]={{1,2}}"}) {
+    const std::string message = fail(1007, text);
+    EXPECT_NE(message.find(text), std::string::npos) << message;
+    EXPECT_NE(message.find("do not start at 1"), std::string::npos) << message;
+  }
 }
 
 TEST_F(PgTypes, MultiDimensionalArrays) {
@@ -323,7 +334,7 @@ TEST_F(PgTypes, MultiDimensionalArrays) {
   EXPECT_EQ(strings(t.items()[0]), (std::vector<std::string>{"a,b", "c\"d"}));
   EXPECT_EQ(strings(t.items()[1]), (std::vector<std::string>{"<null>", "NULL"}));
 
-  Value three = conv(1016, "[1:1][0:1][1:2]={{{1,2},{3,-4}}}");
+  Value three = conv(1016, "[1:1][1:2][1:2]={{{1,2},{3,-4}}}");
   ASSERT_EQ(three.size(), 1u);
   ASSERT_EQ(three.items()[0].size(), 2u);
   EXPECT_EQ(three.items()[0].items()[1].items()[1], Value::int64(-4));

@@ -276,6 +276,89 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
 
   std::unique_ptr<sql::SqlTable> make_table() override { return std::make_unique<PgTable>(); }
 
+  void forget() noexcept override { new_stages_.clear(); }
+
+  // One record of write_isolating in one round trip: SAVEPOINT, its statements with literal
+  // values (E'' strings: the same text COPY would send), RELEASE — a simple query, which stops at
+  // the first failing statement; then ROLLBACK TO it.
+  bool writes_guarded_records() const noexcept override { return true; }
+  Status write_guarded_record(size_t first, size_t end) override {
+    guarded_ = "SAVEPOINT sluice_record";
+    for (size_t k = first; k < end; ++k) {
+      const sql::PlannedRow& row = plan().row(k);
+      const sql::SqlTable& t = *row.table;
+      guarded_ += "; ";
+      auto literal = [&](const Value& v, std::string_view column) {
+        if (v.is_null() || v.is_absent()) {
+          guarded_ += "NULL";
+          return;
+        }
+        auto it = t.columns.find(std::string(column));
+        text_.clear();
+        append_value_text(text_, v,
+                          it == t.columns.end() ? ColClass::scalar : ColClass(it->second));
+        guarded_ += "E'";
+        for (char c : text_) {
+          if (c == '\'' || c == '\\') guarded_ += c;
+          guarded_ += c;
+        }
+        guarded_ += '\'';
+      };
+      if (row.action == sql::RowAction::remove) {
+        guarded_ += "DELETE FROM " + t.quoted + " WHERE ";
+        bool first_key = true;
+        for (const Field& f : plan().keys(row)) {
+          if (!first_key) guarded_ += " AND ";
+          first_key = false;
+          kDialect.append_identifier(guarded_, f.name);
+          guarded_ += " = ";
+          literal(f.value, f.name);
+        }
+        continue;
+      }
+      cols_.clear();
+      for (const Field& f : plan().keys(row)) cols_.push_back({f.name, true});
+      for (const Field& f : plan().columns(row))
+        if (!plan().is_key(row, f.name)) cols_.push_back({f.name, false});
+      kDialect.append_insert_head(guarded_, t.quoted, cols_);
+      guarded_ += " VALUES (";
+      bool first_value = true;
+      for (const Field& f : plan().keys(row)) {
+        if (!first_value) guarded_ += ", ";
+        first_value = false;
+        literal(f.value, f.name);
+      }
+      for (const Field& f : plan().columns(row)) {
+        if (plan().is_key(row, f.name)) continue;
+        guarded_ += ", ";
+        literal(f.value, f.name);
+      }
+      guarded_ += ')';
+      kDialect.append_upsert_tail(guarded_, cols_);
+    }
+    guarded_ += "; RELEASE SAVEPOINT sluice_record";
+    PgResult r(PQexec(conn_.get(), guarded_.c_str()));
+    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
+    Error e = failure(r.get(), plan().row(first).table, first, first + 1);
+    if (!conn_.ok() || e.code() != Errc::data) return e;
+    PgResult back(PQexec(conn_.get(),
+                         "ROLLBACK TO SAVEPOINT sluice_record; RELEASE SAVEPOINT sluice_record"));
+    if (!back || PQresultStatus(back.get()) != PGRES_COMMAND_OK)
+      return failure(back.get(), nullptr);
+    return e;
+  }
+  bool supports_savepoints() const noexcept override { return true; }
+  Status savepoint(std::string_view sql) override {
+    if (sql.starts_with("SAVEPOINT")) new_stages_.clear();
+    SLUICE_TRY(exec(std::string(sql), nullptr));
+    if (sql.starts_with("ROLLBACK")) {
+      // Staging tables created since the savepoint are gone with it.
+      for (auto& [t, shape] : new_stages_) t->stages.erase(shape);
+      new_stages_.clear();
+    }
+    return ok_status();
+  }
+
   Status load_columns(sql::SqlTable& t) override {
     static const std::string kSql =
         "SELECT a.attname, format_type(a.atttypid, a.atttypmod), ty.typcategory, ty.typname "
@@ -347,6 +430,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
           kDialect.quote_identifier(fmt::format("sluice_stage_{}", ++stage_counter_));
       SLUICE_TRY(exec(kDialect.create_stage(stage, t.quoted, cols_), &t));
       st = t.stages.emplace(shape_buf_, stage).first;
+      new_stages_.emplace_back(&t, shape_buf_);
     }
     const std::string& stage = st->second;
     const int64_t first_seq = seq_;
@@ -516,7 +600,9 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   std::vector<int>
       value_at_;  // per run column: -1-k for key k, else the index in the row's columns
   std::vector<ColClass> col_class_;
-  std::string shape_buf_, buf_, text_;
+  std::string shape_buf_, buf_, text_, guarded_;
+  // Staging tables created since the last SAVEPOINT (write_isolating), forgotten on ROLLBACK TO.
+  std::vector<std::pair<PgTable*, std::string>> new_stages_;
 };
 
 }  // namespace

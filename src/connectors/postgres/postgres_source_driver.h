@@ -116,6 +116,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only,
                          Value* out);
   Value metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc);
+  // After a record is built: when tuple_to_object kept a value it cannot represent as text
+  // (the pipeline has a dead-letter queue), marks the record for it (Batch::add_source_reject).
+  void mark_poison(Batch& batch, Record& r);
+  std::string poison_;  // why, for the record being built
 
   // settings
   std::string url_;

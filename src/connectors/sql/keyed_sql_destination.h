@@ -18,6 +18,14 @@
 //     any error: writer.abort() (ROLLBACK), catalogue dropped ──▶ done(error)
 //     a data error with isolate_rejected_rows: the batch replayed one row per statement, so that
 //     the error names the record the server rejects (and a batch that then passes is written)
+//
+//   write_isolating(batch) (on_error: dlq, after a data error): one transaction, a savepoint per
+//   record — SAVEPOINT, its rows one per statement, RELEASE; a data error: ROLLBACK TO it, the
+//   record reported as rejected — so a batch with many rejects costs one pass, not a halving
+//   against the server.
+//
+//   As a dead-letter queue (ConnectorContext::is_dead_letter_queue), each record's reason
+//   (metadata sluice.error) is written into a column `sluice_error`: tables keep no metadata.
 #pragma once
 
 #include <memory>
@@ -48,6 +56,9 @@ class KeyedSqlDestination : public Destination {
 
   Status open(const ConnectorContext& ctx) override;
   void write(Batch& batch, WriteDone done) override;
+  bool isolates_rejected_records() const noexcept override { return supports_savepoints(); }
+  Status write_isolating(Batch& batch, bool commit_position,
+                         std::vector<RejectedRecord>& rejected) override;
   bool stores_positions() const noexcept override { return options_.checkpoint_in_destination; }
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
   void close() noexcept override;
@@ -83,6 +94,19 @@ class KeyedSqlDestination : public Destination {
   virtual Result<std::optional<std::string>> load_position(std::string_view pipeline_id) = 0;
   // Drops what the writer caches besides the catalogue (prepared statements, staging tables).
   virtual void forget() noexcept {}
+  // Savepoints inside the batch's transaction (write_isolating): runs `sql` (SAVEPOINT x,
+  // RELEASE SAVEPOINT x, ROLLBACK TO SAVEPOINT x: the same text in every supported database).
+  virtual bool supports_savepoints() const noexcept { return false; }
+  virtual Status savepoint(std::string_view /*sql*/) {
+    return Error(Errc::unsupported, options_.destination + ": no savepoints");
+  }
+  // write_isolating's fast path, where the writer has one: the rows [first, end) of one record
+  // (upserts or deletes of an existing table that needs no new column) in one round trip inside
+  // SAVEPOINT sluice_record; on a data error rolled back to it, and the error returned.
+  virtual bool writes_guarded_records() const noexcept { return false; }
+  virtual Status write_guarded_record(size_t /*first*/, size_t /*end*/) {
+    return Error(Errc::unsupported, options_.destination + ": no guarded records");
+  }
 
   const BatchPlan& plan() const noexcept { return plan_; }
   Error record_error(const SqlTable& t, const Record& r, Errc code, std::string_view what,
@@ -94,10 +118,20 @@ class KeyedSqlDestination : public Destination {
   const Dialect& dialect_;
   KeyedSqlOptions options_;
   std::string pipeline_id_;
+  bool dead_letter_queue_ = false;
 
  private:
   Status write_batch(const Batch& batch, size_t max_rows);
   Status apply(const Batch& batch, size_t max_rows);
+  Status apply_isolating(const Batch& batch, bool commit_position,
+                         std::vector<RejectedRecord>& rejected);
+  // Writes rows [first, end) one per statement (upserts evolve the table first unless the
+  // dialect did that before the transaction).
+  Status write_rows(size_t first, size_t end, bool ddl_done);
+  // Whether one record's rows can take write_guarded_record.
+  bool guarded_fast_path(size_t first, size_t end);
+  // Dead-letter queue: copies each record's meta::kError into after.sluice_error.
+  void add_reason_column(Batch& batch);
   Result<SqlTable*> table_for(const Record& r);
   // Creates the table or adds the columns the run [first, end) needs.
   Status evolve(size_t first, size_t end);

@@ -133,6 +133,11 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     return ok_status();
   }
 
+  bool supports_savepoints() const noexcept override { return true; }
+  Status savepoint(std::string_view sql) override {
+    return db_.exec(std::string(sql), "savepoint");
+  }
+
   void abort() noexcept override {
     if (db_.get() && !sqlite3_get_autocommit(db_.get())) step_once(rollback_.get());
   }
