@@ -18,6 +18,13 @@
 //     any error: writer.abort() (ROLLBACK), catalogue dropped ──▶ done(error)
 //     a data error with isolate_rejected_rows: the batch replayed one row per statement, so that
 //     the error names the record the server rejects (and a batch that then passes is written)
+//
+// The connection probe (connectors/common/connection_probe.h, role "destination"): this layer
+// reports, for writers with a server connection, every (re)connect attempt and every failure
+// after which the writer dropped its connection. A connection is found lost only when a
+// statement fails on it, so between batches the probe shows the state of the last write; the
+// runtime's retries of the failed batch are the reconnect attempts, and the first that connects
+// counts in sluice_destination_reconnects_total.
 #pragma once
 
 #include <memory>
@@ -25,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/common/connection_probe.h"
 #include "connectors/record_template.h"
 #include "connectors/sql/batch_plan.h"
 #include "connectors/sql/dialect.h"
@@ -56,6 +64,9 @@ class KeyedSqlDestination : public Destination {
   // ── the writer: what depends on the database's client library ──
   // Connects (open) or reconnects (a write after a lost connection).
   virtual Status connect() = 0;
+  // Whether connect() reaches a server over a connection that can be lost: then the layer
+  // publishes the connection probe (sluice_destination_connected, …).
+  virtual bool has_server_connection() const noexcept { return true; }
   virtual bool connected() const noexcept = 0;
   virtual void disconnect() noexcept = 0;
   // Runs once connected in open(): e.g. creates the checkpoint table.
@@ -96,6 +107,10 @@ class KeyedSqlDestination : public Destination {
   std::string pipeline_id_;
 
  private:
+  // connect() unless connected, its outcome reported to the probe.
+  Status ensure_connected();
+  // After a failed statement: if the writer dropped its connection, the probe shows it down.
+  void note_failure() noexcept;
   Status write_batch(const Batch& batch, size_t max_rows);
   Status apply(const Batch& batch, size_t max_rows);
   Result<SqlTable*> table_for(const Record& r);
@@ -106,6 +121,7 @@ class KeyedSqlDestination : public Destination {
   TableCatalogue catalogue_;
   std::string schema_buf_, table_buf_;
   std::vector<ColumnDef> missing_;
+  ConnectionProbe probe_;
 };
 
 }  // namespace sluice::sql
