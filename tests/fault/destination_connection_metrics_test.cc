@@ -103,16 +103,14 @@ TEST(DestinationConnectionMetrics, PostgresShowsTheOutageThenCountsTheReconnect)
   ASSERT_TRUE(source.sql().exec("ALTER DATABASE " + db + " WITH ALLOW_CONNECTIONS false"));
   EXPECT_GE(terminate_sessions(source.sql(), db, target.sql().backend_pid()), 1);
   insert_rows(source, 101, 200);
-  EXPECT_TRUE(
-      wait_until([&] { return run.value("connected") == 0 && run.value("down_seconds") > 0; },
-                 60s, 50ms))
+  EXPECT_TRUE(wait_until(
+      [&] { return run.value("connected") == 0 && run.value("down_seconds") > 0; }, 60s, 50ms))
       << run.scrape() << run.p->stderr_text();
   EXPECT_EQ(run.value("reconnects_total"), 0) << run.scrape();
 
   ASSERT_TRUE(source.sql().exec("ALTER DATABASE " + db + " WITH ALLOW_CONNECTIONS true"));
   EXPECT_TRUE(wait_until(
-      [&] { return run.value("connected") == 1 && run.value("reconnects_total") == 1; }, 60s,
-      50ms))
+      [&] { return run.value("connected") == 1 && run.value("reconnects_total") == 1; }, 60s, 50ms))
       << run.scrape() << run.p->stderr_text();
   EXPECT_EQ(run.value("down_seconds"), 0) << run.scrape();
   run.converge_and_stop([&] { return test::read_pg_table(target.sql(), "public", "t", {"id"}); });
@@ -135,11 +133,11 @@ TEST(DestinationConnectionMetrics, MysqlCountsTheReconnectAfterItsSessionIsKille
       "SELECT id FROM information_schema.processlist WHERE db = '" + target.name() +
       "' AND id <> CONNECTION_ID() AND id <> " + std::to_string(target.sql().thread_id()));
   ASSERT_FALSE(sessions.empty());
-  for (const auto& row : sessions) ASSERT_TRUE(target.admin().exec("KILL " + row.at(0).value_or("0")));
+  for (const auto& row : sessions)
+    ASSERT_TRUE(target.admin().exec("KILL " + row.at(0).value_or("0")));
   insert_rows(source, 101, 200);
   EXPECT_TRUE(wait_until(
-      [&] { return run.value("reconnects_total") == 1 && run.value("connected") == 1; }, 60s,
-      50ms))
+      [&] { return run.value("reconnects_total") == 1 && run.value("connected") == 1; }, 60s, 50ms))
       << run.scrape() << run.p->stderr_text();
   EXPECT_EQ(run.value("down_seconds"), 0) << run.scrape();
   run.converge_and_stop([&] { return test::read_mysql_table(target.sql(), "t", {"id"}); });

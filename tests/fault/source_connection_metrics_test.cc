@@ -84,7 +84,8 @@ TEST(SourceConnectionMetrics, ATerminatedWalsenderIsCountedAsAReconnectAndThePip
   // The existing series are still there, unchanged in name and labels.
   body = scrape_metrics(port);
   EXPECT_GE(
-      metric_series(body, "sluice_records_written_total{pipeline=\"conn_metrics\",connector=\"sqlite\"}"),
+      metric_series(body,
+                    "sluice_records_written_total{pipeline=\"conn_metrics\",connector=\"sqlite\"}"),
       200)
       << body;
   // SQLite is an embedded file: no destination connection series for it.

@@ -1,9 +1,9 @@
 // The Kafka broker stops and starts again while PostgreSQL changes stream into it: the idempotent
 // producer's own in-order retries (within delivery.timeout) absorb the outage, the pipeline keeps
 // running and every change arrives; the destination's connection probe shows the outage and
-// counts the reconnect (sluice_destination_connected, _reconnects_total). Restarts the broker of SLUICE_TEST_KAFKA_BROKERS with
-// $SLUICE_SOURCE_DIR/scripts/services (environment inherited, so SLUICE_SERVICES_DIR and
-// SLUICE_KAFKA_PORT select a private broker): a serial test.
+// counts the reconnect (sluice_destination_connected, _reconnects_total). Restarts the broker of
+// SLUICE_TEST_KAFKA_BROKERS with $SLUICE_SOURCE_DIR/scripts/services (environment inherited, so
+// SLUICE_SERVICES_DIR and SLUICE_KAFKA_PORT select a private broker): a serial test.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -63,8 +63,8 @@ TEST(KafkaDestinationBrokerRestart, ChangesStreamingThroughABrokerRestartAllArri
   EXPECT_EQ(probe("connected"), 1) << test::scrape_metrics(port);
   EXPECT_EQ(probe("reconnects_total"), 0) << test::scrape_metrics(port);
   ASSERT_EQ(services("stop kafka"), 0);
-  EXPECT_TRUE(wait_until([&] { return probe("connected") == 0 && probe("down_seconds") > 0; },
-                         30s, 50ms))
+  EXPECT_TRUE(
+      wait_until([&] { return probe("connected") == 0 && probe("down_seconds") > 0; }, 30s, 50ms))
       << test::scrape_metrics(port) << p.stderr_text();
   // Changes keep coming while the broker is down.
   const uint64_t down_at = writer.steps();

@@ -89,8 +89,8 @@ TEST(KafkaSourceBrokerRestart, TheBrokerRestartsMidStreamAndEveryMessageStillArr
   EXPECT_EQ(probe("connected"), 1) << test::scrape_metrics(port);
   EXPECT_EQ(probe("reconnects_total"), 0) << test::scrape_metrics(port);
   ASSERT_EQ(services("stop kafka"), 0);
-  EXPECT_TRUE(wait_until([&] { return probe("connected") == 0 && probe("down_seconds") > 0; },
-                         30s, 50ms))
+  EXPECT_TRUE(
+      wait_until([&] { return probe("connected") == 0 && probe("down_seconds") > 0; }, 30s, 50ms))
       << test::scrape_metrics(port) << p.stderr_text();
   // The source notices, says so, and keeps running.
   EXPECT_TRUE(
