@@ -17,9 +17,11 @@ struct KafkaPipelineFile {
   size_t max_records = 1000;
   // More pipeline keys, YAML as written (on_error: "dlq", dlq: "{connector: file, ...}").
   std::map<std::string, std::string> pipeline_extra;
+  bool metrics = false;  // http on a free loopback port (support/metrics.h reads it)
 
   std::string yaml() const {
     PipelineFile f;
+    if (metrics) f.http = YamlMap().set("listen", "127.0.0.1:0");
     PipelineYaml& p = f.pipeline(id);
     ConnectorYaml& src =
         p.source("postgres").set("url", pg_url).set("tables", Yaml::strings(tables));
@@ -41,9 +43,11 @@ struct KafkaSourcePipelineFile {
   std::map<std::string, std::string> destination_settings;  // besides url
   size_t max_records = 1000;
   std::string brokers = kafka_brokers();
+  bool metrics = false;  // http on a free loopback port (support/metrics.h reads it)
 
   std::string yaml() const {
     PipelineFile f;
+    if (metrics) f.http = YamlMap().set("listen", "127.0.0.1:0");
     PipelineYaml& p = f.pipeline(id);
     ConnectorYaml& src =
         p.source("kafka").set("brokers", brokers).set("topics", Yaml::strings(topics));

@@ -8,33 +8,14 @@
 #include <mutex>
 
 #include "engine/progress.h"
+#include "runtime/memory_checkpoints_test.h"
 
 namespace sluice {
 namespace {
 
 using namespace std::chrono_literals;
 
-class MemoryCheckpoints final : public CheckpointStore {
- public:
-  Result<std::optional<std::string>> load(std::string_view id) override {
-    std::lock_guard l(mu);
-    auto it = saved.find(std::string(id));
-    if (it == saved.end()) return std::optional<std::string>();
-    return std::optional<std::string>(it->second);
-  }
-  Status save(std::string_view id, std::string_view pos) override {
-    std::lock_guard l(mu);
-    saved[std::string(id)] = std::string(pos);
-    return ok_status();
-  }
-  Status erase(std::string_view id) override {
-    std::lock_guard l(mu);
-    saved.erase(std::string(id));
-    return ok_status();
-  }
-  std::mutex mu;
-  std::map<std::string, std::string> saved;
-};
+using test::MemoryCheckpoints;
 
 // Emits `total` records (position = count so far), then reports idle forever (total < 0: never
 // ends, never idle before stop).

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "runtime/memory_checkpoints_test.h"
 #include "sluice/registry.h"
 #include "sluice/schema_change.h"
 
@@ -20,33 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class MemoryCheckpoints final : public CheckpointStore {
- public:
-  Result<std::optional<std::string>> load(std::string_view id) override {
-    std::lock_guard l(mu);
-    auto it = saved.find(std::string(id));
-    if (it == saved.end()) return std::optional<std::string>();
-    return std::optional<std::string>(it->second);
-  }
-  Status save(std::string_view id, std::string_view pos) override {
-    std::lock_guard l(mu);
-    saved[std::string(id)] = std::string(pos);
-    history.emplace_back(pos);
-    return ok_status();
-  }
-  Status erase(std::string_view id) override {
-    std::lock_guard l(mu);
-    saved.erase(std::string(id));
-    return ok_status();
-  }
-  std::vector<std::string> saves() {
-    std::lock_guard l(mu);
-    return history;
-  }
-  std::mutex mu;
-  std::map<std::string, std::string> saved;
-  std::vector<std::string> history;
-};
+using test::MemoryCheckpoints;
 
 // Emits `total` records, position = record number, one batch per read up to max_records.
 class CountingSource final : public Source {

@@ -73,10 +73,8 @@ class PostgresLog final : public LogSource {
            ", " + std::to_string(to) + ") g";
   }
   bool drop_replication_connection() override {
-    const std::string pid = db_.admin().scalar(
-        "SELECT active_pid FROM pg_replication_slots WHERE slot_name = " + sql_literal(slot_) +
-        " AND active");
-    return !pid.empty() && db_.admin().scalar("SELECT pg_terminate_backend(" + pid + ")") == "t";
+    return test::terminate_pg_backend(db_.admin(),
+                                      test::wait_for_walsender(db_.admin(), slot_, 0ms));
   }
 
  private:

@@ -230,19 +230,12 @@ TEST(PostgresFaults, DroppedReplicationConnectionIsRetriedWithoutLoss) {
   std::string last_pid;
   for (int round = 0; round < 4; ++round) {
     // Wait until the source streams again (a new walsender holds the slot), then cut it off.
-    std::string pid;
-    ASSERT_TRUE(wait_until(
-        [&] {
-          pid = db.sql().scalar(
-              "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_dropped' AND active");
-          return !pid.empty() && pid != last_pid;
-        },
-        30s))
-        << p.stderr_text();
+    const std::string pid = test::wait_for_walsender(db.sql(), "sluice_dropped", 30s, last_pid);
+    ASSERT_FALSE(pid.empty()) << p.stderr_text();
     last_pid = pid;
     const uint64_t at = writer.steps();
     ASSERT_TRUE(wait_until([&] { return writer.steps() >= at + 5; }, 30s));
-    if (db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")") == "t") ++terminated;
+    if (test::terminate_pg_backend(db.sql(), pid)) ++terminated;
   }
   const uint64_t at = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= at + 5; }, 30s));
@@ -281,18 +274,11 @@ TEST(PostgresFaults, ReconnectWaitsWhileTheDroppedConnectionStillHoldsTheSlot) {
   })) << p.stderr_text();
   int held = 0;
   for (int round = 0; round < 5 && held == 0; ++round) {
-    std::string pid;
-    ASSERT_TRUE(wait_until(
-        [&] {
-          pid = db.sql().scalar(
-              "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_busy_slot' AND active");
-          return !pid.empty();
-        },
-        30s))
-        << p.stderr_text();
+    const std::string pid = test::wait_for_walsender(db.sql(), "sluice_busy_slot", 30s);
+    ASSERT_FALSE(pid.empty()) << p.stderr_text();
     PGconn* holder = PQconnectdb((db.url() + "?replication=database").c_str());
     ASSERT_EQ(PQstatus(holder), CONNECTION_OK) << PQerrorMessage(holder);
-    ASSERT_EQ(db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")"), "t");
+    ASSERT_TRUE(test::terminate_pg_backend(db.sql(), pid));
     bool got = false;
     for (const auto until = std::chrono::steady_clock::now() + 5s;
          !got && std::chrono::steady_clock::now() < until;) {

@@ -2,11 +2,9 @@
 // source's walsender is terminated, and /metrics shows the source down or reconnected
 // (sluice_source_reconnects_total ≥ 1, connected again), while the pipeline converges.
 #include <gtest/gtest.h>
-#include <httplib.h>
-
-#include <regex>
 
 #include "integration/pg_harness.h"
+#include "support/metrics.h"
 #include "support/pipeline_file.h"
 #include "support/readers.h"
 
@@ -15,31 +13,9 @@ namespace {
 
 using e2e::Process;
 
-// The port the HTTP server logged (0 when it did not within ~5 s).
-int metrics_port(Process& p) {
-  std::smatch m;
-  for (int i = 0; i < 500; ++i) {
-    const std::string err = p.stderr_text();
-    if (std::regex_search(err, m, std::regex("127\\.0\\.0\\.1:([0-9]+)/metrics")))
-      return std::stoi(m[1]);
-    std::this_thread::sleep_for(10ms);
-  }
-  return 0;
-}
-
-std::string scrape(int port) {
-  httplib::Client client("127.0.0.1", port);
-  auto res = client.Get("/metrics");
-  return res && res->status == 200 ? res->body : std::string();
-}
-
-// The value of the series `name{labels}` in a scrape, or -1 when absent.
-double series(const std::string& body, const std::string& name_and_labels) {
-  const std::string head = name_and_labels + " ";
-  for (const std::string& l : lines_of(body))
-    if (starts_with(l, head)) return std::stod(l.substr(head.size()));
-  return -1;
-}
+using test::metric_series;
+using test::metrics_port;
+using test::scrape_metrics;
 
 TEST(SourceConnectionMetrics, ATerminatedWalsenderIsCountedAsAReconnectAndThePipelineConverges) {
   TestDb db("conn_metrics");
@@ -64,47 +40,40 @@ TEST(SourceConnectionMetrics, ATerminatedWalsenderIsCountedAsAReconnectAndThePip
   const std::string labels = "{pipeline=\"conn_metrics\",connector=\"postgres\"}";
   const std::string connected = "sluice_source_connected" + labels;
   const std::string reconnects = "sluice_source_reconnects_total" + labels;
-  std::string body = scrape(port);
+  std::string body = scrape_metrics(port);
   EXPECT_NE(body.find("# HELP sluice_source_connected "), std::string::npos) << body;
   EXPECT_NE(body.find("# TYPE sluice_source_connected gauge"), std::string::npos) << body;
   EXPECT_NE(body.find("# TYPE sluice_source_reconnects_total counter"), std::string::npos) << body;
   EXPECT_NE(body.find("# TYPE sluice_source_down_seconds gauge"), std::string::npos) << body;
   EXPECT_EQ(
-      series(
+      metric_series(
           body,
           "sluice_source_phase{pipeline=\"conn_metrics\",connector=\"postgres\",phase=\"stream\"}"),
       1)
       << body;
   EXPECT_EQ(
-      series(
+      metric_series(
           body,
           "sluice_source_phase{pipeline=\"conn_metrics\",connector=\"postgres\",phase=\"snapshot\"}"),
       0)
       << body;
-  EXPECT_EQ(series(body, reconnects), 0) << body;
+  EXPECT_EQ(metric_series(body, reconnects), 0) << body;
   // The stream opens on the first read after the snapshot; wait until the walsender is there.
-  std::string pid;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        pid = db.sql().scalar(
-            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = 'sluice_conn_metrics' AND active");
-        return !pid.empty();
-      },
-      30s))
-      << p.stderr_text();
-  EXPECT_TRUE(wait_until([&] { return series(scrape(port), connected) == 1; }, 10s))
-      << scrape(port);
+  const std::string pid = test::wait_for_walsender(db.sql(), "sluice_conn_metrics", 30s);
+  ASSERT_FALSE(pid.empty()) << p.stderr_text();
+  EXPECT_TRUE(wait_until([&] { return metric_series(scrape_metrics(port), connected) == 1; }, 10s))
+      << scrape_metrics(port);
 
-  ASSERT_EQ(db.sql().scalar("SELECT pg_terminate_backend(" + pid + ")"), "t");
+  ASSERT_TRUE(test::terminate_pg_backend(db.sql(), pid));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, g FROM generate_series(101, 200) g"));
   EXPECT_TRUE(wait_until(
       [&] {
-        body = scrape(port);
-        return series(body, reconnects) >= 1 && series(body, connected) == 1;
+        body = scrape_metrics(port);
+        return metric_series(body, reconnects) >= 1 && metric_series(body, connected) == 1;
       },
       60s, 100ms))
       << body << p.stderr_text();
-  EXPECT_EQ(series(body, "sluice_source_down_seconds" + labels), 0) << body;
+  EXPECT_EQ(metric_series(body, "sluice_source_down_seconds" + labels), 0) << body;
   EXPECT_TRUE(wait_until(
       [&] {
         auto rows = test::read_sqlite_table(dir / "out.db", "t", {"id"});
@@ -113,10 +82,14 @@ TEST(SourceConnectionMetrics, ATerminatedWalsenderIsCountedAsAReconnectAndThePip
       60s, 100ms))
       << p.stderr_text();
   // The existing series are still there, unchanged in name and labels.
-  body = scrape(port);
+  body = scrape_metrics(port);
   EXPECT_GE(
-      series(body, "sluice_records_written_total{pipeline=\"conn_metrics\",connector=\"sqlite\"}"),
+      metric_series(body,
+                    "sluice_records_written_total{pipeline=\"conn_metrics\",connector=\"sqlite\"}"),
       200)
+      << body;
+  // SQLite is an embedded file: no destination connection series for it.
+  EXPECT_EQ(body.find("sluice_destination_connected{pipeline=\"conn_metrics\""), std::string::npos)
       << body;
   EXPECT_TRUE(p.running()) << p.stderr_text();
   p.terminate();

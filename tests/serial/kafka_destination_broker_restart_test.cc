@@ -1,8 +1,9 @@
 // The Kafka broker stops and starts again while PostgreSQL changes stream into it: the idempotent
 // producer's own in-order retries (within delivery.timeout) absorb the outage, the pipeline keeps
-// running and every change arrives. Restarts the broker of SLUICE_TEST_KAFKA_BROKERS with
-// $SLUICE_SOURCE_DIR/scripts/services (environment inherited, so SLUICE_SERVICES_DIR and
-// SLUICE_KAFKA_PORT select a private broker): a serial test.
+// running and every change arrives; the destination's connection probe shows the outage and
+// counts the reconnect (sluice_destination_connected, _reconnects_total). Restarts the broker of
+// SLUICE_TEST_KAFKA_BROKERS with $SLUICE_SOURCE_DIR/scripts/services (environment inherited, so
+// SLUICE_SERVICES_DIR and SLUICE_KAFKA_PORT select a private broker): a serial test.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 
 #include "integration/pg_harness.h"
 #include "kafka_harness.h"
+#include "support/metrics.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -35,6 +37,7 @@ TEST(KafkaDestinationBrokerRestart, ChangesStreamingThroughABrokerRestartAllArri
   f.tables = {"public.t"};
   f.max_records = 200;
   f.destination_settings = {{"topic", topic}, {"delivery.timeout", "300s"}};
+  f.metrics = true;
   auto dir = e2e::make_temp_dir("kd-restart");
   e2e::write_file(dir / "p.yaml", f.yaml());
 
@@ -46,18 +49,32 @@ TEST(KafkaDestinationBrokerRestart, ChangesStreamingThroughABrokerRestartAllArri
       },
       5ms);
   Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
+  const int port = test::metrics_port(p);
+  ASSERT_GT(port, 0) << p.stderr_text();
+  const std::string labels = test::connector_labels("kd_broker_restart", "kafka");
+  auto probe = [&](const std::string& name) {
+    return test::metric_series(test::scrape_metrics(port), "sluice_destination_" + name + labels);
+  };
   ASSERT_TRUE(wait_for_checkpoint(
       p, dir, "kd_broker_restart", [](const std::string& c) { return starts_with(c, "cdc "); },
       120s))
       << p.stderr_text();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= 50; }, 60s));
+  EXPECT_EQ(probe("connected"), 1) << test::scrape_metrics(port);
+  EXPECT_EQ(probe("reconnects_total"), 0) << test::scrape_metrics(port);
   ASSERT_EQ(services("stop kafka"), 0);
+  EXPECT_TRUE(
+      wait_until([&] { return probe("connected") == 0 && probe("down_seconds") > 0; }, 30s, 50ms))
+      << test::scrape_metrics(port) << p.stderr_text();
   // Changes keep coming while the broker is down.
   const uint64_t down_at = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= down_at + 50; }, 60s));
   EXPECT_EQ(p.wait_for(10ms), -1) << "sluice exited while the broker was down:\n"
                                   << p.stderr_text();
   ASSERT_EQ(services("start kafka"), 0);
+  EXPECT_TRUE(wait_until([&] { return probe("connected") == 1 && probe("reconnects_total") >= 1; },
+                         60s, 50ms))
+      << test::scrape_metrics(port) << p.stderr_text();
   const uint64_t up_at = writer.steps();
   ASSERT_TRUE(wait_until([&] { return writer.steps() >= up_at + 50; }, 60s));
   writer.stop();

@@ -14,6 +14,7 @@
 
 #include "integration/pg_harness.h"
 #include "kafka_harness.h"
+#include "support/metrics.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -71,19 +72,35 @@ TEST(KafkaSourceBrokerRestart, TheBrokerRestartsMidStreamAndEveryMessageStillArr
   f.pg_url = db.url();
   f.source_settings = {{"start", "earliest"}};
   f.max_records = 200;
+  f.metrics = true;
   e2e::write_file(dir / "p.yaml", f.yaml());
 
   Process p({"run", "p.yaml"}, dir);
+  const int port = test::metrics_port(p);
+  ASSERT_GT(port, 0) << p.stderr_text();
+  // The source's connection probe (from librdkafka's error and statistics callbacks).
+  const std::string labels = test::connector_labels("ks_restart", "kafka");
+  auto probe = [&](const std::string& name) {
+    return test::metric_series(test::scrape_metrics(port), "sluice_source_" + name + labels);
+  };
   ASSERT_TRUE(wait_for_checkpoint(p, dir, "ks_restart", [](const std::string& c) {
     return !c.empty();
   })) << p.stderr_text();
+  EXPECT_EQ(probe("connected"), 1) << test::scrape_metrics(port);
+  EXPECT_EQ(probe("reconnects_total"), 0) << test::scrape_metrics(port);
   ASSERT_EQ(services("stop kafka"), 0);
+  EXPECT_TRUE(
+      wait_until([&] { return probe("connected") == 0 && probe("down_seconds") > 0; }, 30s, 50ms))
+      << test::scrape_metrics(port) << p.stderr_text();
   // The source notices, says so, and keeps running.
   EXPECT_TRUE(
       wait_until([&] { return p.stderr_text().find("still polling") != std::string::npos; }, 60s))
       << p.stderr_text();
   EXPECT_EQ(p.wait_for(0ms), -1) << p.stderr_text();
   ASSERT_EQ(services("start kafka"), 0);
+  EXPECT_TRUE(wait_until([&] { return probe("connected") == 1 && probe("reconnects_total") >= 1; },
+                         60s, 50ms))
+      << test::scrape_metrics(port) << p.stderr_text();
 
   auto second = changes(rng, 20000, 2000, 2, want);
   test::produce(topic, second);

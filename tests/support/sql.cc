@@ -145,6 +145,22 @@ std::string PgClient::scalar(const std::string& sql) {
   return rows.empty() || rows[0].empty() || !rows[0][0] ? std::string() : *rows[0][0];
 }
 
+std::string wait_for_walsender(PgClient& admin, const std::string& slot,
+                               std::chrono::milliseconds timeout, const std::string& other_than) {
+  const std::string sql =
+      "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '" + slot + "' AND active";
+  for (const auto until = std::chrono::steady_clock::now() + timeout;;) {
+    const std::string pid = admin.scalar(sql);
+    if (!pid.empty() && pid != other_than) return pid;
+    if (std::chrono::steady_clock::now() >= until) return "";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+bool terminate_pg_backend(PgClient& admin, const std::string& pid) {
+  return !pid.empty() && admin.scalar("SELECT pg_terminate_backend(" + pid + ")") == "t";
+}
+
 std::vector<std::string> drop_pg_slots(PgClient& admin, const std::string& db) {
   using namespace std::chrono_literals;
   std::vector<std::string> left;

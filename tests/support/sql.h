@@ -6,6 +6,7 @@
 #include <libpq-fe.h>
 #include <mysql.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,6 +70,16 @@ class PgClient {
 // Drops the replication slots of database `db` (terminating whoever holds them), retrying while a
 // just-stopped walsender still holds one. Returns the slots it could not drop.
 std::vector<std::string> drop_pg_slots(PgClient& admin, const std::string& db);
+
+// The pid of the walsender streaming from replication slot `slot`, waiting at most `timeout` for
+// the slot to be active under a pid other than `other_than` (after a reconnect: the new
+// walsender); "" when it was not.
+std::string wait_for_walsender(PgClient& admin, const std::string& slot,
+                               std::chrono::milliseconds timeout,
+                               const std::string& other_than = "");
+
+// pg_terminate_backend(pid); true when the server signalled it.
+bool terminate_pg_backend(PgClient& admin, const std::string& pid);
 
 // A PostgreSQL database of its own for one test, named exactly `name` (dropped first if it exists),
 // dropped with its replication slots at the end. `var`/`service`: which server.

@@ -8,6 +8,10 @@
 //   sluice_source_phase{pipeline,connector,phase=...}      1 for the current phase, else 0
 //
 // (`role` "destination" gives the same series named sluice_destination_*, without the phase.)
+//
+// Events may come from more than one thread (librdkafka serves its callbacks on whichever thread
+// polls, while open() runs on the pipeline's), so every field is an atomic; a connector still
+// reports from one thread at a time.
 #pragma once
 
 #include <atomic>
@@ -31,7 +35,7 @@ class ConnectionProbe {
     registration_.reset();
     connected_.store(0, std::memory_order_relaxed);
     down_since_ms_.store(now_ms(), std::memory_order_relaxed);
-    lost_ = false;
+    lost_.store(false, std::memory_order_relaxed);
     if (ctx.metrics == nullptr) return;
     const MetricLabels labels = ctx.metric_labels();
     const std::string p = "sluice_" + role + "_";
@@ -71,14 +75,14 @@ class ConnectionProbe {
 
   // The connection is up; counts a reconnect when it follows a loss (lost() or a failed attempt).
   void connected() noexcept {
-    if (lost_) reconnects_.fetch_add(1, std::memory_order_relaxed);
-    lost_ = false;
+    if (lost_.exchange(false, std::memory_order_relaxed))
+      reconnects_.fetch_add(1, std::memory_order_relaxed);
     connected_.store(1, std::memory_order_relaxed);
     down_since_ms_.store(0, std::memory_order_relaxed);
   }
   // The connection broke, or an attempt to (re)connect failed; the outage starts at the first.
   void lost() noexcept {
-    lost_ = true;
+    lost_.store(true, std::memory_order_relaxed);
     connected_.store(0, std::memory_order_relaxed);
     if (down_since_ms_.load(std::memory_order_relaxed) == 0)
       down_since_ms_.store(now_ms(), std::memory_order_relaxed);
@@ -107,7 +111,7 @@ class ConnectionProbe {
   std::atomic<uint64_t> reconnects_{0};
   std::atomic<int64_t> down_since_ms_{0};
   std::atomic<int> phase_{0};
-  bool lost_ = false;  // only the connector's thread reads and writes it
+  std::atomic<bool> lost_{false};  // a loss not yet followed by a connection
   MetricsRegistry::Registration registration_;
 };
 

@@ -1,6 +1,7 @@
 #include "connectors/kafka/kafka_common.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -136,6 +137,37 @@ Status check_reachable(rd_kafka_t* rk, std::string_view brokers,
                   "brokers are running and reachable",
                   brokers, timeout.count(), rd_kafka_err2str(err)),
       /*retriable=*/true);
+}
+
+std::optional<bool> any_broker_up(std::string_view stats_json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(stats_json.data(), stats_json.size()).get(doc) != simdjson::SUCCESS)
+    return std::nullopt;
+  simdjson::dom::object brokers;
+  if (doc["brokers"].get(brokers) != simdjson::SUCCESS) return std::nullopt;
+  bool named = false;
+  for (simdjson::dom::key_value_pair kv : brokers) {
+    std::string_view source, state;
+    if (kv.value["source"].get(source) == simdjson::SUCCESS && source == "internal") continue;
+    if (kv.value["state"].get(state) != simdjson::SUCCESS) continue;
+    named = true;
+    if (state == "UP") return true;
+  }
+  if (!named) return std::nullopt;
+  return false;
+}
+
+void report_broker_error(ConnectionProbe& probe, int err) noexcept {
+  if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN) probe.lost();
+}
+
+void report_broker_stats(ConnectionProbe& probe, std::string_view stats_json) {
+  const std::optional<bool> up = any_broker_up(stats_json);
+  if (!up) return;
+  if (*up) probe.connected();
+  // Before the first connection the client is down already (and that is no reconnect).
+  else if (probe.is_connected() != 0) probe.lost();
 }
 
 }  // namespace sluice::kafka

@@ -8,9 +8,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "connectors/common/connection_probe.h"
 #include "sluice/result.h"
 
 namespace sluice::kafka {
@@ -61,5 +63,28 @@ Error error_from(rd_kafka_resp_err_t err, std::string_view context);
 // Asks the cluster for its metadata within `timeout`; on failure a one-line connection error that
 // names the brokers and the fix ("check `brokers` and that Kafka is running").
 Status check_reachable(rd_kafka_t* rk, std::string_view brokers, std::chrono::milliseconds timeout);
+
+// ── The connection probe of the kafka source and destination (connection_probe.h) ──
+//
+// librdkafka connects, and reconnects, by itself; what it tells its client is:
+//   - the error callback: RD_KAFKA_RESP_ERR__TRANSPORT when one broker connection failed (others
+//     may still serve: not a loss of the connector), RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN when no
+//     broker connection is left (a loss, reported at once);
+//   - nothing when a connection comes back — only the statistics (statistics.interval.ms), which
+//     carry every broker's state. So the state is re-read from each statistics event: connected
+//     while at least one broker (bootstrap, learned or logical such as the group coordinator;
+//     never librdkafka's internal one) is UP, down when a connected client has none UP.
+// The statistics arrive every kBrokerStatsInterval (a default; rdkafka.statistics.interval.ms
+// overrides it, and 0 leaves only ALL_BROKERS_DOWN: the probe then never sees the return).
+inline constexpr const char* kBrokerStatsInterval = "1000";
+
+// Whether a librdkafka statistics document shows a broker UP; nullopt when it names no broker
+// (or is not such a document).
+std::optional<bool> any_broker_up(std::string_view stats_json);
+
+// Error callback → probe: ALL_BROKERS_DOWN is a loss.
+void report_broker_error(ConnectionProbe& probe, int err) noexcept;
+// Statistics callback → probe (see above).
+void report_broker_stats(ConnectionProbe& probe, std::string_view stats_json);
 
 }  // namespace sluice::kafka

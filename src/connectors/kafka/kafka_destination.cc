@@ -170,7 +170,10 @@ void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
   else if (level <= 6) spdlog::info("kafka destination: librdkafka {}: {}", fac, buf);
   else spdlog::debug("kafka destination: librdkafka {}: {}", fac, buf);
 }
-void error_cb(rd_kafka_t* rk, int err, const char* reason, void*) {
+// The handle's opaque is the destination's connection probe (kafka_common.h: what librdkafka's
+// error and statistics callbacks say about the brokers); both are served by the poller thread.
+void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  if (opaque != nullptr) kafka::report_broker_error(*static_cast<ConnectionProbe*>(opaque), err);
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[512];
     rd_kafka_fatal_error(rk, why, sizeof why);
@@ -178,6 +181,13 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void*) {
     return;
   }
   spdlog::debug("kafka destination: {} ({})", reason, rd_kafka_err2name(rd_kafka_resp_err_t(err)));
+}
+
+int stats_cb(rd_kafka_t*, char* json, size_t json_len, void* opaque) {
+  if (opaque != nullptr)
+    kafka::report_broker_stats(*static_cast<ConnectionProbe*>(opaque),
+                               std::string_view(json, json_len));
+  return 0;  // librdkafka frees the document
 }
 
 class KafkaDestination;
@@ -240,6 +250,7 @@ class KafkaDestination final : public Destination {
   std::atomic<bool> waiting_for_space_{false};  // write() waits for librdkafka's queue to drain
   std::string scratch_;                         // one message being encoded (writer thread)
   bool closed_ = false;
+  ConnectionProbe probe_;  // sluice_destination_connected{…,connector="kafka"}, …
 };
 
 Status KafkaDestination::open(const ConnectorContext& ctx) {
@@ -258,6 +269,7 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
       {"batch.num.messages", std::to_string(o_.batch_num_messages)},
       {"message.timeout.ms", std::to_string(o_.delivery_timeout.count())},
       {"queue.buffering.max.kbytes", "65536"},
+      {"statistics.interval.ms", kafka::kBrokerStatsInterval},  // broker state for the probe
   };
   if (o_.acks == "all") defaults["enable.idempotence"] = "true";
   if (o_.transactions) {
@@ -281,6 +293,11 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
   rd_kafka_conf_set_dr_msg_cb(conf->get(), &KafkaDestination::on_delivery);
   rd_kafka_conf_set_log_cb(conf->get(), &log_cb);
   rd_kafka_conf_set_error_cb(conf->get(), &error_cb);
+  rd_kafka_conf_set_stats_cb(conf->get(), &stats_cb);
+  // The opaque (make_conf's connector name, read only by its log callback, replaced by log_cb
+  // above) becomes the probe for the error and statistics callbacks.
+  rd_kafka_conf_set_opaque(conf->get(), &probe_);
+  probe_.register_into(ctx, "destination", /*with_phase=*/false);
   if (!o_.rdkafka.count("log_level")) (void)kafka::set_property(conf->get(), "log_level", "2");
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
@@ -288,6 +305,7 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
   (void)conf->release();  // owned by the handle now
   rk_.reset(rk);
   if (Status st = kafka::check_reachable(rk_.get(), o_.brokers, 10s); !st.ok()) return st;
+  probe_.connected();
   if (!o_.rdkafka.count("log_level")) rd_kafka_set_log_level(rk_.get(), 6);
   stop_ = false;
   poller_ = std::thread([this] {
@@ -649,6 +667,7 @@ void KafkaDestination::close() noexcept {
   for (auto& [name, t] : topics_) rd_kafka_topic_destroy(t);
   topics_.clear();
   rk_.reset();
+  probe_.unregister();
 }
 
 Result<std::optional<std::string>> KafkaDestination::stored_position(std::string_view pipeline_id) {

@@ -127,6 +127,7 @@ class KafkaSource final : public Source {
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
   void on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets);
   void on_error(rd_kafka_resp_err_t err, const char* reason);
+  void on_stats(std::string_view json) { kafka::report_broker_stats(probe_, json); }
 
  private:
   Status handle_message(const rd_kafka_message_t& m, Batch& batch);
@@ -179,6 +180,10 @@ class KafkaSource final : public Source {
   Offsets committed_;  // what was last sent to the group
   std::string last_acked_;
   bool closed_ = false;
+
+  // sluice_source_connected{…,connector="kafka"}, …: from check_reachable in open(), then from
+  // the error and statistics callbacks (kafka_common.h). No phase series: there is no snapshot.
+  ConnectionProbe probe_;
 };
 
 void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
@@ -199,6 +204,11 @@ void rebalance_cb(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partit
 
 void error_cb(rd_kafka_t*, int err, const char* reason, void*) {
   if (t_current != nullptr) t_current->on_error(rd_kafka_resp_err_t(err), reason);
+}
+
+int stats_cb(rd_kafka_t*, char* json, size_t json_len, void*) {
+  if (t_current != nullptr) t_current->on_stats(std::string_view(json, json_len));
+  return 0;  // librdkafka frees the document
 }
 
 void commit_cb(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets,
@@ -311,6 +321,7 @@ void KafkaSource::on_commit(rd_kafka_resp_err_t err, rd_kafka_topic_partition_li
 }
 
 void KafkaSource::on_error(rd_kafka_resp_err_t err, const char* reason) {
+  kafka::report_broker_error(probe_, err);
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char buf[512];
     rd_kafka_resp_err_t orig = rd_kafka_fatal_error(rk_.get(), buf, sizeof buf);
@@ -374,6 +385,7 @@ Status KafkaSource::open(const ConnectorContext& ctx,
       // After a crash the group waits for the dead member's session to expire before it assigns
       // the partitions again: keep that short (the broker's minimum is 6 s by default).
       {"session.timeout.ms", "10000"},
+      {"statistics.interval.ms", kafka::kBrokerStatsInterval},  // broker state for the probe
   };
   auto conf = kafka::make_conf(brokers_, "kafka source", defaults, properties_);
   if (!conf.ok()) return std::move(conf).error();
@@ -391,6 +403,8 @@ Status KafkaSource::open(const ConnectorContext& ctx,
   rd_kafka_conf_set_rebalance_cb(conf->get(), &rebalance_cb);
   rd_kafka_conf_set_offset_commit_cb(conf->get(), &commit_cb);
   rd_kafka_conf_set_error_cb(conf->get(), &error_cb);
+  rd_kafka_conf_set_stats_cb(conf->get(), &stats_cb);
+  probe_.register_into(ctx, "source", /*with_phase=*/false);
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof err);
   if (rk == nullptr)
@@ -399,6 +413,7 @@ Status KafkaSource::open(const ConnectorContext& ctx,
   rk_.reset(rk);
 
   if (Status st = kafka::check_reachable(rk, brokers_, connect_timeout_); !st.ok()) return st;
+  probe_.connected();
 
   // Named topics must exist (a regex may match nothing yet).
   std::vector<std::string> named;
@@ -618,6 +633,7 @@ void KafkaSource::close() noexcept {
   }
   std::lock_guard relock(commit_mu_);
   rk_.reset();
+  probe_.unregister();
 }
 
 // Deletes the consumer group when sluice named it (sluice-<pipeline id>); a group given in `group`

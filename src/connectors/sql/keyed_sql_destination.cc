@@ -21,13 +21,29 @@ KeyedSqlDestination::KeyedSqlDestination(const Dialect& dialect, KeyedSqlOptions
 Status KeyedSqlDestination::open(const ConnectorContext& ctx) {
   pipeline_id_ = ctx.pipeline_id;
   dead_letter_queue_ = ctx.is_dead_letter_queue;
-  SLUICE_TRY(connect());
-  return prepare_session();
+  if (has_server_connection()) probe_.register_into(ctx, "destination", /*with_phase=*/false);
+  SLUICE_TRY(ensure_connected());
+  Status s = prepare_session();
+  if (!s) note_failure();
+  return s;
 }
 
 void KeyedSqlDestination::close() noexcept {
   forget_tables();
   disconnect();
+  probe_.unregister();
+}
+
+Status KeyedSqlDestination::ensure_connected() {
+  if (connected()) return ok_status();
+  Status s = connect();
+  if (s) probe_.connected();
+  else probe_.lost();
+  return s;
+}
+
+void KeyedSqlDestination::note_failure() noexcept {
+  if (!connected()) probe_.lost();
 }
 
 void KeyedSqlDestination::forget_tables() noexcept {
@@ -38,8 +54,10 @@ void KeyedSqlDestination::forget_tables() noexcept {
 Result<std::optional<std::string>> KeyedSqlDestination::stored_position(
     std::string_view pipeline_id) {
   if (!options_.checkpoint_in_destination) return std::optional<std::string>();
-  if (!connected()) SLUICE_TRY(connect());
-  return load_position(pipeline_id);
+  SLUICE_TRY(ensure_connected());
+  auto position = load_position(pipeline_id);
+  if (!position) note_failure();
+  return position;
 }
 
 void KeyedSqlDestination::write(Batch& batch, WriteDone done) {
@@ -60,10 +78,11 @@ Status KeyedSqlDestination::write_batch(const Batch& batch, size_t max_rows) {
   // contract, sluice/connector.h): processors may have emptied it.
   if (batch.empty() && !(options_.checkpoint_in_destination && batch.has_position()))
     return ok_status();
-  if (!connected()) SLUICE_TRY(connect());
+  SLUICE_TRY(ensure_connected());
   Status s = apply(batch, max_rows);
   if (!s) {
     abort();
+    note_failure();
     // DDL of the failed batch may be undone too: forget what the cache learnt from it.
     forget_tables();
   }
@@ -122,10 +141,11 @@ void KeyedSqlDestination::add_reason_column(Batch& batch) {
 Status KeyedSqlDestination::write_isolating(Batch& batch, bool commit_position,
                                             std::vector<RejectedRecord>& rejected) {
   rejected.clear();
-  if (!connected()) SLUICE_TRY(connect());
+  SLUICE_TRY(ensure_connected());
   Status s = apply_isolating(batch, commit_position, rejected);
   if (!s) {
     abort();
+    note_failure();
     forget_tables();
     rejected.clear();
   }

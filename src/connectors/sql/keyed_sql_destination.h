@@ -26,6 +26,13 @@
 //
 //   As a dead-letter queue (ConnectorContext::is_dead_letter_queue), each record's reason
 //   (metadata sluice.error) is written into a column `sluice_error`: tables keep no metadata.
+//
+// The connection probe (connectors/common/connection_probe.h, role "destination"): this layer
+// reports, for writers with a server connection, every (re)connect attempt and every failure
+// after which the writer dropped its connection. A connection is found lost only when a
+// statement fails on it, so between batches the probe shows the state of the last write; the
+// runtime's retries of the failed batch are the reconnect attempts, and the first that connects
+// counts in sluice_destination_reconnects_total.
 #pragma once
 
 #include <memory>
@@ -33,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/common/connection_probe.h"
 #include "connectors/record_template.h"
 #include "connectors/sql/batch_plan.h"
 #include "connectors/sql/dialect.h"
@@ -67,6 +75,9 @@ class KeyedSqlDestination : public Destination {
   // ── the writer: what depends on the database's client library ──
   // Connects (open) or reconnects (a write after a lost connection).
   virtual Status connect() = 0;
+  // Whether connect() reaches a server over a connection that can be lost: then the layer
+  // publishes the connection probe (sluice_destination_connected, …).
+  virtual bool has_server_connection() const noexcept { return true; }
   virtual bool connected() const noexcept = 0;
   virtual void disconnect() noexcept = 0;
   // Runs once connected in open(): e.g. creates the checkpoint table.
@@ -121,6 +132,10 @@ class KeyedSqlDestination : public Destination {
   bool dead_letter_queue_ = false;
 
  private:
+  // connect() unless connected, its outcome reported to the probe.
+  Status ensure_connected();
+  // After a failed statement: if the writer dropped its connection, the probe shows it down.
+  void note_failure() noexcept;
   Status write_batch(const Batch& batch, size_t max_rows);
   Status apply(const Batch& batch, size_t max_rows);
   Status apply_isolating(const Batch& batch, bool commit_position,
@@ -140,6 +155,7 @@ class KeyedSqlDestination : public Destination {
   TableCatalogue catalogue_;
   std::string schema_buf_, table_buf_;
   std::vector<ColumnDef> missing_;
+  ConnectionProbe probe_;
 };
 
 }  // namespace sluice::sql

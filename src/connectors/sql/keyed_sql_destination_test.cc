@@ -1,11 +1,14 @@
 // The shared transaction flow of KeyedSqlDestination, against a scripted writer: the order of
 // BEGIN / DDL / runs / checkpoint / COMMIT, the schema pass of a dialect whose DDL commits,
-// skipped deletes of missing tables, rollback and the dropped catalogue, one-row isolation.
+// skipped deletes of missing tables, rollback and the dropped catalogue, one-row isolation, the
+// connection probe (sluice_destination_connected, …).
 #include "connectors/sql/keyed_sql_destination.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "connectors/mysql/mysql_dialect.h"
@@ -24,6 +27,9 @@ class ScriptedWriter final : public KeyedSqlDestination {
   std::vector<std::string> created;   // tables created by the destination ("id", "v")
   size_t fail_runs_longer_than = SIZE_MAX;
   bool fail_every_run = false;
+  bool drop_connection_on_abort = false;  // the failure was a lost connection
+  int refuse_connects = 0;                // the next n connect() calls fail
+  bool server = true;                     // has_server_connection()
 
  private:
   static KeyedSqlOptions options(bool isolate) {
@@ -36,9 +42,14 @@ class ScriptedWriter final : public KeyedSqlDestination {
   }
   Status connect() override {
     log.push_back("connect");
+    if (refuse_connects > 0) {
+      --refuse_connects;
+      return Error(Errc::connection, "scripted destination: connection refused", true);
+    }
     connected_ = true;
     return ok_status();
   }
+  bool has_server_connection() const noexcept override { return server; }
   bool connected() const noexcept override { return connected_; }
   void disconnect() noexcept override { connected_ = false; }
   Status begin() override {
@@ -49,7 +60,10 @@ class ScriptedWriter final : public KeyedSqlDestination {
     log.push_back("commit");
     return ok_status();
   }
-  void abort() noexcept override { log.push_back("abort"); }
+  void abort() noexcept override {
+    log.push_back("abort");
+    if (drop_connection_on_abort) connected_ = false;
+  }
   Status load_columns(SqlTable& t) override {
     log.push_back("load " + t.name);
     t.columns.clear();
@@ -187,6 +201,63 @@ TEST(KeyedSqlDestinationTest, RejectedMultiRowStatementIsReplayedOneRowPerStatem
   plain.existing = {"t"};
   plain.fail_runs_longer_than = 1;
   EXPECT_FALSE(write(plain, b).ok());
+}
+
+ConnectorContext probe_context(MetricsRegistry& metrics) {
+  ConnectorContext ctx;
+  ctx.pipeline_id = "p";
+  ctx.connector = "scripted";
+  ctx.metrics = &metrics;
+  return ctx;
+}
+
+double probe_value(const MetricsRegistry& m, const std::string& name) {
+  return m.sum("sluice_destination_" + name, {{"pipeline", "p"}, {"connector", "scripted"}});
+}
+
+TEST(KeyedSqlDestinationTest, TheConnectionProbeShowsALossUntilAReconnectSucceeds) {
+  sqlite::SqliteDialect dialect;
+  ScriptedWriter w(dialect, false);
+  MetricsRegistry metrics;
+  ASSERT_TRUE(w.open(probe_context(metrics)).ok());
+  EXPECT_EQ(probe_value(metrics, "connected"), 1);
+  EXPECT_EQ(probe_value(metrics, "reconnects_total"), 0);
+  EXPECT_EQ(probe_value(metrics, "down_seconds"), 0);
+
+  // A data error on a live connection is no loss.
+  Batch b;
+  add(b, Operation::create, "t", 1);
+  w.fail_every_run = true;
+  EXPECT_FALSE(write(w, b).ok());
+  EXPECT_EQ(probe_value(metrics, "connected"), 1);
+  // A failure after which the writer dropped its connection is, and so is a refused reconnect.
+  w.drop_connection_on_abort = true;
+  EXPECT_FALSE(write(w, b).ok());
+  EXPECT_EQ(probe_value(metrics, "connected"), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the outage has a length
+  EXPECT_GT(probe_value(metrics, "down_seconds"), 0);
+  w.fail_every_run = false;
+  w.refuse_connects = 1;
+  EXPECT_FALSE(write(w, b).ok());
+  EXPECT_EQ(probe_value(metrics, "connected"), 0);
+  EXPECT_EQ(probe_value(metrics, "reconnects_total"), 0);
+  // The retry connects: up again, one reconnect.
+  EXPECT_TRUE(write(w, b).ok());
+  EXPECT_EQ(probe_value(metrics, "connected"), 1);
+  EXPECT_EQ(probe_value(metrics, "reconnects_total"), 1);
+  EXPECT_EQ(probe_value(metrics, "down_seconds"), 0);
+  w.close();
+  EXPECT_TRUE(metrics.values("sluice_destination_connected").empty());
+}
+
+TEST(KeyedSqlDestinationTest, AWriterWithoutAServerConnectionPublishesNoProbe) {
+  sqlite::SqliteDialect dialect;
+  ScriptedWriter w(dialect, false);
+  w.server = false;
+  MetricsRegistry metrics;
+  ASSERT_TRUE(w.open(probe_context(metrics)).ok());
+  EXPECT_TRUE(metrics.values("sluice_destination_connected").empty());
+  EXPECT_TRUE(metrics.values("sluice_destination_reconnects_total").empty());
 }
 
 }  // namespace

@@ -110,6 +110,9 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
   }
 
   bool connected() const noexcept override { return db_.get() != nullptr; }
+  // An embedded file opened in this process: there is no server connection to lose, so no
+  // sluice_destination_connected series (a failed write is a file or lock error, seen as such).
+  bool has_server_connection() const noexcept override { return false; }
 
   void disconnect() noexcept override {
     begin_ = sqlite::Stmt();
