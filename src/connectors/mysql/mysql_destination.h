@@ -73,6 +73,8 @@ struct MysqlDestinationOptions {
   // Commit each batch's source position into table sluice_checkpoints (in the URL's database) in
   // the batch's transaction; stored_position() reads it back.
   bool checkpoint_in_destination = false;
+  bool keep_dropped_columns = false;  // schema.keep_dropped_columns
+  std::string reconcile = "sweep";    // snapshot.reconcile: sweep | truncate | none
 };
 
 // The destination's settings table (see mysql_connector.cc).

@@ -32,6 +32,7 @@ class ScriptedWriter final : public KeyedSqlDestination {
     o.table = RecordTemplate::parse("{{table}}").value();
     o.checkpoint_in_destination = true;
     o.isolate_rejected_rows = isolate;
+    o.reconcile = Reconcile::none;  // no sweep-table look-ups in the logs below
     return o;
   }
   Status connect() override {
