@@ -43,10 +43,11 @@ class FieldExclude final : public Processor {
 
   Status process(Batch& batch) override {
     Arena& arena = batch.arena();
-    bool any_dropped = false;
-    for (Record& r : batch.records()) {
+    dropped_.clear();
+    for (size_t i = 0; i < batch.records().size(); ++i) {
+      Record& r = batch.records()[i];
       if (r.op == Operation::schema) {
-        any_dropped |= edit_schema_change(batch, r);
+        if (edit_schema_change(batch, r)) dropped_.push_back(i);
         continue;
       }
       if (is_control(r.op)) continue;  // markers pass unchanged
@@ -66,8 +67,20 @@ class FieldExclude final : public Processor {
         edit_object(arena, record_part(r, g.part), g.parent, exclude);
       }
     }
-    if (any_dropped)
-      std::erase_if(batch.records(), [](const Record& r) { return r.op == Operation::schema && r.after.is_absent(); });
+    if (!dropped_.empty()) {
+      // One stable pass; the batch position still covers the removed records.
+      auto& records = batch.records();
+      size_t out = 0, next = 0;
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (next < dropped_.size() && dropped_[next] == i) {
+          ++next;
+          continue;
+        }
+        if (out != i) records[out] = records[i];
+        ++out;
+      }
+      records.resize(out);
+    }
     return ok_status();
   }
 
@@ -82,16 +95,13 @@ class FieldExclude final : public Processor {
   }
 
   // A schema change of an excluded column never reaches the destination (it would create or
-  // backfill the column the processor keeps out): the record's `after` is cleared for removal
-  // (returns true). A rename to an excluded name is, for the destination, a drop.
+  // backfill the column the processor keeps out): true, the record is removed. A rename to an
+  // excluded name is, for the destination, a drop.
   bool edit_schema_change(Batch& batch, Record& r) const {
     auto change = schema_change_of(r);
     if (!change) return false;  // malformed: the destination names the problem
     const SchemaChange& c = change.value();
-    if (excluded_column(c.column)) {
-      r.after = Value();
-      return true;
-    }
+    if (excluded_column(c.column)) return true;
     if (c.kind == SchemaChangeKind::rename_column && excluded_column(c.to)) {
       SchemaChange drop;
       drop.kind = SchemaChangeKind::drop_column;
@@ -103,6 +113,7 @@ class FieldExclude final : public Processor {
 
   std::vector<ExcludeGroup> groups_;
   std::vector<RecordPart> whole_parts_;
+  std::vector<size_t> dropped_;  // indexes of the schema records removed from this batch
 };
 
 Result<std::unique_ptr<Processor>> make_field_exclude(const Settings& s) {
