@@ -78,8 +78,7 @@ class FieldRename final : public Processor {
       for (Record& r : batch.records()) {
         if (r.op == Operation::schema && g.part == RecordPart::after && g.parent.empty())
           rename_in_schema_change(batch, r, g);
-        else if (!is_control(r.op))
-          edit_object(arena, record_part(r, g.part), g.parent, rename);
+        else if (!is_control(r.op)) edit_object(arena, record_part(r, g.part), g.parent, rename);
       }
     }
     return ok_status();

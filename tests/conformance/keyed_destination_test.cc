@@ -470,9 +470,9 @@ TEST_P(KeyedDestinationContract, SchemaChangesApplyInOrderWithTheRowsAndReplayTh
 }
 
 TEST_P(KeyedDestinationContract, KeptDroppedColumnReAddedNeverShowsItsOldValues) {
-  const std::string changes =
-      create(1, "a", 1) + create(2, "b", 2) + schema(R"({"change":"drop_column","column":"n"})") +
-      record("create", "items", id_key(3), R"({"id":3,"v":"c"})");
+  const std::string changes = create(1, "a", 1) + create(2, "b", 2) +
+                              schema(R"({"change":"drop_column","column":"n"})") +
+                              record("create", "items", id_key(3), R"({"id":3,"v":"c"})");
   PipelineFile keep = pipeline();
   keep.pipeline(kId).destination_.set("schema.keep_dropped_columns", true);
   run(changes, keep);
@@ -503,12 +503,12 @@ TEST_P(KeyedDestinationContract, MalformedSchemaChangeStopsWithAnErrorNamingTheT
 
 TEST_P(KeyedDestinationContract, UpdateThatMovesTheKeyKeepsTheColumnsTheSourceDidNotSend) {
   // After images without v (an unchanged TOAST value the source did not send).
-  const std::string changes = create(1, "a", 1) + create(2, "b", 2) +
-                              record("update", "items", id_key(1), R"({"id":101,"n":5})") +
-                              record("update", "items", id_key(102), R"({"id":102,"n":6})",
-                                     R"({"id":2,"n":2})") +
-                              // the old row is not there: the new one is written as sent
-                              record("update", "items", id_key(7), R"({"id":107,"v":"z"})");
+  const std::string changes =
+      create(1, "a", 1) + create(2, "b", 2) +
+      record("update", "items", id_key(1), R"({"id":101,"n":5})") +
+      record("update", "items", id_key(102), R"({"id":102,"n":6})", R"({"id":2,"n":2})") +
+      // the old row is not there: the new one is written as sent
+      record("update", "items", id_key(7), R"({"id":107,"v":"z"})");
   const Rows want{row({"101", "a", "5"}), row({"102", "b", "6"}), row({"107", "z", std::nullopt})};
   run(changes);
   EXPECT_EQ(items(), want);

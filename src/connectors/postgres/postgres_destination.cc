@@ -239,10 +239,9 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   PostgresDestination(std::string url, RecordTemplate table, RecordTemplate schema,
                       std::string checkpoint_schema, bool keep_dropped_columns,
                       std::string_view reconcile)
-      : KeyedSqlDestination(kDialect,
-                            keyed_options(std::move(table), std::move(schema),
-                                          !checkpoint_schema.empty(), keep_dropped_columns,
-                                          reconcile)),
+      : KeyedSqlDestination(
+            kDialect, keyed_options(std::move(table), std::move(schema), !checkpoint_schema.empty(),
+                                    keep_dropped_columns, reconcile)),
         url_(std::move(url)),
         checkpoint_schema_(std::move(checkpoint_schema)) {}
 

@@ -128,9 +128,8 @@ Status BatchPlan::add(const Record& r, SqlTable& t) {
 void BatchPlan::add_key_copy(SqlTable& side) {
   if (rows_.empty() || rows_.back().action != RowAction::upsert) return;
   const PlannedRow& last = rows_.back();
-  pending_keys_.push_back(
-      PlannedRow{RowAction::upsert, &side, last.record, last.key_begin, last.key_end,
-                 last.key_begin, last.key_end});
+  pending_keys_.push_back(PlannedRow{RowAction::upsert, &side, last.record, last.key_begin,
+                                     last.key_end, last.key_begin, last.key_end});
 }
 
 void BatchPlan::flush_key_copies() {

@@ -310,8 +310,8 @@ Status KeyedSqlDestination::move_row(const PlannedRow& row) {
     if (!Dialect::literal_key(f.value)) return ok_status();  // delete + upsert, as before
   for (const Field& f : new_key)
     if (!Dialect::literal_key(f.value) || !t.has_column(f.name)) return ok_status();
-  return ddl(dialect_.move_row(t.quoted, old_key, new_key), t, *row.record, "move the row to its new key",
-             false);
+  return ddl(dialect_.move_row(t.quoted, old_key, new_key), t, *row.record,
+             "move the row to its new key", false);
 }
 
 Status KeyedSqlDestination::apply_control(const PlannedRow& row) {
@@ -328,22 +328,24 @@ Status KeyedSqlDestination::apply_schema_change(SqlTable& t, const Record& r) {
   SLUICE_TRY(load_columns(t));
   if (!t.exists) return ok_status();  // the rows after the change create the table as they need
   const std::string col = dialect_.quote_identifier(c.column);
-  const std::string what = fmt::format("apply {} of column {}", schema_change_kind_name(c.kind), col);
+  const std::string what =
+      fmt::format("apply {} of column {}", schema_change_kind_name(c.kind), col);
   switch (c.kind) {
     case SchemaChangeKind::add_column: {
       const bool had = t.has_column(c.column);
       const bool has_default = !c.default_value.is_absent() && !c.default_value.is_null();
       if (!had) {
         const Value sample = has_default ? c.default_value : sample_of(kind_of_source_type(c.type));
-        SLUICE_TRY(control_statement(dialect_.add_column(t.quoted, ColumnDef{c.column, &sample, false}),
-                                     t, r, what, true));
+        SLUICE_TRY(control_statement(
+            dialect_.add_column(t.quoted, ColumnDef{c.column, &sample, false}), t, r, what, true));
       }
       // Rows that existed before the change read the default (or NULL) — also where the column
       // was already there (kept after a drop, or a replay): never the values of an older column.
       if (had || has_default)
-        SLUICE_TRY(control_statement(
-            dialect_.set_all_rows(t.quoted, c.column, has_default ? c.default_value : Value::null()),
-            t, r, what));
+        SLUICE_TRY(
+            control_statement(dialect_.set_all_rows(t.quoted, c.column,
+                                                    has_default ? c.default_value : Value::null()),
+                              t, r, what));
       break;
     }
     case SchemaChangeKind::drop_column:
@@ -388,7 +390,8 @@ Status KeyedSqlDestination::apply_marker(SqlTable& t, const Record& r) {
   SLUICE_TRY(load_columns(t));
   if (options_.reconcile == Reconcile::truncate) {
     if (begin && t.exists)
-      SLUICE_TRY(control_statement(dialect_.truncate(t.quoted), t, r, "empty the table before the snapshot"));
+      SLUICE_TRY(control_statement(dialect_.truncate(t.quoted), t, r,
+                                   "empty the table before the snapshot"));
     return ok_status();
   }
   SLUICE_TRY_ASSIGN(SqlTable * side, sweep_table_of(t));
@@ -396,18 +399,20 @@ Status KeyedSqlDestination::apply_marker(SqlTable& t, const Record& r) {
   if (begin) {
     // A new sweep: keys of an earlier, unfinished one do not count.
     if (side->exists)
-      SLUICE_TRY(control_statement(dialect_.drop_table(side->quoted), t, r, "drop the sweep table"));
+      SLUICE_TRY(
+          control_statement(dialect_.drop_table(side->quoted), t, r, "drop the sweep table"));
     if (t.exists) {
       SLUICE_TRY(load_key_columns(t, key_names_));
       if (key_names_.empty())
-        return record_error(t, r, Errc::unsupported,
-                            "the table has no primary key, so snapshot.reconcile: sweep cannot tell "
-                            "its rows apart; set snapshot.reconcile: truncate (or none)");
+        return record_error(
+            t, r, Errc::unsupported,
+            "the table has no primary key, so snapshot.reconcile: sweep cannot tell "
+            "its rows apart; set snapshot.reconcile: truncate (or none)");
       SLUICE_TRY(control_statement(dialect_.create_sweep_table(side->quoted, t.quoted, key_names_),
                                    t, r, "create the sweep table"));
-      SLUICE_TRY(control_statement(
-          dialect_.create_sweep_index(side->quoted, side->name, key_names_), t, r,
-          "create the sweep table's key"));
+      SLUICE_TRY(
+          control_statement(dialect_.create_sweep_index(side->quoted, side->name, key_names_), t, r,
+                            "create the sweep table's key"));
     }
   } else if (side->exists) {
     if (t.exists) {

@@ -41,9 +41,9 @@ std::vector<std::string> names(std::span<const Field> fs) {
 std::string describe(const BatchPlan& p) {
   std::string out;
   for (const PlannedRow& r : p.rows()) {
-    out += r.action == RowAction::upsert   ? "U"
-           : r.action == RowAction::remove ? "D"
-           : r.action == RowAction::move   ? "M"
+    out += r.action == RowAction::upsert    ? "U"
+           : r.action == RowAction::remove  ? "D"
+           : r.action == RowAction::move    ? "M"
            : r.action == RowAction::control ? "C"
                                             : "T";
     out += '(';
@@ -454,10 +454,11 @@ TEST(SchemaChangeStatementsTest, MoveRowAndSweep) {
   mysql::MysqlDialect my;
   const Field old_key[] = {{kQuote, Value::int64(1)}, {"k", Value::string("a'")}};
   const Field new_key[] = {{kQuote, Value::int64(2)}, {"k", Value::string("a'")}};
-  EXPECT_EQ(lite.move_row("\"t\"", old_key, new_key),
-            "UPDATE \"t\" SET \"a\"\"b\" = 2, \"k\" = 'a''' WHERE \"a\"\"b\" = 1 AND \"k\" = 'a''' AND "
-            "NOT EXISTS (SELECT 1 FROM \"t\" AS sluice_moved WHERE sluice_moved.\"a\"\"b\" = 2 AND "
-            "sluice_moved.\"k\" = 'a''')");
+  EXPECT_EQ(
+      lite.move_row("\"t\"", old_key, new_key),
+      "UPDATE \"t\" SET \"a\"\"b\" = 2, \"k\" = 'a''' WHERE \"a\"\"b\" = 1 AND \"k\" = 'a''' AND "
+      "NOT EXISTS (SELECT 1 FROM \"t\" AS sluice_moved WHERE sluice_moved.\"a\"\"b\" = 2 AND "
+      "sluice_moved.\"k\" = 'a''')");
   EXPECT_EQ(my.move_row("`t`", old_key, new_key),
             "UPDATE IGNORE `t` SET `a\"b` = 2, `k` = 'a''' WHERE `a\"b` = 1 AND `k` = 'a'''");
   const std::string keys[] = {std::string(kQuote), "k"};
