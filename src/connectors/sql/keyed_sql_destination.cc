@@ -15,18 +15,22 @@ namespace {
 // added without a default gets the type its values will get; absent when unknown (the dialect's
 // type for a null: text).
 ValueKind kind_of_source_type(std::string_view type) {
-  std::string t;
+  std::string t;  // lower case, without "(n)" groups: "timestamp(3) with time zone"
+  int depth = 0;
   for (char c : type) {
-    if (c == '(' || c == '[') break;
-    t += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (c == '[') break;
+    if (c == '(') ++depth;
+    if (depth == 0) t += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (c == ')' && depth > 0) --depth;
   }
+  for (size_t p; (p = t.find("  ")) != std::string::npos;) t.erase(p, 1);
   while (!t.empty() && t.back() == ' ') t.pop_back();
   if (type.find('[') != std::string_view::npos || (!t.empty() && t[0] == '_'))
     return ValueKind::absent;  // arrays: typed from their values
   const bool is_unsigned = iequals(type.substr(type.size() > 8 ? type.size() - 8 : 0), "unsigned");
   auto starts = [&](std::string_view p) { return t.compare(0, p.size(), p) == 0; };
   if (t == "bool" || t == "boolean") return ValueKind::boolean;
-  if (t == "bigint" && is_unsigned) return ValueKind::uint64;
+  if (starts("bigint") && is_unsigned) return ValueKind::uint64;
   if (t == "smallint" || t == "integer" || t == "int" || t == "bigint" || t == "int2" ||
       t == "int4" || t == "int8" || t == "tinyint" || t == "mediumint" || t == "serial" ||
       t == "bigserial" || t == "smallserial" || starts("int ") || starts("bigint ") ||
@@ -332,20 +336,23 @@ Status KeyedSqlDestination::apply_schema_change(SqlTable& t, const Record& r) {
       fmt::format("apply {} of column {}", schema_change_kind_name(c.kind), col);
   switch (c.kind) {
     case SchemaChangeKind::add_column: {
-      const bool had = t.has_column(c.column);
       const bool has_default = !c.default_value.is_absent() && !c.default_value.is_null();
-      if (!had) {
-        const Value sample = has_default ? c.default_value : sample_of(kind_of_source_type(c.type));
-        SLUICE_TRY(control_statement(
-            dialect_.add_column(t.quoted, ColumnDef{c.column, &sample, false}), t, r, what, true));
+      if (t.has_column(c.column)) {
+        // Kept after a drop (schema.keep_dropped_columns), or a replay: the column is made anew,
+        // with the re-added column's type, so that no row reads the values of the older one (a
+        // replay writes the rows after the change again).
+        SLUICE_TRY(load_key_columns(t, key_names_));
+        for (const std::string& k : key_names_)
+          if (dialect_.same_identifier(k, c.column)) return load_columns(t);  // never a key
+        SLUICE_TRY(control_statement(dialect_.drop_column(t.quoted, c.column), t, r, what));
       }
-      // Rows that existed before the change read the default (or NULL) — also where the column
-      // was already there (kept after a drop, or a replay): never the values of an older column.
-      if (had || has_default)
-        SLUICE_TRY(
-            control_statement(dialect_.set_all_rows(t.quoted, c.column,
-                                                    has_default ? c.default_value : Value::null()),
-                              t, r, what));
+      const Value sample = has_default ? c.default_value : sample_of(kind_of_source_type(c.type));
+      SLUICE_TRY(control_statement(
+          dialect_.add_column(t.quoted, ColumnDef{c.column, &sample, false}), t, r, what, true));
+      // Rows that existed before the change read the default (absent: NULL, as added).
+      if (has_default)
+        SLUICE_TRY(control_statement(dialect_.set_all_rows(t.quoted, c.column, c.default_value), t,
+                                     r, what));
       break;
     }
     case SchemaChangeKind::drop_column:
