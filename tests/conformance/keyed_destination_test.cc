@@ -529,6 +529,11 @@ TEST_P(KeyedDestinationContract, ResnapshotSweepRemovesTheRowsTheSnapshotDidNotS
                                  marker("snapshot_end") + create(7, "g", 7);
   const Rows want{row({"1", "a", "1"}), row({"5", "e2", "5"}), row({"6", "f", "6"}),
                   row({"7", "g", "7"})};
+  // Into a table that does not exist yet: the rows create it, nothing is removed.
+  run(marker("snapshot_begin") + snap(8, "h") + snap(9, "i") + marker("snapshot_end"));
+  EXPECT_EQ(items(), (Rows{row({"8", "h", "8"}), row({"9", "i", "9"})}));
+  EXPECT_EQ(dest_->column_names(dir_.path(), "sluice_sweep_items"), "");
+  std::filesystem::remove_all(dir_ / "state");
   run(before + resnapshot);
   EXPECT_EQ(items(), want);
   EXPECT_EQ(dest_->column_names(dir_.path(), "sluice_sweep_items"), "");
