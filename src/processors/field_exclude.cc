@@ -5,6 +5,7 @@
 
 #include "processors/builtin.h"
 #include "processors/field_path.h"
+#include "sluice/schema_change.h"
 
 namespace sluice {
 
@@ -42,8 +43,14 @@ class FieldExclude final : public Processor {
 
   Status process(Batch& batch) override {
     Arena& arena = batch.arena();
-    for (Record& r : batch.records()) {
-      if (is_control(r.op)) continue;  // schema changes and markers pass unchanged
+    dropped_.clear();
+    for (size_t i = 0; i < batch.records().size(); ++i) {
+      Record& r = batch.records()[i];
+      if (r.op == Operation::schema) {
+        if (edit_schema_change(batch, r)) dropped_.push_back(i);
+        continue;
+      }
+      if (is_control(r.op)) continue;  // markers pass unchanged
       for (RecordPart part : whole_parts_) record_part(r, part) = Value();
       for (const ExcludeGroup& g : groups_) {
         auto exclude = [&](const Value& obj) -> std::optional<Value> {
@@ -60,12 +67,53 @@ class FieldExclude final : public Processor {
         edit_object(arena, record_part(r, g.part), g.parent, exclude);
       }
     }
+    if (!dropped_.empty()) {
+      // One stable pass; the batch position still covers the removed records.
+      auto& records = batch.records();
+      size_t out = 0, next = 0;
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (next < dropped_.size() && dropped_[next] == i) {
+          ++next;
+          continue;
+        }
+        if (out != i) records[out] = records[i];
+        ++out;
+      }
+      records.resize(out);
+    }
     return ok_status();
   }
 
  private:
+  // A column of the row (a field of `after`) that is excluded.
+  bool excluded_column(std::string_view name) const noexcept {
+    for (RecordPart part : whole_parts_)
+      if (part == RecordPart::after) return true;
+    for (const ExcludeGroup& g : groups_)
+      if (g.part == RecordPart::after && g.parent.empty() && contains(g.names, name)) return true;
+    return false;
+  }
+
+  // A schema change of an excluded column never reaches the destination (it would create or
+  // backfill the column the processor keeps out): true, the record is removed. A rename to an
+  // excluded name is, for the destination, a drop.
+  bool edit_schema_change(Batch& batch, Record& r) const {
+    auto change = schema_change_of(r);
+    if (!change) return false;  // malformed: the destination names the problem
+    const SchemaChange& c = change.value();
+    if (excluded_column(c.column)) return true;
+    if (c.kind == SchemaChangeKind::rename_column && excluded_column(c.to)) {
+      SchemaChange drop;
+      drop.kind = SchemaChangeKind::drop_column;
+      drop.column = c.column;
+      set_schema_change(batch, r, drop);
+    }
+    return false;
+  }
+
   std::vector<ExcludeGroup> groups_;
   std::vector<RecordPart> whole_parts_;
+  std::vector<size_t> dropped_;  // indexes of the schema records removed from this batch
 };
 
 Result<std::unique_ptr<Processor>> make_field_exclude(const Settings& s) {

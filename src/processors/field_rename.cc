@@ -6,6 +6,7 @@
 
 #include "processors/builtin.h"
 #include "processors/field_path.h"
+#include "sluice/schema_change.h"
 
 namespace sluice {
 
@@ -74,10 +75,27 @@ class FieldRename final : public Processor {
         }
         return Value::object(out, n);
       };
-      for (Record& r : batch.records())
-        if (!is_control(r.op)) edit_object(arena, record_part(r, g.part), g.parent, rename);
+      for (Record& r : batch.records()) {
+        if (r.op == Operation::schema && g.part == RecordPart::after && g.parent.empty())
+          rename_in_schema_change(batch, r, g);
+        else if (!is_control(r.op)) edit_object(arena, record_part(r, g.part), g.parent, rename);
+      }
     }
     return ok_status();
+  }
+
+  // A schema change names columns as the rows' `after` fields: renamed alike, so that the
+  // destination changes the column the rows write.
+  static void rename_in_schema_change(Batch& batch, Record& r, const RenameGroup& g) {
+    auto change = schema_change_of(r);
+    if (!change) return;  // malformed: the destination names the problem
+    SchemaChange c = change.value();
+    const int from = index_of(g.from, c.column);
+    const int to = c.kind == SchemaChangeKind::rename_column ? index_of(g.from, c.to) : -1;
+    if (from < 0 && to < 0) return;
+    if (from >= 0) c.column = g.to[size_t(from)];
+    if (to >= 0) c.to = g.to[size_t(to)];
+    set_schema_change(batch, r, c);  // copies the names into the batch
   }
 
  private:

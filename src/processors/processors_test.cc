@@ -11,6 +11,7 @@
 #include "processors/scalar_text.h"
 #include "sluice/batch.h"
 #include "sluice/registry.h"
+#include "sluice/schema_change.h"
 #include "sluice/settings.h"
 
 namespace sluice {
@@ -386,6 +387,55 @@ TEST(FieldRename, ValidatesTheMapping) {
 }
 
 // ---------------------------------------------------------------- field.exclude
+
+Record& add_schema_change(Batch& b, const SchemaChange& c) {
+  Record& r = b.add();
+  set_schema_change(b, r, c);
+  r.metadata = b.object(1).add("table", Value::string("people")).build();
+  return r;
+}
+SchemaChange change(SchemaChangeKind kind, std::string_view column, std::string_view to = "") {
+  SchemaChange c;
+  c.kind = kind;
+  c.column = column;
+  c.to = to;
+  c.type = "text";
+  return c;
+}
+
+TEST(FieldExclude, DropsTheSchemaChangesOfExcludedColumnsAndRenamesIntoThemBecomeDrops) {
+  Batch b;
+  add_schema_change(b, change(SchemaChangeKind::add_column, "salary"));
+  add_schema_change(b, change(SchemaChangeKind::add_column, "name"));
+  add_record(b, Operation::create, person(b));
+  add_schema_change(b, change(SchemaChangeKind::rename_column, "salary", "pay"));
+  add_schema_change(b, change(SchemaChangeKind::rename_column, "name", "secret"));
+  Record& marker = b.add();
+  marker.op = Operation::marker;
+  run(*make(field_exclude_processor(), {{"fields", "[after.salary, after.secret, before.name]"}}),
+      b);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(schema_change_of(b.records()[0]).value().column, "name");
+  EXPECT_EQ(b.records()[1].op, Operation::create);
+  const SchemaChange drop = schema_change_of(b.records()[2]).value();
+  EXPECT_EQ(drop.kind, SchemaChangeKind::drop_column);
+  EXPECT_EQ(drop.column, "name");
+  EXPECT_EQ(b.records()[3].op, Operation::marker);
+}
+
+TEST(FieldRename, RenamesTheColumnsOfSchemaChangesLikeTheFields) {
+  Batch b;
+  add_schema_change(b, change(SchemaChangeKind::add_column, "name"));
+  add_schema_change(b, change(SchemaChangeKind::rename_column, "name", "nick"));
+  add_schema_change(b, change(SchemaChangeKind::drop_column, "other"));
+  run(*make(field_rename_processor(), {{"mapping", "{after.name: full_name, after.nick: alias}"}}),
+      b);
+  EXPECT_EQ(schema_change_of(b.records()[0]).value().column, "full_name");
+  const SchemaChange rename = schema_change_of(b.records()[1]).value();
+  EXPECT_EQ(rename.column, "full_name");
+  EXPECT_EQ(rename.to, "alias");
+  EXPECT_EQ(schema_change_of(b.records()[2]).value().column, "other");
+}
 
 TEST(FieldExclude, RemovesFieldsFromEveryPart) {
   Batch b;

@@ -46,6 +46,8 @@ class KeyedDestination {
   // back.
   virtual bool set_text(const std::filesystem::path& dir, const std::string& table,
                         const std::string& column, int id, const std::string& value) = 0;
+  // The column names of `table`, sorted, comma-separated ("" when there is no such table).
+  virtual std::string column_names(const std::filesystem::path& dir, const std::string& table) = 0;
   // A record after image the destination rejects once `table` has the columns id (integer key),
   // v (text) and n (integer) — JSON text of `after`, and of the record's key.
   virtual std::pair<std::string, std::string> rejected(int id) const = 0;
@@ -79,6 +81,12 @@ class PostgresKeyed final : public KeyedDestination {
     return db_.sql().exec("UPDATE " + pg_ident(table) + " SET " + pg_ident(column) + " = " +
                           sql_literal(value) + " WHERE id = " + std::to_string(id));
   }
+  std::string column_names(const std::filesystem::path&, const std::string& table) override {
+    return db_.sql().scalar(
+        "SELECT coalesce(string_agg(column_name::text, ',' ORDER BY column_name::text), '') FROM "
+        "information_schema.columns WHERE table_schema = 'public' AND table_name = " +
+        sql_literal(table));
+  }
   // A string into the bigint column n.
   std::pair<std::string, std::string> rejected(int id) const override {
     return {"{\"id\":" + std::to_string(id) + ",\"v\":\"bad\",\"n\":\"not a number\"}",
@@ -109,6 +117,12 @@ class MysqlKeyed final : public KeyedDestination {
                 int id, const std::string& value) override {
     return db_.sql().exec("UPDATE " + my_ident(table) + " SET " + my_ident(column) + " = " +
                           sql_literal(value) + " WHERE id = " + std::to_string(id));
+  }
+  std::string column_names(const std::filesystem::path&, const std::string& table) override {
+    return db_.sql().scalar(
+        "SELECT coalesce(GROUP_CONCAT(column_name ORDER BY column_name SEPARATOR ','), '') FROM "
+        "information_schema.columns WHERE table_schema = DATABASE() AND table_name = " +
+        sql_literal(table));
   }
   // A string into the BIGINT column n (strict mode).
   std::pair<std::string, std::string> rejected(int id) const override {
@@ -153,6 +167,12 @@ class SqliteKeyed final : public KeyedDestination {
     sqlite3_free(err);
     sqlite3_close(db);
     return ok;
+  }
+  std::string column_names(const std::filesystem::path& dir, const std::string& table) override {
+    SqliteFile db(dir / "out.db");
+    return db.text(
+        "SELECT coalesce(group_concat(name, ','), '') FROM (SELECT name FROM pragma_table_info(" +
+        sql_literal(table) + ") ORDER BY name)");
   }
   // SQLite takes any value into any column: the value it rejects is a null key.
   std::pair<std::string, std::string> rejected(int id) const override {
@@ -410,6 +430,155 @@ TEST_P(KeyedDestinationContract, RejectedValueGoesToTheDeadLetterQueueAndTheRest
   EXPECT_NE(line.find("\"sluice.error\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"sluice.pipeline\":\"kd\""), std::string::npos) << line;
   EXPECT_NE(line.find("\"v\":\"bad\""), std::string::npos) << line;
+}
+
+// ── schema changes, moved keys and re-snapshots (issue 12) ──────────────────
+
+// A schema record of table items (include/sluice/schema_change.h): `change` is the JSON object.
+std::string schema(const std::string& change) {
+  return "{\"operation\":\"schema\",\"metadata\":{\"table\":\"items\"},\"payload\":{\"after\":" +
+         change + "}}\n";
+}
+std::string marker(const std::string& what) {
+  return "{\"operation\":\"marker\",\"metadata\":{\"table\":\"items\",\"marker\":\"" + what +
+         "\"},\"payload\":{}}\n";
+}
+
+TEST_P(KeyedDestinationContract, SchemaChangesApplyInOrderWithTheRowsAndReplayTheSame) {
+  const std::string changes =
+      create(1, "a", 1) + create(2, "b", 2) +
+      // old rows read the default; a row written after the change carries its own value
+      schema(R"({"change":"add_column","column":"d","type":"text","default":"x'y\\z"})") +
+      record("create", "items", id_key(3), R"({"id":3,"v":"c","n":3,"d":"own"})") +
+      // the column keeps its values under its new name
+      schema(R"({"change":"rename_column","column":"v","to":"name"})") +
+      record("update", "items", id_key(1), R"({"id":1,"name":"a2","n":1,"d":"x'y\\z"})") +
+      schema(R"({"change":"drop_column","column":"n"})") +
+      schema(R"({"change":"alter_column_type","column":"id","type":"bigint","from":"integer"})") +
+      // added without a default: old rows read NULL
+      schema(R"({"change":"add_column","column":"e","type":"integer"})") +
+      record("create", "items", id_key(4), R"({"id":4,"name":"d","d":"own4","e":44})");
+  const Rows want{row({"1", "a2", "x'y\\z", std::nullopt}), row({"2", "b", "x'y\\z", std::nullopt}),
+                  row({"3", "c", "own", std::nullopt}), row({"4", "d", "own4", "44"})};
+  for (size_t batch : {3, 1, 100}) {
+    SCOPED_TRACE("max_records " + std::to_string(batch));
+    std::filesystem::remove_all(dir_ / "state");  // a replay from the start, as after a crash
+    run(changes, pipeline(batch));
+    EXPECT_EQ(items({"id", "name", "d", "e"}), want);
+    EXPECT_EQ(dest_->column_names(dir_.path(), "items"), "d,e,id,name");
+  }
+}
+
+TEST_P(KeyedDestinationContract, KeptDroppedColumnReAddedNeverShowsItsOldValues) {
+  const std::string changes = create(1, "a", 1) + create(2, "b", 2) +
+                              schema(R"({"change":"drop_column","column":"n"})") +
+                              record("create", "items", id_key(3), R"({"id":3,"v":"c"})");
+  PipelineFile keep = pipeline();
+  keep.pipeline(kId).destination_.set("schema.keep_dropped_columns", true);
+  run(changes, keep);
+  // Kept, with its values; the row written after the drop reads NULL.
+  EXPECT_EQ(items(),
+            (Rows{row({"1", "a", "1"}), row({"2", "b", "2"}), row({"3", "c", std::nullopt})}));
+  // Re-added under the same name: a new column, old rows read its default (or NULL).
+  std::filesystem::remove_all(dir_ / "state");
+  run(changes + schema(R"({"change":"add_column","column":"n","type":"integer","default":0})") +
+          create(4, "d", 4),
+      keep);
+  EXPECT_EQ(items(), (Rows{row({"1", "a", "0"}), row({"2", "b", "0"}), row({"3", "c", "0"}),
+                           row({"4", "d", "4"})}));
+  std::filesystem::remove_all(dir_ / "state");
+  run(changes + schema(R"({"change":"add_column","column":"n","type":"integer"})"), keep);
+  EXPECT_EQ(items(), (Rows{row({"1", "a", std::nullopt}), row({"2", "b", std::nullopt}),
+                           row({"3", "c", std::nullopt}), row({"4", "d", std::nullopt})}));
+}
+
+TEST_P(KeyedDestinationContract, MalformedSchemaChangeStopsWithAnErrorNamingTheTable) {
+  write_file(dir_ / "in.jsonl", create(1, "a", 1) + schema(R"({"change":"add_column"})"));
+  pipeline().write(dir_ / "p.yaml");
+  Process p({"run", "p.yaml"}, dir_.path());
+  EXPECT_NE(p.wait_for(60s), 0);
+  EXPECT_NE(p.stderr_text().find("items"), std::string::npos) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("missing \"column\""), std::string::npos) << p.stderr_text();
+}
+
+TEST_P(KeyedDestinationContract, UpdateThatMovesTheKeyKeepsTheColumnsTheSourceDidNotSend) {
+  // After images without v (an unchanged TOAST value the source did not send).
+  const std::string changes =
+      create(1, "a", 1) + create(2, "b", 2) +
+      record("update", "items", id_key(1), R"({"id":101,"n":5})") +
+      record("update", "items", id_key(102), R"({"id":102,"n":6})", R"({"id":2,"n":2})") +
+      // the old row is not there: the new one is written as sent
+      record("update", "items", id_key(7), R"({"id":107,"v":"z"})");
+  const Rows want{row({"101", "a", "5"}), row({"102", "b", "6"}), row({"107", "z", std::nullopt})};
+  run(changes);
+  EXPECT_EQ(items(), want);
+  std::filesystem::remove_all(dir_ / "state");
+  run(changes + changes, pipeline(100));  // replayed: the moves are done already
+  EXPECT_EQ(items(), want);
+}
+
+TEST_P(KeyedDestinationContract, ResnapshotSweepRemovesTheRowsTheSnapshotDidNotSee) {
+  auto snap = [](int id, const std::string& v) {
+    return record("snapshot", "items", id_key(id), item(id, v, id));
+  };
+  const std::string before = create(1, "a", 1) + create(2, "b", 2) + create(3, "c", 3) +
+                             create(4, "d", 4) + create(5, "e", 5);
+  // Rows 2 and 4 were deleted at the source during a gap; the stream flows during the snapshot.
+  const std::string resnapshot = marker("snapshot_begin") + snap(1, "a") + snap(3, "c") +
+                                 create(6, "f", 6) + snap(5, "e2") + remove(3) +
+                                 marker("snapshot_end") + create(7, "g", 7);
+  const Rows want{row({"1", "a", "1"}), row({"5", "e2", "5"}), row({"6", "f", "6"}),
+                  row({"7", "g", "7"})};
+  // Into a table that does not exist yet: the rows create it, nothing is removed.
+  run(marker("snapshot_begin") + snap(8, "h") + snap(9, "i") + marker("snapshot_end"));
+  EXPECT_EQ(items(), (Rows{row({"8", "h", "8"}), row({"9", "i", "9"})}));
+  EXPECT_EQ(dest_->column_names(dir_.path(), "sluice_sweep_items"), "");
+  std::filesystem::remove_all(dir_ / "state");
+  run(before + resnapshot);
+  EXPECT_EQ(items(), want);
+  EXPECT_EQ(dest_->column_names(dir_.path(), "sluice_sweep_items"), "");
+  std::filesystem::remove_all(dir_ / "state");
+  run(before + resnapshot, pipeline(100));  // replayed, in one batch
+  EXPECT_EQ(items(), want);
+  // An empty re-snapshot: nothing is left.
+  std::filesystem::remove_all(dir_ / "state");
+  run(marker("snapshot_begin") + marker("snapshot_end"));
+  EXPECT_EQ(items(), Rows{});
+}
+
+TEST_P(KeyedDestinationContract, ResnapshotTruncateAndNone) {
+  const std::string lines = create(1, "a", 1) + create(2, "b", 2) + marker("snapshot_begin") +
+                            record("snapshot", "items", id_key(2), item(2, "b2", 2)) +
+                            marker("snapshot_end");
+  PipelineFile none = pipeline();
+  none.pipeline(kId).destination_.set("snapshot.reconcile", "none");
+  run(lines, none);
+  EXPECT_EQ(items(), (Rows{row({"1", "a", "1"}), row({"2", "b2", "2"})}));
+  std::filesystem::remove_all(dir_ / "state");
+  PipelineFile truncate = pipeline();
+  truncate.pipeline(kId).destination_.set("snapshot.reconcile", "truncate");
+  run(lines, truncate);
+  EXPECT_EQ(items(), (Rows{row({"2", "b2", "2"})}));
+}
+
+TEST_P(KeyedDestinationContract, SchemaChangesWithCheckpointInDestinationConverge) {
+  // MySQL commits DDL implicitly: a batch holding a schema change commits in several
+  // transactions and its position with the last. A crash in between replays the batch from the
+  // previous position over a table that has the change already: the replay must end the same.
+  const std::string changes =
+      create(1, "a", 1) + schema(R"({"change":"rename_column","column":"v","to":"name"})") +
+      record("create", "items", id_key(2), R"({"id":2,"name":"b","n":2})") +
+      schema(R"({"change":"add_column","column":"d","type":"text","default":"x"})") +
+      record("update", "items", id_key(1), R"({"id":1,"name":"a2","d":"y"})");
+  const Rows want{row({"1", "a2", "1", "y"}), row({"2", "b", "2", "x"})};
+  run(changes, pipeline(100, false, /*checkpoint_in_destination=*/true));
+  EXPECT_EQ(items({"id", "name", "n", "d"}), want);
+  EXPECT_FALSE(dest_->stored_position(dir_.path(), kId).empty());
+  // The position lost (the last transaction did not commit): everything is applied again.
+  std::filesystem::remove_all(dir_ / "state");
+  run(changes, pipeline(100));
+  EXPECT_EQ(items({"id", "name", "n", "d"}), want);
+  EXPECT_EQ(dest_->column_names(dir_.path(), "items"), "d,id,n,name");
 }
 
 std::string kind_name(const ::testing::TestParamInfo<KeyedDestinationKind>& info) {

@@ -368,6 +368,56 @@ TEST(PostgresToSqlite, AValueSluiceCannotRepresentStopsThePipelineNamingTheWayOu
   std::filesystem::remove_all(dir);
 }
 
+// An update of the primary key sends the new row without its unchanged TOAST value (absent, not
+// null) under REPLICA IDENTITY DEFAULT and FULL: the destination moves the stored row to the new
+// key, so the value survives — never a new row with NULL there.
+TEST(PostgresToSqlite, UpdateOfThePrimaryKeyKeepsTheUnchangedToastValue) {
+  TestDb db("pk_toast");
+  ASSERT_TRUE(db.ok());
+  std::string ddl;
+  for (const char* t : {"td", "tf"})
+    ddl += std::string("CREATE TABLE ") + t + " (id int PRIMARY KEY, big text, n int);" +
+           "ALTER TABLE " + t + " ALTER COLUMN big SET STORAGE EXTERNAL;" +
+           // incompressible and > 2 kB: stored out of line
+           "INSERT INTO " + t + " SELECT g, (SELECT string_agg(md5(g::text || i::text), '') FROM " +
+           "generate_series(1, 100) i), g FROM generate_series(1, 20) g;";
+  ddl += "ALTER TABLE tf REPLICA IDENTITY FULL;";
+  ASSERT_TRUE(db.sql().exec(ddl));
+  auto dir = e2e::make_temp_dir("pg-pk-toast");
+  PipelineFile f;
+  f.id = "pk_toast";
+  f.url = db.url();
+  f.tables = {"public.td", "public.tf"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml"}, dir);
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "pk_toast", [](const std::string& c) {
+    return starts_with(c, "cdc ");
+  })) << p.stderr_text();
+  ASSERT_TRUE(db.sql().exec(
+      "UPDATE td SET id = id + 1000; UPDATE tf SET id = id + 1000;"
+      "UPDATE td SET n = n + 1 WHERE id = 1001; UPDATE tf SET id = id + 1000, n = 0 WHERE id = 1002;"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        e2e::Db out(dir / "out.db");
+        return out.scalar("SELECT count(*) FROM td WHERE id > 1000") == 20 &&
+               out.scalar("SELECT count(*) FROM tf WHERE id = 2002") == 1;
+      },
+      30s, 100ms))
+      << p.stderr_text();
+  p.signal(SIGTERM);
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  for (std::string t : {"td", "tf"}) {
+    SCOPED_TRACE(t);
+    EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, big, n::text FROM " + t + " ORDER BY id",
+                             dir / "out.db", "SELECT id, big, n FROM " + t + " ORDER BY id"),
+              0);
+    e2e::Db out(dir / "out.db");
+    EXPECT_EQ(out.scalar("SELECT count(*) FROM " + t + " WHERE big IS NULL OR length(big) < 3200"),
+              0);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // ── heartbeat ───────────────────────────────────────────────────────────────
 
 // The pipeline's table is idle while another table, not in its publication, gets writes: with

@@ -44,6 +44,15 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
     setting<&MysqlDestinationOptions::connect_timeout>("connect_timeout",
                                                        "How long connecting may take.")
         .with_default("10s"),
+    setting<&MysqlDestinationOptions::keep_dropped_columns>(
+        "schema.keep_dropped_columns",
+        "What a dropped source column does at the destination (a schema record drop_column): false drops the column too; true keeps it with its values (rows written later read NULL in it, and a column re-added under its name is backfilled with NULL or the source default, never the old values). docs/schema-changes.md.")
+        .with_default("false"),
+    setting<&MysqlDestinationOptions::reconcile>(
+        "snapshot.reconcile",
+        "What a re-snapshot of a table (between the markers snapshot_begin and snapshot_end) does to rows the snapshot did not see. sweep: the keys written meanwhile are kept in a side table sluice_sweep_<table>, and at snapshot_end the rows with any other key are deleted; truncate: the table is emptied at snapshot_begin (it is incomplete until the snapshot ends); none: rows stay. docs/schema-changes.md.")
+        .one_of("sweep,truncate,none")
+        .with_default("sweep"),
     setting<&MysqlDestinationOptions::checkpoint_in_destination>(
         "checkpoint_in_destination",
         "Store the source position in the destination, in the same transaction as each batch (table "

@@ -41,6 +41,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     k.table = std::move(table);
     k.checkpoint_in_destination = o.checkpoint_in_destination;
     k.isolate_rejected_rows = true;
+    k.keep_dropped_columns = o.keep_dropped_columns;
+    (void)sql::parse_reconcile(o.reconcile, &k.reconcile);  // checked by the settings table
     return k;
   }
 
@@ -132,6 +134,16 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
                            c.retriable);
     if (c.connection_lost) conn_.reset();
     return e;
+  }
+
+  Status load_key_columns(sql::SqlTable& t, std::vector<std::string>& out) override {
+    out.clear();
+    auto rows = conn_.query("SHOW KEYS FROM " + t.quoted + " WHERE Key_name = 'PRIMARY'", "");
+    if (!rows) return server_error(fmt::format("cannot read the key of table `{}`", t.name));
+    // Columns: Table, Non_unique, Key_name, Seq_in_index, Column_name, ... in key order.
+    for (const mysql::MysqlRow& row : rows.value())
+      if (row.size() > 4 && row[4]) out.emplace_back(*row[4]);
+    return ok_status();
   }
 
   // ---- rows ----------------------------------------------------------------------------------

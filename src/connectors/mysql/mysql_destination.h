@@ -81,6 +81,8 @@ struct MysqlDestinationOptions {
   // A value MySQL cannot store (NaN, ±Infinity, a year beyond 0..9999, a time beyond ±838 h):
   // "reject" the record (Errc::data: the dead-letter queue or a stop) or write "null".
   std::string unrepresentable_values = "reject";
+  bool keep_dropped_columns = false;  // schema.keep_dropped_columns
+  std::string reconcile = "sweep";    // snapshot.reconcile: sweep | truncate | none
 };
 
 // The destination's settings table (see mysql_connector.cc).

@@ -106,6 +106,44 @@ void MysqlDialect::append_delete_head(std::string& out, std::string_view table,
   out += composite ? ") IN (" : " IN (";
 }
 
+std::string MysqlDialect::alter_column_type(std::string_view table, std::string_view column,
+                                            std::string_view type) const {
+  std::string sql = "ALTER TABLE " + std::string(table) + " MODIFY COLUMN ";
+  append_identifier(sql, column);
+  sql += ' ';
+  sql += type;
+  sql += nullable_constraint();
+  return sql;
+}
+
+std::string MysqlDialect::move_row(std::string_view table, std::span<const Field> old_key,
+                                   std::span<const Field> new_key) const {
+  std::string sql = "UPDATE IGNORE " + std::string(table) + " SET ";
+  for (size_t i = 0; i < new_key.size(); ++i) {
+    if (i) sql += ", ";
+    append_identifier(sql, new_key[i].name);
+    sql += " = ";
+    append_literal(sql, new_key[i].value);
+  }
+  sql += " WHERE ";
+  for (size_t i = 0; i < old_key.size(); ++i) {
+    if (i) sql += " AND ";
+    append_identifier(sql, old_key[i].name);
+    sql += " = ";
+    append_literal(sql, old_key[i].value);
+  }
+  return sql;
+}
+
+void MysqlDialect::append_string_literal(std::string& out, std::string_view text) const {
+  out += '\'';
+  for (char c : text) {
+    if (c == '\'' || c == '\\') out += c;
+    out += c;
+  }
+  out += '\'';
+}
+
 std::string MysqlDialect::checkpoint_table_ddl(std::string_view table) const {
   return "CREATE TABLE IF NOT EXISTS " + std::string(table) +
          " (`pipeline` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, `position` "

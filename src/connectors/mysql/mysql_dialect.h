@@ -25,6 +25,13 @@ class MysqlDialect final : public sql::Dialect {
     return "DELETE FROM " + std::string(table);
   }
   std::string checkpoint_table_ddl(std::string_view table) const override;
+  // UPDATE IGNORE t SET k = new WHERE k = old: MySQL cannot read the updated table in a subquery;
+  // IGNORE leaves the row where the new key is taken (the delete of the old key follows).
+  std::string move_row(std::string_view table, std::span<const Field> old_key,
+                       std::span<const Field> new_key) const override;
+  // ALTER TABLE t MODIFY COLUMN c type NULL
+  std::string alter_column_type(std::string_view table, std::string_view column,
+                                std::string_view type) const override;
 
   // "DELETE FROM t WHERE `k` IN (" or "DELETE FROM t WHERE (`k1`,`k2`) IN (": the writer appends
   // the key tuples and ")".
@@ -36,6 +43,8 @@ class MysqlDialect final : public sql::Dialect {
  protected:
   std::string_view current_timestamp() const noexcept override { return "UTC_TIMESTAMP(6)"; }
   std::string_view nullable_constraint() const noexcept override { return " NULL"; }
+  // Backslashes escape in MySQL string literals (unless NO_BACKSLASH_ESCAPES): doubled too.
+  void append_string_literal(std::string& out, std::string_view text) const override;
   std::string_view table_options() const noexcept override {
     return " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
   }

@@ -30,6 +30,8 @@ struct PostgresDestinationOptions {
   std::string table;
   std::string schema;
   bool checkpoint_in_destination = false;
+  bool keep_dropped_columns = false;
+  std::string reconcile;
   // Derived by finalize().
   std::optional<RecordTemplate> table_template, schema_template;
   std::string checkpoint_schema;  // empty: positions are not stored in the destination
@@ -57,6 +59,15 @@ constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>
         "Schema of the tables: a template like `table` (e.g. {{schema}} keeps the source's schema); created if "
         "missing.")
         .with_default("public"),
+    setting<&PostgresDestinationOptions::keep_dropped_columns>(
+        "schema.keep_dropped_columns",
+        "What a dropped source column does at the destination (a schema record drop_column): false drops the column too; true keeps it with its values (rows written later read NULL in it, and a column re-added under its name is backfilled with NULL or the source default, never the old values). docs/schema-changes.md.")
+        .with_default("false"),
+    setting<&PostgresDestinationOptions::reconcile>(
+        "snapshot.reconcile",
+        "What a re-snapshot of a table (between the markers snapshot_begin and snapshot_end) does to rows the snapshot did not see. sweep: the keys written meanwhile are kept in a side table sluice_sweep_<table>, and at snapshot_end the rows with any other key are deleted; truncate: the table is emptied at snapshot_begin (it is incomplete until the snapshot ends); none: rows stay. docs/schema-changes.md.")
+        .one_of("sweep,truncate,none")
+        .with_default("sweep"),
     setting<&PostgresDestinationOptions::checkpoint_in_destination>(
         "checkpoint_in_destination",
         "Store the source position in the destination, in the same transaction as each batch (table "
@@ -226,21 +237,26 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
  public:
   // `checkpoint_schema` empty: checkpoint_in_destination is off.
   PostgresDestination(std::string url, RecordTemplate table, RecordTemplate schema,
-                      std::string checkpoint_schema)
-      : KeyedSqlDestination(kDialect, keyed_options(std::move(table), std::move(schema),
-                                                    !checkpoint_schema.empty())),
+                      std::string checkpoint_schema, bool keep_dropped_columns,
+                      std::string_view reconcile)
+      : KeyedSqlDestination(
+            kDialect, keyed_options(std::move(table), std::move(schema), !checkpoint_schema.empty(),
+                                    keep_dropped_columns, reconcile)),
         url_(std::move(url)),
         checkpoint_schema_(std::move(checkpoint_schema)) {}
 
  private:
   static sql::KeyedSqlOptions keyed_options(RecordTemplate table, RecordTemplate schema,
-                                            bool checkpoint) {
+                                            bool checkpoint, bool keep_dropped_columns,
+                                            std::string_view reconcile) {
     sql::KeyedSqlOptions k;
     k.destination = "postgres destination";
     k.table = std::move(table);
     k.schema = std::move(schema);
     k.default_schema = "public";
     k.checkpoint_in_destination = checkpoint;
+    k.keep_dropped_columns = keep_dropped_columns;
+    (void)sql::parse_reconcile(reconcile, &k.reconcile);  // checked by the settings table
     return k;
   }
 
@@ -379,6 +395,22 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     t.exists = !t.columns.empty();
     return ok_status();
   }
+
+  Status load_key_columns(sql::SqlTable& t, std::vector<std::string>& out) override {
+    static const std::string kSql =
+        "SELECT a.attname FROM pg_index i JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, n) "
+        "ON true JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
+        "WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY k.n";
+    const char* params[] = {t.quoted.c_str()};
+    PgResult r(PQexecParams(conn_.get(), kSql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), &t);
+    out.clear();
+    for (int i = 0; i < PQntuples(r.get()); ++i) out.emplace_back(PQgetvalue(r.get(), i, 0));
+    return ok_status();
+  }
+
+  // Staging tables are shaped like the table's columns as they were.
+  void forget_table(sql::SqlTable& t) noexcept override { static_cast<PgTable&>(t).stages.clear(); }
 
   Status before_create_table(sql::SqlTable& t, const Record&) override {
     if (t.schema == "public") return ok_status();
@@ -614,7 +646,7 @@ Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& s
   SLUICE_TRY(finalize(o));
   return std::unique_ptr<Destination>(std::make_unique<PostgresDestination>(
       std::move(o.url), std::move(*o.table_template), std::move(*o.schema_template),
-      std::move(o.checkpoint_schema)));
+      std::move(o.checkpoint_schema), o.keep_dropped_columns, o.reconcile));
 }
 
 }  // namespace sluice

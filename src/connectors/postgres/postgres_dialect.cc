@@ -58,6 +58,13 @@ std::string PostgresDialect::checkpoint_table_ddl(std::string_view table) const 
          " (pipeline text PRIMARY KEY, position bytea NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())";
 }
 
+std::string PostgresDialect::alter_column_type(std::string_view table, std::string_view column,
+                                               std::string_view type) const {
+  const std::string c = quote_identifier(column);
+  return "ALTER TABLE " + std::string(table) + " ALTER COLUMN " + c + " TYPE " + std::string(type) +
+         " USING " + c + "::" + std::string(type);
+}
+
 std::string PostgresDialect::create_schema(std::string_view schema) const {
   return "CREATE SCHEMA IF NOT EXISTS " + quote_identifier(schema);
 }

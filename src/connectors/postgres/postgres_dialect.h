@@ -25,6 +25,9 @@ class PostgresDialect final : public sql::Dialect {
     return "TRUNCATE " + std::string(table);
   }
   std::string checkpoint_table_ddl(std::string_view table) const override;
+  // ALTER TABLE t ALTER COLUMN c TYPE type USING c::type
+  std::string alter_column_type(std::string_view table, std::string_view column,
+                                std::string_view type) const override;
 
   std::string create_schema(std::string_view schema) const;
 

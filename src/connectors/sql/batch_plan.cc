@@ -32,6 +32,11 @@ bool BatchPlan::is_key(const PlannedRow& p, std::string_view name) const noexcep
 }
 
 Status BatchPlan::add(const Record& r, SqlTable& t) {
+  if (is_control(r.op)) {
+    flush_key_copies();  // keys written before a marker are in their side table when it runs
+    rows_.push_back(PlannedRow{RowAction::control, &t, &r, 0, 0, 0, 0});
+    return ok_status();
+  }
   if (is_truncate(r)) {
     rows_.push_back(PlannedRow{RowAction::truncate, &t, &r, 0, 0, 0, 0});
     return ok_status();
@@ -108,13 +113,28 @@ Status BatchPlan::add(const Record& r, SqlTable& t) {
     } else {
       usable = false;
     }
-    if (usable && differs)
-      rows_.push_back(
-          PlannedRow{RowAction::remove, &t, &r, old_begin, uint32_t(fields_.size()), 0, 0});
-    else fields_.resize(old_begin);
+    if (usable && differs) {
+      const uint32_t old_end = uint32_t(fields_.size());
+      rows_.push_back(PlannedRow{RowAction::move, &t, &r, old_begin, old_end, key_begin, key_end});
+      rows_.push_back(PlannedRow{RowAction::remove, &t, &r, old_begin, old_end, 0, 0});
+    } else {
+      fields_.resize(old_begin);
+    }
   }
   rows_.push_back(PlannedRow{RowAction::upsert, &t, &r, key_begin, key_end, col_begin, col_end});
   return ok_status();
+}
+
+void BatchPlan::add_key_copy(SqlTable& side) {
+  if (rows_.empty() || rows_.back().action != RowAction::upsert) return;
+  const PlannedRow& last = rows_.back();
+  pending_keys_.push_back(PlannedRow{RowAction::upsert, &side, last.record, last.key_begin,
+                                     last.key_end, last.key_begin, last.key_end});
+}
+
+void BatchPlan::flush_key_copies() {
+  rows_.insert(rows_.end(), pending_keys_.begin(), pending_keys_.end());
+  pending_keys_.clear();
 }
 
 bool BatchPlan::same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin,
@@ -130,7 +150,9 @@ bool BatchPlan::same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin,
 }
 
 bool BatchPlan::same_run(const PlannedRow& a, const PlannedRow& b) const noexcept {
-  if (a.action != b.action || a.table != b.table || b.action == RowAction::truncate) return false;
+  if (a.action != b.action || a.table != b.table || b.action == RowAction::truncate ||
+      b.action == RowAction::control || b.action == RowAction::move)
+    return false;
   if (!same_names(a.key_begin, a.key_end, b.key_begin, b.key_end)) return false;
   return a.action != RowAction::upsert ||
          same_names(a.col_begin, a.col_end, b.col_begin, b.col_end);

@@ -15,7 +15,8 @@
 // An upsert row writes the present fields of `after` (absent ones, e.g. unchanged TOAST, keep
 // the stored value; null sets NULL) and the key fields `after` lacks; a key field's value is
 // taken from `after` when present there. An update that moves the row to another key (record.key
-// or `before` differs from `after`) is preceded by the delete of the old key.
+// or `before` differs from `after`) is preceded by a move of the stored row to the new key (when
+// no row holds it yet) and the delete of the old key (a no-op once moved).
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,12 @@
 
 namespace sluice::sql {
 
-enum class RowAction : uint8_t { upsert, remove, truncate };
+// `control`: a schema change or a marker (Operation::schema, Operation::marker), applied by
+// KeyedSqlDestination between the runs around it; always a run of its own.
+// `move`: an update changed the key: the stored row is moved to the new key first (keys(): the
+// old key, columns(): the new one), so that the columns the source did not send (unchanged
+// TOAST) keep their values; the delete of the old key and the upsert of the new row follow.
+enum class RowAction : uint8_t { upsert, remove, truncate, control, move };
 
 struct PlannedRow {
   RowAction action;
@@ -60,9 +66,17 @@ class BatchPlan {
   void clear() noexcept {
     rows_.clear();
     fields_.clear();
+    pending_keys_.clear();
   }
   // Adds the rows of `r` (to table `t`). Errors (Errc::data): a record without a key, a null key.
+  // A control record is one `control` row (no key needed).
   Status add(const Record& r, SqlTable& t);
+
+  // The key of the last row added (an upsert) is also upserted into `side` (its key columns
+  // only), in one run with the other keys of `side`, before the next control row.
+  void add_key_copy(SqlTable& side);
+  // Ends the plan: the pending key copies become rows.
+  void finish() { flush_key_copies(); }
 
   std::span<const PlannedRow> rows() const noexcept { return rows_; }
   const PlannedRow& row(size_t i) const noexcept { return rows_[i]; }
@@ -85,11 +99,13 @@ class BatchPlan {
   bool same_names(uint32_t a_begin, uint32_t a_end, uint32_t b_begin,
                   uint32_t b_end) const noexcept;
   bool same_run(const PlannedRow& a, const PlannedRow& b) const noexcept;
+  void flush_key_copies();
 
   bool fold_case_;
   std::string destination_;
   std::vector<PlannedRow> rows_;
   std::vector<Field> fields_;
+  std::vector<PlannedRow> pending_keys_;
 };
 
 // ── schema evolution ──

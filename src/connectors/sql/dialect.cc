@@ -1,6 +1,12 @@
 #include "connectors/sql/dialect.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <vector>
+
+#include "sluice/json.h"
+#include "sluice/temporal.h"
 
 namespace sluice::sql {
 
@@ -99,6 +105,156 @@ std::string Dialect::rename_column(std::string_view table, std::string_view from
   sql += " TO ";
   append_identifier(sql, to);
   return sql;
+}
+
+std::string Dialect::set_all_rows(std::string_view table, std::string_view column,
+                                  const Value& value) const {
+  std::string sql = "UPDATE " + std::string(table) + " SET ";
+  append_identifier(sql, column);
+  sql += " = ";
+  append_literal(sql, value);
+  return sql;
+}
+
+std::string Dialect::merge_column(std::string_view table, std::string_view from,
+                                  std::string_view to) const {
+  std::string sql = "UPDATE " + std::string(table) + " SET ";
+  append_identifier(sql, to);
+  sql += " = COALESCE(";
+  append_identifier(sql, from);
+  sql += ", ";
+  append_identifier(sql, to);
+  sql += ')';
+  return sql;
+}
+
+namespace {
+void append_names(const Dialect& d, std::string& out, std::span<const std::string> names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i) out += ", ";
+    out += d.quote_identifier(names[i]);
+  }
+}
+}  // namespace
+
+bool Dialect::literal_key(const Value& v) noexcept {
+  switch (v.kind()) {
+    case ValueKind::boolean:
+    case ValueKind::int64:
+    case ValueKind::uint64:
+    case ValueKind::decimal:
+    case ValueKind::string:
+    case ValueKind::date:
+    case ValueKind::time:
+    case ValueKind::timestamp:
+    case ValueKind::timestamptz:
+    case ValueKind::uuid: return true;
+    default: return false;
+  }
+}
+
+std::string Dialect::move_row(std::string_view table, std::span<const Field> old_key,
+                              std::span<const Field> new_key) const {
+  auto condition = [&](std::string& out, std::string_view prefix, std::span<const Field> key) {
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (i) out += " AND ";
+      out += prefix;
+      append_identifier(out, key[i].name);
+      out += " = ";
+      append_literal(out, key[i].value);
+    }
+  };
+  std::string sql = "UPDATE " + std::string(table) + " SET ";
+  for (size_t i = 0; i < new_key.size(); ++i) {
+    if (i) sql += ", ";
+    append_identifier(sql, new_key[i].name);
+    sql += " = ";
+    append_literal(sql, new_key[i].value);
+  }
+  sql += " WHERE ";
+  condition(sql, "", old_key);
+  sql += " AND NOT EXISTS (SELECT 1 FROM " + std::string(table) + " AS sluice_moved WHERE ";
+  condition(sql, "sluice_moved.", new_key);
+  sql += ')';
+  return sql;
+}
+
+std::string Dialect::create_sweep_table(std::string_view side, std::string_view table,
+                                        std::span<const std::string> keys) const {
+  std::string sql = "CREATE TABLE " + std::string(side) + " AS SELECT ";
+  append_names(*this, sql, keys);
+  sql += " FROM " + std::string(table) + " WHERE 1 = 0";
+  return sql;
+}
+
+std::string Dialect::create_sweep_index(std::string_view side, std::string_view side_name,
+                                        std::span<const std::string> keys) const {
+  std::string sql = "CREATE UNIQUE INDEX ";
+  append_identifier(sql, std::string(side_name) + "_key");
+  sql += " ON " + std::string(side) + " (";
+  append_names(*this, sql, keys);
+  sql += ')';
+  return sql;
+}
+
+std::string Dialect::sweep_delete(std::string_view table, std::string_view side,
+                                  std::span<const std::string> keys) const {
+  std::string sql = "DELETE FROM " + std::string(table) + " WHERE NOT EXISTS (SELECT 1 FROM " +
+                    std::string(side) + " WHERE ";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i) sql += " AND ";
+    const std::string k = quote_identifier(keys[i]);
+    sql += std::string(side) + "." + k + " = " + std::string(table) + "." + k;
+  }
+  sql += ')';
+  return sql;
+}
+
+void Dialect::append_string_literal(std::string& out, std::string_view text) const {
+  out += '\'';
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+}
+
+void Dialect::append_literal(std::string& out, const Value& v) const {
+  switch (v.kind()) {
+    case ValueKind::absent:
+    case ValueKind::null: out += "NULL"; return;
+    case ValueKind::boolean: out += v.as_bool() ? "TRUE" : "FALSE"; return;
+    case ValueKind::int64: out += std::to_string(v.as_int64()); return;
+    case ValueKind::uint64: out += std::to_string(v.as_uint64()); return;
+    case ValueKind::float64:
+      if (std::isfinite(v.as_double())) {
+        out += fmt::format("{}", v.as_double());
+        return;
+      }
+      append_string_literal(out, fmt::format("{}", v.as_double()));
+      return;
+    case ValueKind::decimal:
+    case ValueKind::string:
+    case ValueKind::json: append_string_literal(out, v.as_text()); return;
+    case ValueKind::date: append_string_literal(out, format_date(v.as_date())); return;
+    case ValueKind::time: append_string_literal(out, format_time(v.as_micros())); return;
+    case ValueKind::timetz:
+      append_string_literal(out, format_timetz(v.as_micros(), v.tz_offset_seconds()));
+      return;
+    case ValueKind::timestamp: append_string_literal(out, format_timestamp(v.as_micros())); return;
+    case ValueKind::timestamptz:
+      append_string_literal(out, format_timestamptz(v.as_micros()));
+      return;
+    case ValueKind::interval: append_string_literal(out, format_interval(v.as_interval())); return;
+    case ValueKind::uuid: append_string_literal(out, format_uuid(v.uuid_bytes())); return;
+    case ValueKind::bytes:
+    case ValueKind::array:
+    case ValueKind::object: break;
+  }
+  // Bytes, arrays, objects (rare as defaults): their JSON text.
+  std::string json;
+  encode_value_json(v, json);
+  append_string_literal(out, json);
 }
 
 void Dialect::append_insert_head(std::string& out, std::string_view table,

@@ -82,6 +82,38 @@ class Dialect {
   std::string drop_column(std::string_view table, std::string_view column) const;
   std::string rename_column(std::string_view table, std::string_view from,
                             std::string_view to) const;
+  // Widens a column to `type` (alter_column_type whose value kind changed); "" where the database
+  // needs nothing (SQLite: a column's declared type is an affinity, any value fits).
+  virtual std::string alter_column_type(std::string_view table, std::string_view column,
+                                        std::string_view type) const = 0;
+  // "UPDATE t SET c = <literal>": every existing row reads `value` (a backfill).
+  std::string set_all_rows(std::string_view table, std::string_view column,
+                           const Value& value) const;
+  // "UPDATE t SET to = COALESCE(from, to)": a replayed rename met the renamed column.
+  std::string merge_column(std::string_view table, std::string_view from,
+                           std::string_view to) const;
+  // Moves the row of key `old_key` to `new_key` (same names, in order) unless a row holds the new
+  // key already: "UPDATE t SET k = new WHERE k = old AND NOT EXISTS (row with k = new)".
+  virtual std::string move_row(std::string_view table, std::span<const Field> old_key,
+                               std::span<const Field> new_key) const;
+  // A key value a literal can name exactly (not bytes, arrays, objects, json, floats).
+  static bool literal_key(const Value& v) noexcept;
+
+  // ── snapshot.reconcile: sweep ──
+  std::string drop_table(std::string_view table) const {
+    return "DROP TABLE IF EXISTS " + std::string(table);
+  }
+  // An empty table of `keys` typed as in `table`, and its unique index (upserts conflict on it).
+  std::string create_sweep_table(std::string_view side, std::string_view table,
+                                 std::span<const std::string> keys) const;
+  std::string create_sweep_index(std::string_view side, std::string_view side_name,
+                                 std::span<const std::string> keys) const;
+  // Deletes the rows of `table` whose key is not in `side`.
+  std::string sweep_delete(std::string_view table, std::string_view side,
+                           std::span<const std::string> keys) const;
+  // `v` as an SQL literal: NULL, TRUE/FALSE, numbers, everything else a quoted string in the
+  // canonical text form of value.h (the form the writers bind), cast by the server.
+  void append_literal(std::string& out, const Value& v) const;
   // "name TYPE<constraint>": a key column gets key_constraint(), any other nullable_constraint().
   void append_column_definition(std::string& out, const ColumnDef& c) const;
 
@@ -107,6 +139,8 @@ class Dialect {
   virtual std::string_view key_constraint() const noexcept { return " NOT NULL"; }
   virtual std::string_view nullable_constraint() const noexcept { return ""; }
   virtual std::string_view table_options() const noexcept { return ""; }
+  // 'text' with quotes doubled (MySQL: backslashes doubled too).
+  virtual void append_string_literal(std::string& out, std::string_view text) const;
   // A concurrent writer may add the same column first: "IF NOT EXISTS " where the server has it.
   virtual std::string_view add_column_if_not_exists() const noexcept { return ""; }
 

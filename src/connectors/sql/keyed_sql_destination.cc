@@ -4,13 +4,105 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
+
+#include "sluice/schema_change.h"
 
 namespace sluice::sql {
 
 namespace {
 // The column a dead-letter table keeps the rejection's reason in.
 constexpr std::string_view kReasonColumn = "sluice_error";
+
+// The value kind a source column type holds (PostgreSQL and MySQL spellings), so that a column
+// added without a default gets the type its values will get; absent when unknown (the dialect's
+// type for a null: text).
+ValueKind kind_of_source_type(std::string_view type) {
+  std::string t;  // lower case, without "(n)" groups: "timestamp(3) with time zone"
+  int depth = 0;
+  for (char c : type) {
+    if (c == '[') break;
+    if (c == '(') ++depth;
+    if (depth == 0) t += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    if (c == ')' && depth > 0) --depth;
+  }
+  for (size_t p; (p = t.find("  ")) != std::string::npos;) t.erase(p, 1);
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  if (type.find('[') != std::string_view::npos || (!t.empty() && t[0] == '_'))
+    return ValueKind::absent;  // arrays: typed from their values
+  const bool is_unsigned = iequals(type.substr(type.size() > 8 ? type.size() - 8 : 0), "unsigned");
+  auto starts = [&](std::string_view p) { return t.compare(0, p.size(), p) == 0; };
+  if (t == "bool" || t == "boolean") return ValueKind::boolean;
+  if (starts("bigint") && is_unsigned) return ValueKind::uint64;
+  if (t == "smallint" || t == "integer" || t == "int" || t == "bigint" || t == "int2" ||
+      t == "int4" || t == "int8" || t == "tinyint" || t == "mediumint" || t == "serial" ||
+      t == "bigserial" || t == "smallserial" || starts("int ") || starts("bigint ") ||
+      starts("smallint ") || starts("tinyint ") || starts("mediumint "))
+    return ValueKind::int64;
+  if (t == "numeric" || t == "decimal" || starts("numeric ") || starts("decimal "))
+    return ValueKind::decimal;
+  if (t == "real" || t == "float" || t == "float4" || t == "float8" || t == "double" ||
+      t == "double precision" || starts("double ") || starts("float "))
+    return ValueKind::float64;
+  if (t == "text" || t == "varchar" || t == "character varying" || t == "char" ||
+      t == "character" || t == "bpchar" || t == "citext" || t == "name" || t == "tinytext" ||
+      t == "mediumtext" || t == "longtext" || starts("enum") || starts("varchar ") ||
+      starts("char "))
+    return ValueKind::string;
+  if (t == "bytea" || t == "blob" || t == "tinyblob" || t == "mediumblob" || t == "longblob" ||
+      t == "binary" || t == "varbinary")
+    return ValueKind::bytes;
+  if (t == "date") return ValueKind::date;
+  if (t == "time" || t == "time without time zone") return ValueKind::time;
+  if (t == "timetz" || t == "time with time zone") return ValueKind::timetz;
+  if (t == "timestamp" || t == "timestamp without time zone" || t == "datetime")
+    return ValueKind::timestamp;
+  if (t == "timestamptz" || t == "timestamp with time zone") return ValueKind::timestamptz;
+  if (t == "interval") return ValueKind::interval;
+  if (t == "uuid") return ValueKind::uuid;
+  if (t == "json" || t == "jsonb") return ValueKind::json;
+  return ValueKind::absent;
+}
+
+// A value of `kind` for Dialect::column_type (which looks at the kind only).
+Value sample_of(ValueKind kind) {
+  static const uint8_t kZeroUuid[16] = {};
+  static const Interval kZeroInterval{};
+  switch (kind) {
+    case ValueKind::boolean: return Value::boolean(false);
+    case ValueKind::int64: return Value::int64(0);
+    case ValueKind::uint64: return Value::uint64(0);
+    case ValueKind::float64: return Value::float64(0);
+    case ValueKind::decimal: return Value::decimal("0");
+    case ValueKind::string: return Value::string("");
+    case ValueKind::bytes: return Value::bytes("");
+    case ValueKind::date: return Value::date(0);
+    case ValueKind::time: return Value::time(0);
+    case ValueKind::timetz: return Value::timetz(0, 0);
+    case ValueKind::timestamp: return Value::timestamp(0);
+    case ValueKind::timestamptz: return Value::timestamptz(0);
+    case ValueKind::interval: return Value::interval(&kZeroInterval);
+    case ValueKind::uuid: return Value::uuid(kZeroUuid);
+    case ValueKind::json: return Value::json("null");
+    default: return Value::null();
+  }
+}
+
 }  // namespace
+
+bool parse_reconcile(std::string_view text, Reconcile* out) noexcept {
+  if (text == "sweep") *out = Reconcile::sweep;
+  else if (text == "truncate") *out = Reconcile::truncate;
+  else if (text == "none") *out = Reconcile::none;
+  else return false;
+  return true;
+}
+
+std::string sweep_table_name(std::string_view table) {
+  std::string name = "sluice_sweep_" + std::string(table);
+  if (name.size() <= 58) return name;  // room for its index's "_key" in 63 (64 in MySQL)
+  return fmt::format("{}_{:016x}", name.substr(0, 41), std::hash<std::string_view>{}(table));
+}
 
 KeyedSqlDestination::KeyedSqlDestination(const Dialect& dialect, KeyedSqlOptions options)
     : dialect_(dialect),
@@ -96,31 +188,48 @@ Status KeyedSqlDestination::apply(const Batch& batch, size_t max_rows) {
   for (const Record& r : batch.records()) {
     SLUICE_TRY_ASSIGN(SqlTable * t, table_for(r));
     SLUICE_TRY(plan_.add(r, *t));
+    if (options_.reconcile == Reconcile::sweep) SLUICE_TRY(plan_sweep(r, *t));
   }
+  plan_.finish();
   const size_t n = plan_.rows().size();
-  if (ddl_first) {
-    // DDL would commit the batch's transaction half-way: the schema pass comes first.
-    for (size_t i = 0; i < n;) {
-      const size_t end = plan_.run_end(i, max_rows);
-      if (plan_.row(i).action == RowAction::upsert) SLUICE_TRY(evolve(i, end));
+  // Segments of rows between control rows. Where DDL commits implicitly (MySQL), each segment
+  // is a transaction of its own with its schema pass before it, and a control row runs between
+  // two (its statements commit by themselves); the position commits with the last segment.
+  for (size_t i = 0;;) {
+    size_t seg_end = i;
+    while (seg_end < n && plan_.row(seg_end).action != RowAction::control) ++seg_end;
+    if (ddl_first) {
+      // DDL would commit the transaction half-way: the segment's schema pass comes first.
+      for (size_t j = i; j < seg_end;) {
+        const size_t end = plan_.run_end(j, max_rows);
+        if (plan_.row(j).action == RowAction::upsert) SLUICE_TRY(evolve(j, end));
+        j = end;
+      }
+      SLUICE_TRY(begin());
+    }
+    while (i < seg_end) {
+      const size_t end = std::min(plan_.run_end(i, max_rows), seg_end);
+      const PlannedRow& head = plan_.row(i);
+      bool skip = false;
+      if (head.action == RowAction::upsert) {
+        if (!ddl_first) SLUICE_TRY(evolve(i, end));
+      } else if (head.action == RowAction::move) {
+        SLUICE_TRY(move_row(head));
+        i = end;
+        continue;
+      } else if (!head.table->exists) {
+        // Nothing to delete from a table that was never created (re-checked: another writer may
+        // have created it since).
+        SLUICE_TRY(load_columns(*head.table));
+        skip = !head.table->exists;
+      }
+      if (!skip) SLUICE_TRY(write_run(i, end));
       i = end;
     }
-    SLUICE_TRY(begin());
-  }
-  for (size_t i = 0; i < n;) {
-    const size_t end = plan_.run_end(i, max_rows);
-    const PlannedRow& head = plan_.row(i);
-    bool skip = false;
-    if (head.action == RowAction::upsert) {
-      if (!ddl_first) SLUICE_TRY(evolve(i, end));
-    } else if (!head.table->exists) {
-      // Nothing to delete from a table that was never created (re-checked: another writer may
-      // have created it since).
-      SLUICE_TRY(load_columns(*head.table));
-      skip = !head.table->exists;
-    }
-    if (!skip) SLUICE_TRY(write_run(i, end));
-    i = end;
+    if (seg_end == n) break;
+    if (ddl_first) SLUICE_TRY(commit());
+    SLUICE_TRY(apply_control(plan_.row(seg_end)));
+    i = seg_end + 1;
   }
   if (options_.checkpoint_in_destination && batch.has_position())
     SLUICE_TRY(save_position(batch.position()));
@@ -171,54 +280,67 @@ Status KeyedSqlDestination::apply_isolating(const Batch& batch, bool commit_posi
   for (const Record& r : batch.records()) {
     Result<SqlTable*> t = table_for(r);
     Status st = t ? plan_.add(r, *t.value()) : Status(t.error());
+    if (st.ok() && options_.reconcile == Reconcile::sweep) st = plan_sweep(r, *t.value());
     if (st.ok()) continue;
-    if (!record_level(st)) return st;
+    if (!record_level(st) || is_control(r.op)) return st;
     refuse(&r, st.error());
   }
+  plan_.finish();
   const size_t n = plan_.rows().size();
-  if (ddl_first) {
-    for (size_t i = 0; i < n; ++i) {
-      const PlannedRow& row = plan_.row(i);
-      if (refused[size_t(row.record - base)] || row.action != RowAction::upsert) continue;
-      if (Status st = evolve(i, i + 1); !st.ok()) {
-        if (!record_level(st) || !connected()) return st;
-        refuse(row.record, st.error());
+  // Segments between control rows, as in apply(): a control row is not a record that can be
+  // refused — its failure fails the write.
+  for (size_t i = 0;;) {
+    size_t seg_end = i;
+    while (seg_end < n && plan_.row(seg_end).action != RowAction::control) ++seg_end;
+    if (ddl_first) {
+      for (size_t k = i; k < seg_end; ++k) {
+        const PlannedRow& row = plan_.row(k);
+        if (refused[size_t(row.record - base)] || row.action != RowAction::upsert) continue;
+        if (Status st = evolve(k, k + 1); !st.ok()) {
+          if (!record_level(st) || !connected()) return st;
+          refuse(row.record, st.error());
+        }
       }
+      SLUICE_TRY(begin());
     }
-    SLUICE_TRY(begin());
-  }
-  for (size_t i = 0; i < n;) {
-    const Record* r = plan_.row(i).record;
-    size_t j = i + 1;
-    while (j < n && plan_.row(j).record == r) ++j;  // a moved key: delete + upsert, one record
-    if (refused[size_t(r - base)]) {
-      i = j;
-      continue;
-    }
-    if (guarded_fast_path(i, j)) {
-      Status st = write_guarded_record(i, j);
-      if (!st.ok()) {
+    while (i < seg_end) {
+      const Record* r = plan_.row(i).record;
+      size_t j = i + 1;
+      // A moved key: its rows, one record.
+      while (j < seg_end && plan_.row(j).record == r) ++j;
+      if (refused[size_t(r - base)]) {
+        i = j;
+        continue;
+      }
+      if (guarded_fast_path(i, j)) {
+        Status st = write_guarded_record(i, j);
+        if (!st.ok()) {
+          if (!record_level(st) || !connected()) return st;
+          refuse(r, st.error());
+        }
+        i = j;
+        continue;
+      }
+      SqlTable& t = *plan_.row(i).table;
+      const bool existed = t.exists;
+      const size_t columns = t.columns.size();
+      SLUICE_TRY(savepoint("SAVEPOINT sluice_record"));
+      Status st = write_rows(i, j, ddl_first);
+      if (st.ok()) {
+        SLUICE_TRY(savepoint("RELEASE SAVEPOINT sluice_record"));
+      } else {
         if (!record_level(st) || !connected()) return st;
+        SLUICE_TRY(savepoint("ROLLBACK TO SAVEPOINT sluice_record"));
+        // DDL inside the savepoint was undone with it: re-read what the catalogue learnt.
+        if (t.exists != existed || t.columns.size() != columns) SLUICE_TRY(load_columns(t));
         refuse(r, st.error());
       }
       i = j;
-      continue;
     }
-    SqlTable& t = *plan_.row(i).table;
-    const bool existed = t.exists;
-    const size_t columns = t.columns.size();
-    SLUICE_TRY(savepoint("SAVEPOINT sluice_record"));
-    Status st = write_rows(i, j, ddl_first);
-    if (st.ok()) {
-      SLUICE_TRY(savepoint("RELEASE SAVEPOINT sluice_record"));
-    } else {
-      if (!record_level(st) || !connected()) return st;
-      SLUICE_TRY(savepoint("ROLLBACK TO SAVEPOINT sluice_record"));
-      // DDL inside the savepoint was undone with it: re-read what the catalogue learnt.
-      if (t.exists != existed || t.columns.size() != columns) SLUICE_TRY(load_columns(t));
-      refuse(r, st.error());
-    }
-    i = j;
+    if (seg_end == n) break;
+    if (ddl_first) SLUICE_TRY(commit());
+    SLUICE_TRY(apply_control(plan_.row(seg_end)));
+    i = seg_end + 1;
   }
   if (commit_position && options_.checkpoint_in_destination && batch.has_position())
     SLUICE_TRY(save_position(batch.position()));
@@ -232,7 +354,8 @@ bool KeyedSqlDestination::guarded_fast_path(size_t first, size_t end) {
   if (!writes_guarded_records()) return false;
   for (size_t k = first; k < end; ++k) {
     const PlannedRow& row = plan_.row(k);
-    if (row.action == RowAction::truncate || !row.table->exists) return false;
+    if (row.action == RowAction::truncate || row.action == RowAction::move || !row.table->exists)
+      return false;
     if (row.action == RowAction::upsert) {
       missing_columns(plan_, k, k + 1, *row.table, dialect_.key_columns_first(),
                       dialect_.sample_first_non_null(), missing_);
@@ -245,6 +368,10 @@ bool KeyedSqlDestination::guarded_fast_path(size_t first, size_t end) {
 Status KeyedSqlDestination::write_rows(size_t first, size_t end, bool ddl_done) {
   for (size_t k = first; k < end; ++k) {
     const PlannedRow& row = plan_.row(k);
+    if (row.action == RowAction::move) {
+      SLUICE_TRY(move_row(row));
+      continue;
+    }
     if (row.action == RowAction::upsert) {
       if (!ddl_done) SLUICE_TRY(evolve(k, k + 1));
     } else if (!row.table->exists) {
@@ -269,6 +396,10 @@ Result<SqlTable*> KeyedSqlDestination::table_for(const Record& r) {
   } else {
     name = options_.table.render(r);
   }
+  return find_table(schema, name);
+}
+
+Result<SqlTable*> KeyedSqlDestination::find_table(std::string_view schema, std::string_view name) {
   return catalogue_.find(
       schema, name,
       [&](std::string_view s, std::string_view t) -> Result<std::unique_ptr<SqlTable>> {
@@ -304,6 +435,175 @@ Status KeyedSqlDestination::evolve(size_t first, size_t end) {
     SLUICE_TRY(ddl(dialect_.add_column(t.quoted, c), t, r,
                    fmt::format("add column {}", dialect_.quote_identifier(c.name)), true));
   return load_columns(t);
+}
+
+}  // namespace sluice::sql
+
+namespace sluice::sql {
+
+Result<SqlTable*> KeyedSqlDestination::sweep_table_of(const SqlTable& t) {
+  const std::string schema = t.schema, name = sweep_table_name(t.name);
+  return find_table(schema, name);
+}
+
+Status KeyedSqlDestination::plan_sweep(const Record& r, SqlTable& t) {
+  if (!t.sweep_known) {
+    // A sweep that runs since an earlier batch (or run) left its side table.
+    SLUICE_TRY_ASSIGN(SqlTable * side, sweep_table_of(t));
+    t.sweep = side->exists ? side : nullptr;
+    t.sweep_known = true;
+  }
+  if (r.op == Operation::marker) {
+    const Value* m = r.metadata.find(meta::kMarker);
+    const std::string_view marker = m && m->kind() == ValueKind::string ? m->as_text() : "";
+    if (marker == meta::kSnapshotBegin) {
+      SLUICE_TRY_ASSIGN(t.sweep, sweep_table_of(t));
+    } else if (marker == meta::kSnapshotEnd) {
+      t.sweep = nullptr;
+    }
+    return ok_status();
+  }
+  if (t.sweep != nullptr && !is_control(r.op)) plan_.add_key_copy(*t.sweep);
+  return ok_status();
+}
+
+Status KeyedSqlDestination::control_statement(const std::string& sql, SqlTable& t, const Record& r,
+                                              std::string_view what, bool adding_column) {
+  if (sql.empty()) return ok_status();
+  Status s = ddl(sql, t, r, what, adding_column);
+  if (!s && s.error().code() == Errc::data)
+    return Error(Errc::unsupported, s.error().message(), false);
+  return s;
+}
+
+Status KeyedSqlDestination::move_row(const PlannedRow& row) {
+  SqlTable& t = *row.table;
+  if (!t.exists) SLUICE_TRY(load_columns(t));
+  if (!t.exists) return ok_status();
+  auto old_key = plan_.keys(row), new_key = plan_.columns(row);
+  for (const Field& f : old_key)
+    if (!Dialect::literal_key(f.value)) return ok_status();  // delete + upsert, as before
+  for (const Field& f : new_key)
+    if (!Dialect::literal_key(f.value) || !t.has_column(f.name)) return ok_status();
+  return ddl(dialect_.move_row(t.quoted, old_key, new_key), t, *row.record,
+             "move the row to its new key", false);
+}
+
+Status KeyedSqlDestination::apply_control(const PlannedRow& row) {
+  SqlTable& t = *row.table;
+  const Record& r = *row.record;
+  return r.op == Operation::schema ? apply_schema_change(t, r) : apply_marker(t, r);
+}
+
+Status KeyedSqlDestination::apply_schema_change(SqlTable& t, const Record& r) {
+  auto change = schema_change_of(r);
+  if (!change) return record_error(t, r, Errc::unsupported, change.error().message());
+  const SchemaChange& c = change.value();
+  // Exact: the table as it is now, not as the cache last read it.
+  SLUICE_TRY(load_columns(t));
+  if (!t.exists) return ok_status();  // the rows after the change create the table as they need
+  const std::string col = dialect_.quote_identifier(c.column);
+  const std::string what =
+      fmt::format("apply {} of column {}", schema_change_kind_name(c.kind), col);
+  switch (c.kind) {
+    case SchemaChangeKind::add_column: {
+      const bool has_default = !c.default_value.is_absent() && !c.default_value.is_null();
+      if (t.has_column(c.column)) {
+        // Kept after a drop (schema.keep_dropped_columns), or a replay: the column is made anew,
+        // with the re-added column's type, so that no row reads the values of the older one (a
+        // replay writes the rows after the change again).
+        SLUICE_TRY(load_key_columns(t, key_names_));
+        for (const std::string& k : key_names_)
+          if (dialect_.same_identifier(k, c.column)) return load_columns(t);  // never a key
+        SLUICE_TRY(control_statement(dialect_.drop_column(t.quoted, c.column), t, r, what));
+      }
+      const Value sample = has_default ? c.default_value : sample_of(kind_of_source_type(c.type));
+      SLUICE_TRY(control_statement(
+          dialect_.add_column(t.quoted, ColumnDef{c.column, &sample, false}), t, r, what, true));
+      // Rows that existed before the change read the default (absent: NULL, as added).
+      if (has_default)
+        SLUICE_TRY(control_statement(dialect_.set_all_rows(t.quoted, c.column, c.default_value), t,
+                                     r, what));
+      break;
+    }
+    case SchemaChangeKind::drop_column:
+      if (!options_.keep_dropped_columns && t.has_column(c.column))
+        SLUICE_TRY(control_statement(dialect_.drop_column(t.quoted, c.column), t, r, what));
+      break;
+    case SchemaChangeKind::rename_column: {
+      const bool has_from = t.has_column(c.column), has_to = t.has_column(c.to);
+      if (has_from && !has_to) {
+        SLUICE_TRY(control_statement(dialect_.rename_column(t.quoted, c.column, c.to), t, r, what));
+      } else if (has_from && has_to && !dialect_.same_identifier(c.column, c.to)) {
+        // A replay: rows written again before the rename re-created the old column. Their values
+        // are the ones as of the rename; the rows after it are replayed too.
+        SLUICE_TRY(control_statement(dialect_.merge_column(t.quoted, c.column, c.to), t, r, what));
+        SLUICE_TRY(control_statement(dialect_.drop_column(t.quoted, c.column), t, r, what));
+      }
+      // Only the new name: done already. Neither: the rows after it add the column.
+      break;
+    }
+    case SchemaChangeKind::alter_column_type: {
+      if (!t.has_column(c.column)) break;
+      // Destination types come from value kinds: a widening within one kind (int -> bigint,
+      // varchar(n) -> text) needs nothing; a change of kind (int -> numeric) retypes the column.
+      const ValueKind from = kind_of_source_type(c.from), to = kind_of_source_type(c.type);
+      if (from == ValueKind::absent || to == ValueKind::absent || from == to) break;
+      const Value sample = sample_of(to);
+      SLUICE_TRY(control_statement(
+          dialect_.alter_column_type(t.quoted, c.column, dialect_.column_type(sample, false)), t, r,
+          what));
+      break;
+    }
+  }
+  forget_table(t);
+  return load_columns(t);
+}
+
+Status KeyedSqlDestination::apply_marker(SqlTable& t, const Record& r) {
+  const Value* m = r.metadata.find(meta::kMarker);
+  const std::string_view marker = m && m->kind() == ValueKind::string ? m->as_text() : "";
+  const bool begin = marker == meta::kSnapshotBegin, end = marker == meta::kSnapshotEnd;
+  if (options_.reconcile == Reconcile::none || (!begin && !end)) return ok_status();
+  SLUICE_TRY(load_columns(t));
+  if (options_.reconcile == Reconcile::truncate) {
+    if (begin && t.exists)
+      SLUICE_TRY(control_statement(dialect_.truncate(t.quoted), t, r,
+                                   "empty the table before the snapshot"));
+    return ok_status();
+  }
+  SLUICE_TRY_ASSIGN(SqlTable * side, sweep_table_of(t));
+  SLUICE_TRY(load_columns(*side));
+  if (begin) {
+    // A new sweep: keys of an earlier, unfinished one do not count.
+    if (side->exists)
+      SLUICE_TRY(
+          control_statement(dialect_.drop_table(side->quoted), t, r, "drop the sweep table"));
+    if (t.exists) {
+      SLUICE_TRY(load_key_columns(t, key_names_));
+      if (key_names_.empty())
+        return record_error(
+            t, r, Errc::unsupported,
+            "the table has no primary key, so snapshot.reconcile: sweep cannot tell "
+            "its rows apart; set snapshot.reconcile: truncate (or none)");
+      SLUICE_TRY(control_statement(dialect_.create_sweep_table(side->quoted, t.quoted, key_names_),
+                                   t, r, "create the sweep table"));
+      SLUICE_TRY(
+          control_statement(dialect_.create_sweep_index(side->quoted, side->name, key_names_), t, r,
+                            "create the sweep table's key"));
+    }
+  } else if (side->exists) {
+    if (t.exists) {
+      // The side table holds the key columns only.
+      key_names_.clear();
+      for (const auto& [name, tag] : side->columns) key_names_.push_back(name);
+      SLUICE_TRY(control_statement(dialect_.sweep_delete(t.quoted, side->quoted, key_names_), t, r,
+                                   "delete the rows the snapshot did not see"));
+    }
+    SLUICE_TRY(control_statement(dialect_.drop_table(side->quoted), t, r, "drop the sweep table"));
+  }
+  forget_table(*side);
+  return load_columns(*side);
 }
 
 }  // namespace sluice::sql

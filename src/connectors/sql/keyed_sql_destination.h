@@ -49,6 +49,16 @@
 
 namespace sluice::sql {
 
+// snapshot.reconcile: what a keyed table does with the rows a re-snapshot of it did not see.
+enum class Reconcile : uint8_t {
+  sweep,     // keys written between snapshot_begin and snapshot_end go to a side table; at
+             // snapshot_end the table's rows with another key are deleted
+  truncate,  // the table is emptied at snapshot_begin
+  none,      // markers are ignored
+};
+// "sweep" | "truncate" | "none"; false for anything else.
+bool parse_reconcile(std::string_view text, Reconcile* out) noexcept;
+
 struct KeyedSqlOptions {
   std::string destination;  // starts every error: `sqlite destination "x.db"`
   RecordTemplate table;
@@ -56,7 +66,13 @@ struct KeyedSqlOptions {
   std::string default_schema;            // when the schema template renders empty
   bool checkpoint_in_destination = false;
   bool isolate_rejected_rows = false;
+  bool keep_dropped_columns = false;  // schema.keep_dropped_columns
+  Reconcile reconcile = Reconcile::sweep;
 };
+
+// The side table of a sweep of `table`: "sluice_sweep_<table>", cut (with a hash) to fit the
+// 63-character identifiers of PostgreSQL with its index's "_key".
+std::string sweep_table_name(std::string_view table);
 
 class KeyedSqlDestination : public Destination {
  public:
@@ -69,6 +85,8 @@ class KeyedSqlDestination : public Destination {
                          std::vector<RejectedRecord>& rejected) override;
   bool stores_positions() const noexcept override { return options_.checkpoint_in_destination; }
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
+  // Schema changes and snapshot markers are applied in order with the rows.
+  bool accepts_control_records() const noexcept override { return true; }
   void close() noexcept override;
 
  protected:
@@ -118,6 +136,13 @@ class KeyedSqlDestination : public Destination {
   virtual Status write_guarded_record(size_t /*first*/, size_t /*end*/) {
     return Error(Errc::unsupported, options_.destination + ": no guarded records");
   }
+  // Drops what the writer caches for one table whose columns changed (after DDL).
+  virtual void forget_table(SqlTable&) noexcept {}
+  // The table's primary key columns in key order (empty: none); snapshot.reconcile: sweep.
+  virtual Status load_key_columns(SqlTable&, std::vector<std::string>& out) {
+    out.clear();
+    return ok_status();
+  }
 
   const BatchPlan& plan() const noexcept { return plan_; }
   Error record_error(const SqlTable& t, const Record& r, Errc code, std::string_view what,
@@ -148,6 +173,20 @@ class KeyedSqlDestination : public Destination {
   // Dead-letter queue: copies each record's meta::kError into after.sluice_error.
   void add_reason_column(Batch& batch);
   Result<SqlTable*> table_for(const Record& r);
+  Result<SqlTable*> find_table(std::string_view schema, std::string_view name);
+  // Plans the sweep state of `t` around record `r` (snapshot.reconcile: sweep).
+  Status plan_sweep(const Record& r, SqlTable& t);
+  Result<SqlTable*> sweep_table_of(const SqlTable& t);
+  // An update's key moved: the stored row goes to the new key (its unsent columns stay).
+  Status move_row(const PlannedRow& row);
+  // A control row: a schema change or a marker.
+  Status apply_control(const PlannedRow& row);
+  Status apply_schema_change(SqlTable& t, const Record& r);
+  Status apply_marker(SqlTable& t, const Record& r);
+  // DDL (or a statement around it) of a control record; a data error becomes Errc::unsupported
+  // (a schema change is not a row: never dead-lettered).
+  Status control_statement(const std::string& sql, SqlTable& t, const Record& r,
+                           std::string_view what, bool adding_column = false);
   // Creates the table or adds the columns the run [first, end) needs.
   Status evolve(size_t first, size_t end);
 
@@ -156,6 +195,7 @@ class KeyedSqlDestination : public Destination {
   std::string schema_buf_, table_buf_;
   std::vector<ColumnDef> missing_;
   ConnectionProbe probe_;
+  std::vector<std::string> key_names_;
 };
 
 }  // namespace sluice::sql

@@ -41,7 +41,11 @@ std::vector<std::string> names(std::span<const Field> fs) {
 std::string describe(const BatchPlan& p) {
   std::string out;
   for (const PlannedRow& r : p.rows()) {
-    out += r.action == RowAction::upsert ? "U" : r.action == RowAction::remove ? "D" : "T";
+    out += r.action == RowAction::upsert    ? "U"
+           : r.action == RowAction::remove  ? "D"
+           : r.action == RowAction::move    ? "M"
+           : r.action == RowAction::control ? "C"
+                                            : "T";
     out += '(';
     for (const Field& k : p.keys(r))
       out += std::string(k.name) + "=" + to_debug_string(k.value) + " ";
@@ -122,7 +126,7 @@ TEST(BatchPlanTest, KeyFieldsAfterLacksAreWrittenAfterTheFields) {
   EXPECT_FALSE(p.is_key(p.row(0), "v"));
 }
 
-TEST(BatchPlanTest, UpdateThatMovesTheKeyDeletesTheOldKeyFirst) {
+TEST(BatchPlanTest, UpdateThatMovesTheKeyMovesTheRowThenDeletesTheOldKey) {
   Fixture f;
   Batch b;
   BatchPlan p(true, "test destination");
@@ -135,9 +139,35 @@ TEST(BatchPlanTest, UpdateThatMovesTheKeyDeletesTheOldKeyFirst) {
   ASSERT_TRUE(
       p.add(add(b, Operation::update, id(b, 5), row(b, 5, "z"), row(b, 5, "old")), f.t1).ok());
   EXPECT_EQ(describe(p),
-            "D(id=1 |)U(id=2 | id name)"
-            "D(id=3 |)U(id=4 | id name)"
+            "M(id=1 | id)D(id=1 |)U(id=2 | id name)"
+            "M(id=3 | id)D(id=3 |)U(id=4 | id name)"
             "U(id=5 | id name)");
+  EXPECT_EQ(p.run_end(0), 1u);  // a move is a run of its own
+}
+
+TEST(BatchPlanTest, ControlRecordsAreRunsOfTheirOwnAndKeyCopiesPrecedeThem) {
+  Fixture f;
+  Batch b;
+  BatchPlan p(true, "test destination");
+  ASSERT_TRUE(p.add(add(b, Operation::create, id(b, 1), row(b, 1, "a")), f.t1).ok());
+  p.add_key_copy(f.t2);
+  ASSERT_TRUE(p.add(add(b, Operation::create, id(b, 2), row(b, 2, "b")), f.t1).ok());
+  p.add_key_copy(f.t2);
+  Record& schema = b.add();
+  schema.op = Operation::schema;  // no key needed
+  ASSERT_TRUE(p.add(schema, f.t1).ok());
+  ASSERT_TRUE(p.add(add(b, Operation::create, id(b, 3), row(b, 3, "c")), f.t1).ok());
+  p.add_key_copy(f.t2);
+  ASSERT_TRUE(p.add(add(b, Operation::remove, id(b, 4)), f.t1).ok());
+  p.add_key_copy(f.t2);  // not after a delete
+  p.finish();
+  EXPECT_EQ(describe(p),
+            "U(id=1 | id name)U(id=2 | id name)U(id=1 | id)U(id=2 | id)C(|)"
+            "U(id=3 | id name)D(id=4 |)U(id=3 | id)");
+  EXPECT_EQ(p.run_end(0), 2u);
+  EXPECT_EQ(p.row(2).table, &f.t2);
+  EXPECT_EQ(p.run_end(2), 4u);  // the key copies of t2: one run
+  EXPECT_EQ(p.run_end(4), 5u);  // the schema change
 }
 
 TEST(BatchPlanTest, KeyCaseFoldingFollowsTheServer) {
@@ -389,6 +419,59 @@ TEST(MysqlDialectTest, StatementShapes) {
             "SELECT `position` FROM `sluice_checkpoints` WHERE `pipeline` = 'p'");
   EXPECT_TRUE(mysql::decimal_fits("-12345.678"));
   EXPECT_FALSE(mysql::decimal_fits("NaN"));
+}
+
+TEST(SchemaChangeStatementsTest, BackfillLiteralsCannotBreakOutOfTheirQuotes) {
+  sqlite::SqliteDialect lite;
+  pg::PostgresDialect pg;
+  mysql::MysqlDialect my;
+  const Value hostile = Value::string("x'); DROP TABLE t; --\\");
+  EXPECT_EQ(lite.set_all_rows("\"t\"", kQuote, hostile),
+            "UPDATE \"t\" SET \"a\"\"b\" = 'x''); DROP TABLE t; --\\'");
+  EXPECT_EQ(my.set_all_rows("`t`", "a`b", hostile),
+            "UPDATE `t` SET `a``b` = 'x''); DROP TABLE t; --\\\\'");
+  EXPECT_EQ(pg.set_all_rows("\"t\"", "n", Value::null()), "UPDATE \"t\" SET \"n\" = NULL");
+  std::string lit;
+  pg.append_literal(lit, Value::int64(-3));
+  lit += ' ';
+  pg.append_literal(lit, Value::boolean(true));
+  lit += ' ';
+  pg.append_literal(lit, Value::decimal("1.50"));
+  lit += ' ';
+  pg.append_literal(lit, Value::date(0));
+  EXPECT_EQ(lit, "-3 TRUE '1.50' '1970-01-01'");
+  EXPECT_EQ(pg.merge_column("\"t\"", "v", "name"),
+            "UPDATE \"t\" SET \"name\" = COALESCE(\"v\", \"name\")");
+  EXPECT_EQ(pg.alter_column_type("\"t\"", kQuote, "numeric"),
+            "ALTER TABLE \"t\" ALTER COLUMN \"a\"\"b\" TYPE numeric USING \"a\"\"b\"::numeric");
+  EXPECT_EQ(my.alter_column_type("`t`", "n", "DECIMAL(65,30)"),
+            "ALTER TABLE `t` MODIFY COLUMN `n` DECIMAL(65,30) NULL");
+  EXPECT_EQ(lite.alter_column_type("\"t\"", "n", "REAL"), "");
+}
+
+TEST(SchemaChangeStatementsTest, MoveRowAndSweep) {
+  sqlite::SqliteDialect lite;
+  mysql::MysqlDialect my;
+  const Field old_key[] = {{kQuote, Value::int64(1)}, {"k", Value::string("a'")}};
+  const Field new_key[] = {{kQuote, Value::int64(2)}, {"k", Value::string("a'")}};
+  EXPECT_EQ(
+      lite.move_row("\"t\"", old_key, new_key),
+      "UPDATE \"t\" SET \"a\"\"b\" = 2, \"k\" = 'a''' WHERE \"a\"\"b\" = 1 AND \"k\" = 'a''' AND "
+      "NOT EXISTS (SELECT 1 FROM \"t\" AS sluice_moved WHERE sluice_moved.\"a\"\"b\" = 2 AND "
+      "sluice_moved.\"k\" = 'a''')");
+  EXPECT_EQ(my.move_row("`t`", old_key, new_key),
+            "UPDATE IGNORE `t` SET `a\"b` = 2, `k` = 'a''' WHERE `a\"b` = 1 AND `k` = 'a'''");
+  const std::string keys[] = {std::string(kQuote), "k"};
+  EXPECT_EQ(lite.create_sweep_table("\"s\"", "\"t\"", keys),
+            "CREATE TABLE \"s\" AS SELECT \"a\"\"b\", \"k\" FROM \"t\" WHERE 1 = 0");
+  EXPECT_EQ(lite.create_sweep_index("\"s\"", "s", keys),
+            "CREATE UNIQUE INDEX \"s_key\" ON \"s\" (\"a\"\"b\", \"k\")");
+  EXPECT_EQ(lite.sweep_delete("\"t\"", "\"s\"", keys),
+            "DELETE FROM \"t\" WHERE NOT EXISTS (SELECT 1 FROM \"s\" WHERE \"s\".\"a\"\"b\" = "
+            "\"t\".\"a\"\"b\" AND \"s\".\"k\" = \"t\".\"k\")");
+  EXPECT_TRUE(Dialect::literal_key(Value::string("x")));
+  EXPECT_FALSE(Dialect::literal_key(Value::float64(1.5)));
+  EXPECT_FALSE(Dialect::literal_key(Value::bytes("x")));
 }
 
 TEST(CheckpointStatementsTest, EachDialectUpsertsThePipelinesRow) {

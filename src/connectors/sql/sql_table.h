@@ -46,6 +46,12 @@ struct SqlTable {
   ColumnMap columns;
 
   bool has_column(std::string_view c) const { return columns.find(c) != columns.end(); }
+
+  // snapshot.reconcile: sweep (KeyedSqlDestination): while a re-snapshot of this table runs, the
+  // side table its written keys go to (as planned; nullptr otherwise), and whether that state
+  // was read from the database yet (the side table exists while a sweep runs).
+  SqlTable* sweep = nullptr;
+  bool sweep_known = false;
 };
 
 class TableCatalogue {

@@ -71,6 +71,8 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     k.destination = fmt::format("sqlite destination \"{}\"", o.path);
     k.table = std::move(table);
     k.checkpoint_in_destination = o.checkpoint_in_destination;
+    k.keep_dropped_columns = o.keep_dropped_columns;
+    (void)sql::parse_reconcile(o.reconcile, &k.reconcile);  // checked by the settings table
     return k;
   }
 
@@ -161,6 +163,30 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
       return db_failure(rc, fmt::format("cannot read the columns of table \"{}\"", t.name));
     t.exists = !t.columns.empty();
     return ok_status();
+  }
+
+  Status load_key_columns(sql::SqlTable& t, std::vector<std::string>& out) override {
+    out.clear();
+    auto st = db_.prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk",
+                          "prepare a statement");
+    if (!st) return st.error().with_context(options_.destination + ": ");
+    sqlite3_stmt* s = st.value().get();
+    sqlite3_bind_text64(s, 1, t.name.c_str(), t.name.size(), SQLITE_STATIC, SQLITE_UTF8);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+      const char* name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+      out.emplace_back(name ? name : "");
+    }
+    if (rc != SQLITE_DONE)
+      return db_failure(rc, fmt::format("cannot read the key of table \"{}\"", t.name));
+    return ok_status();
+  }
+
+  // Its statements name columns that may be gone.
+  void forget_table(sql::SqlTable& t) noexcept override {
+    SqliteTable& st = static_cast<SqliteTable&>(t);
+    st.last_upsert = st.last_delete = nullptr;
+    st.shapes.clear();
   }
 
   // Runs inside the batch's transaction: a rollback undoes it (and the catalogue is dropped).

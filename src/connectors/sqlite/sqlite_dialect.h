@@ -22,6 +22,11 @@ class SqliteDialect final : public sql::Dialect {
     return "DELETE FROM " + std::string(table);
   }
   std::string checkpoint_table_ddl(std::string_view table) const override;
+  // Nothing to do: a declared type is an affinity, every value is stored as bound.
+  std::string alter_column_type(std::string_view, std::string_view,
+                                std::string_view) const override {
+    return {};
+  }
 
   // INSERT INTO t (c1,..) VALUES(?,..) ON CONFLICT(keys) DO ...: parameter i is column i.
   std::string upsert(std::string_view table, std::span<const sql::ColumnRef> columns) const;
