@@ -77,7 +77,8 @@ DECLARE
   r record; st sluice.ddl_state; c record; nsp text; rel text;
 BEGIN
   FOR r IN SELECT DISTINCT e.objid, e.command_tag FROM pg_event_trigger_ddl_commands() e
-           WHERE e.classid = 'pg_class'::regclass AND e.object_type = 'table' LOOP
+           WHERE e.classid = 'pg_class'::regclass
+             AND e.object_type IN ('table', 'table column') LOOP
     SELECT * INTO st FROM sluice.ddl_state s WHERE s.relid = r.objid;
     CONTINUE WHEN NOT FOUND;
     SELECT n.nspname, cl.relname INTO nsp, rel
@@ -192,7 +193,9 @@ Status PostgresDriver::install_ddl_capture() {
   const bool super = PQntuples(res) == 1 && std::string_view(PQgetvalue(res, 0, 1)) == "t";
   const bool installed = PQntuples(res) == 1 && std::string_view(PQgetvalue(res, 0, 2)) == "t";
   if (super) {
-    if (auto r = conn_.exec(std::string("BEGIN;") + kInstallSql + "COMMIT;", PGRES_COMMAND_OK);
+    if (auto r = conn_.exec(std::string("BEGIN; SET LOCAL client_min_messages = warning;") + kInstallSql +
+                            "COMMIT;",
+                        PGRES_COMMAND_OK);
         !r.ok()) {
       (void)conn_.exec("ROLLBACK", PGRES_COMMAND_OK);
       return r.error().with_context("ddl.capture: cannot install the DDL capture in schema sluice: ");
@@ -251,7 +254,8 @@ Status PostgresDriver::uninstall_ddl_capture() {
     return ok_status();
   }
   auto d = conn_.exec(
-      "DROP EVENT TRIGGER IF EXISTS sluice_ddl_command_end; DROP EVENT TRIGGER IF EXISTS "
+      "SET client_min_messages = warning; DROP EVENT TRIGGER IF EXISTS sluice_ddl_command_end; "
+      "DROP EVENT TRIGGER IF EXISTS "
       "sluice_sql_drop; DROP SCHEMA IF EXISTS sluice CASCADE",
       PGRES_COMMAND_OK);
   if (!d.ok())
