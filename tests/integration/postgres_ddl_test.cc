@@ -78,27 +78,28 @@ bool contains(const std::string& s, const std::string& part) {
 TEST(PostgresDdl, CapturedDdlArrivesAsSchemaRecordsInStreamOrder) {
   TestDb db("ddl_capture");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec(
-      "CREATE TABLE t (id int PRIMARY KEY, a text, n int, v varchar(10));"
-      "CREATE TABLE other (id int PRIMARY KEY);"
-      "INSERT INTO t VALUES (1, 'one', 1, 'v1');"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, a text, n int, v varchar(10));"
+                    "CREATE TABLE other (id int PRIMARY KEY);"
+                    "INSERT INTO t VALUES (1, 'one', 1, 'v1');"));
   auto o = open_with(db, "t_ddl_capture", "public.t", capture());
   ASSERT_TRUE(o.src) << o.error;
   Reader reader(*o.src);
   ASSERT_TRUE(reader.read_count(1));
   ASSERT_TRUE(reader.drain());
-  ASSERT_TRUE(db.sql().exec(
-      "BEGIN; INSERT INTO t VALUES (2, 'two', 2, 'v2'); ALTER TABLE t RENAME a TO b;"
-      "INSERT INTO t VALUES (3, 'three', 3, 'v3'); COMMIT;"));
-  ASSERT_TRUE(db.sql().exec(
-      "ALTER TABLE t DROP n; ALTER TABLE t ADD n int DEFAULT 42;"
-      "ALTER TABLE other ADD x int;"  // not a captured table: nothing
-      "INSERT INTO t (id, b, v) VALUES (4, 'four', 'v4');"));
-  ASSERT_TRUE(db.sql().exec(
-      "ALTER TABLE t ALTER v TYPE varchar(20), ALTER n TYPE bigint;"
-      "UPDATE t SET v = 'longer than ten' WHERE id = 1;"));
-  ASSERT_TRUE(db.sql().exec("ALTER TABLE t ADD s text DEFAULT 'it''s {x}'; ALTER TABLE t ADD z int;"
-                            "INSERT INTO t (id) VALUES (5);"));
+  ASSERT_TRUE(
+      db.sql().exec("BEGIN; INSERT INTO t VALUES (2, 'two', 2, 'v2'); ALTER TABLE t RENAME a TO b;"
+                    "INSERT INTO t VALUES (3, 'three', 3, 'v3'); COMMIT;"));
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE t DROP n; ALTER TABLE t ADD n int DEFAULT 42;"
+                    "ALTER TABLE other ADD x int;"  // not a captured table: nothing
+                    "INSERT INTO t (id, b, v) VALUES (4, 'four', 'v4');"));
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE t ALTER v TYPE varchar(20), ALTER n TYPE bigint;"
+                    "UPDATE t SET v = 'longer than ten' WHERE id = 1;"));
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE t ADD s text DEFAULT 'it''s {x}'; ALTER TABLE t ADD z int;"
+                    "INSERT INTO t (id) VALUES (5);"));
   ASSERT_TRUE(reader.read_count(13));
   ASSERT_TRUE(reader.drain());
   const std::vector<std::string> want = {
@@ -150,9 +151,10 @@ TEST(PostgresDdl, CapturedDdlSurvivesARestartAndReinstallIsIdempotent) {
   Reader reader(*o.src);
   ASSERT_TRUE(reader.read_count(2));
   ASSERT_TRUE(reader.drain());
-  EXPECT_EQ(summary(reader.records()),
-            (std::vector<std::string>{R"j(create {"id":1,"a":"x"})j",
-                                      R"j(schema {"change":"rename_column","column":"a","to":"b"})j"}));
+  EXPECT_EQ(
+      summary(reader.records()),
+      (std::vector<std::string>{R"j(create {"id":1,"a":"x"})j",
+                                R"j(schema {"change":"rename_column","column":"a","to":"b"})j"}));
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'sluice_%'"),
             "2");
   EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM sluice.ddl_state"), "1");
@@ -200,7 +202,8 @@ TEST(PostgresDdl, WithoutSuperuserTheErrorNamesTheManualInstall) {
   ASSERT_TRUE(db.admin().exec(
       "CREATE ROLE sluice_ddl_user LOGIN REPLICATION PASSWORD 'pw'; GRANT ALL ON DATABASE " +
       db.name() + " TO sluice_ddl_user;"));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); ALTER TABLE t OWNER TO sluice_ddl_user;"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE t (id int PRIMARY KEY); ALTER TABLE t OWNER TO sluice_ddl_user;"));
   const std::string url = url_with_credentials(db.url(), "sluice_ddl_user", "pw");
   auto o = open_with(db, "t_ddl_nosuper", "public.t", capture(), std::nullopt, url);
   EXPECT_FALSE(o.src);
@@ -252,10 +255,10 @@ TEST(PostgresDdl, WithoutCaptureAddDropAndWideningAreSchemaRecords) {
   Reader reader(*o.src);
   ASSERT_TRUE(reader.read_count(1));
   ASSERT_TRUE(reader.drain());
-  ASSERT_TRUE(db.sql().exec(
-      "ALTER TABLE t ADD b int; INSERT INTO t VALUES (2, 'two', 2, 20);"
-      "ALTER TABLE t DROP a; INSERT INTO t VALUES (3, 3, 30);"
-      "ALTER TABLE t ALTER n TYPE bigint; INSERT INTO t VALUES (4, 4, 40);"));
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE t ADD b int; INSERT INTO t VALUES (2, 'two', 2, 20);"
+                    "ALTER TABLE t DROP a; INSERT INTO t VALUES (3, 3, 30);"
+                    "ALTER TABLE t ALTER n TYPE bigint; INSERT INTO t VALUES (4, 4, 40);"));
   ASSERT_TRUE(reader.read_count(7));
   ASSERT_TRUE(reader.drain());
   const std::vector<std::string> want = {
@@ -274,7 +277,8 @@ TEST(PostgresDdl, WithoutCaptureAddDropAndWideningAreSchemaRecords) {
 TEST(PostgresDdl, WithoutCaptureRenameStopsNamingDdlCapture) {
   TestDb db("ddl_rel_rename");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, a text); INSERT INTO t VALUES (1, 'x');"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, a text); INSERT INTO t VALUES (1, 'x');"));
   auto o = open_with(db, "t_ddl_rel_rename", "public.t");
   ASSERT_TRUE(o.src) << o.error;
   Reader reader(*o.src);
@@ -306,7 +310,8 @@ TEST(PostgresDdl, WithoutCaptureAddWithDefaultStopsNamingDdlCapture) {
 TEST(PostgresDdl, WithoutCaptureNarrowingStops) {
   TestDb db("ddl_rel_narrow");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n bigint); INSERT INTO t VALUES (1, 1);"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n bigint); INSERT INTO t VALUES (1, 1);"));
   auto o = open_with(db, "t_ddl_rel_narrow", "public.t");
   ASSERT_TRUE(o.src) << o.error;
   Reader reader(*o.src);
@@ -364,8 +369,9 @@ TEST(PostgresSlotSafety, SlotRecreatedUnderTheSameNameStopsWithTheLostRange) {
   const std::string cp = stream_a_little(db, "t_slot_recreated");
   ASSERT_TRUE(starts_with(cp, "cdc ")) << cp;
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2);"));  // lost with the old slot
-  ASSERT_EQ(db.sql().scalar("SELECT count(*) FROM (SELECT pg_drop_replication_slot('sluice_t_slot_recreated'), "
-                            "pg_create_logical_replication_slot('sluice_t_slot_recreated', 'pgoutput')) s"),
+  ASSERT_EQ(db.sql().scalar(
+                "SELECT count(*) FROM (SELECT pg_drop_replication_slot('sluice_t_slot_recreated'), "
+                "pg_create_logical_replication_slot('sluice_t_slot_recreated', 'pgoutput')) s"),
             "1");
   auto o = open_with(db, "t_slot_recreated", "public.t", {}, cp);
   EXPECT_FALSE(o.src);
@@ -382,8 +388,9 @@ TEST(PostgresSlotSafety, SlotAdvancedBySomeoneElseStops) {
   const std::string cp = stream_a_little(db, "t_slot_advanced");
   ASSERT_TRUE(starts_with(cp, "cdc ")) << cp;
   ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (2);"));
-  ASSERT_FALSE(db.sql().scalar("SELECT end_lsn FROM pg_replication_slot_advance("
-                               "'sluice_t_slot_advanced', pg_current_wal_lsn())")
+  ASSERT_FALSE(db.sql()
+                   .scalar("SELECT end_lsn FROM pg_replication_slot_advance("
+                           "'sluice_t_slot_advanced', pg_current_wal_lsn())")
                    .empty());
   auto o = open_with(db, "t_slot_advanced", "public.t", {}, cp);
   EXPECT_FALSE(o.src);
@@ -396,7 +403,10 @@ TEST(PostgresSlotSafety, SlotDroppedStopsNamingTheCheckpoint) {
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY);"));
   const std::string cp = stream_a_little(db, "t_slot_dropped");
   ASSERT_TRUE(starts_with(cp, "cdc ")) << cp;
-  ASSERT_EQ(db.sql().scalar("SELECT count(*) FROM (SELECT pg_drop_replication_slot('sluice_t_slot_dropped')) s"), "1");
+  ASSERT_EQ(
+      db.sql().scalar(
+          "SELECT count(*) FROM (SELECT pg_drop_replication_slot('sluice_t_slot_dropped')) s"),
+      "1");
   auto o = open_with(db, "t_slot_dropped", "public.t", {}, cp);
   EXPECT_FALSE(o.src);
   const std::string at = cp.substr(4, cp.find(' ', 4) - 4);

@@ -17,9 +17,9 @@ using e2e::Process;
 TEST(PostgresDdlToSqlite, RenameDropAddAndDefaultEndEqualToTheSource) {
   TestDb db("ddl_e2e");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec(
-      "CREATE TABLE t (id int PRIMARY KEY, a text, n int);"
-      "INSERT INTO t SELECT g, 'a' || g, g FROM generate_series(1, 100) g;"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, a text, n int);"
+                    "INSERT INTO t SELECT g, 'a' || g, g FROM generate_series(1, 100) g;"));
   auto dir = e2e::make_temp_dir("pg-ddl-e2e");
   PipelineFile f;
   f.id = "ddl_e2e";
@@ -40,9 +40,8 @@ TEST(PostgresDdlToSqlite, RenameDropAddAndDefaultEndEqualToTheSource) {
       "ALTER TABLE t ADD d text DEFAULT 'dflt';"
       "INSERT INTO t (id, b) VALUES (102, 'a102');"));
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
-  EXPECT_EQ(compare_tables(db.sql(),
-                           "SELECT id::text, b, n::text, d FROM t ORDER BY id", dir / "out.db",
-                           "SELECT id, b, n, d FROM t ORDER BY id"),
+  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, b, n::text, d FROM t ORDER BY id",
+                           dir / "out.db", "SELECT id, b, n, d FROM t ORDER BY id"),
             0);
   std::filesystem::remove_all(dir);
 }

@@ -123,7 +123,9 @@ std::vector<Value> elements(const Value* v) {
     for (const Value& e : v->items()) out.push_back(e);
   return out;
 }
-std::string text_of(const Value& v) { return v.kind() == ValueKind::string ? std::string(v.as_text()) : std::string(); }
+std::string text_of(const Value& v) {
+  return v.kind() == ValueKind::string ? std::string(v.as_text()) : std::string();
+}
 
 }  // namespace
 
@@ -193,12 +195,13 @@ Status PostgresDriver::install_ddl_capture() {
   const bool super = PQntuples(res) == 1 && std::string_view(PQgetvalue(res, 0, 1)) == "t";
   const bool installed = PQntuples(res) == 1 && std::string_view(PQgetvalue(res, 0, 2)) == "t";
   if (super) {
-    if (auto r = conn_.exec(std::string("BEGIN; SET LOCAL client_min_messages = warning;") + kInstallSql +
-                            "COMMIT;",
-                        PGRES_COMMAND_OK);
+    if (auto r = conn_.exec(std::string("BEGIN; SET LOCAL client_min_messages = warning;") +
+                                kInstallSql + "COMMIT;",
+                            PGRES_COMMAND_OK);
         !r.ok()) {
       (void)conn_.exec("ROLLBACK", PGRES_COMMAND_OK);
-      return r.error().with_context("ddl.capture: cannot install the DDL capture in schema sluice: ");
+      return r.error().with_context(
+          "ddl.capture: cannot install the DDL capture in schema sluice: ");
     }
   } else if (!installed) {
     const std::string user = PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "?";
@@ -208,8 +211,8 @@ Status PostgresDriver::install_ddl_capture() {
                              "docs/schema-changes.md once, or set ddl.capture: false",
                              quote_identifier(user)));
   }
-  auto oids = conn_.exec(
-      "SELECT 'sluice.ddl_log'::regclass::oid, 'sluice.ddl_state'::regclass::oid");
+  auto oids =
+      conn_.exec("SELECT 'sluice.ddl_log'::regclass::oid, 'sluice.ddl_state'::regclass::oid");
   if (!oids.ok()) return std::move(oids).error();
   ddl_log_oid_ = uint32_t(std::stoul(PQgetvalue(oids.value().get(), 0, 0)));
   ddl_state_oid_ = uint32_t(std::stoul(PQgetvalue(oids.value().get(), 0, 1)));
@@ -241,8 +244,9 @@ Status PostgresDriver::uninstall_ddl_capture() {
       {publication_});
   if (!users.ok()) return std::move(users).error();
   if (!PQgetisnull(users.value().get(), 0, 0)) {
-    spdlog::info("kept the DDL capture (schema sluice): publication(s) {} still carry sluice.ddl_log",
-                 PQgetvalue(users.value().get(), 0, 0));
+    spdlog::info(
+        "kept the DDL capture (schema sluice): publication(s) {} still carry sluice.ddl_log",
+        PQgetvalue(users.value().get(), 0, 0));
     if (!tables_.empty() || !tables_setting_.empty()) {
       // Forget this pipeline's tables only when no other publication captures them.
       (void)conn_.exec_params(
@@ -263,8 +267,9 @@ Status PostgresDriver::uninstall_ddl_capture() {
         "cannot remove the DDL capture (have a superuser run: DROP EVENT TRIGGER "
         "sluice_ddl_command_end; DROP EVENT TRIGGER sluice_sql_drop; DROP SCHEMA sluice "
         "CASCADE): ");
-  spdlog::info("removed the DDL capture (event triggers sluice_ddl_command_end, sluice_sql_drop; "
-               "schema sluice)");
+  spdlog::info(
+      "removed the DDL capture (event triggers sluice_ddl_command_end, sluice_sql_drop; "
+      "schema sluice)");
   return ok_status();
 }
 
@@ -278,8 +283,8 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
   if (!relid || relid->kind() != ValueKind::int64)
     return Error(Errc::data, "sluice.ddl_log row without relid");
   const uint32_t oid = uint32_t(relid->as_int64());
-  if (!all_tables_ && std::none_of(tables_.begin(), tables_.end(),
-                                   [&](const TableRef& t) { return t.oid == oid; }))
+  if (!all_tables_ &&
+      std::none_of(tables_.begin(), tables_.end(), [&](const TableRef& t) { return t.oid == oid; }))
     return ok_status();  // another pipeline's table
   const std::string schema = text_of(*field("schema_name"));
   const std::string table = text_of(*field("table_name"));
@@ -353,15 +358,16 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
   }
   for (const auto& [attnum, b] : before) {
     auto it = after.find(attnum);
-    if (it == after.end() || (it->second.type_oid == b.type_oid && it->second.type_mod == b.type_mod))
+    if (it == after.end() ||
+        (it->second.type_oid == b.type_oid && it->second.type_mod == b.type_mod))
       continue;
     if (!is_widening(b.type_oid, b.type_mod, it->second.type_oid, it->second.type_mod))
-      return Error(Errc::unsupported,
-                   fmt::format("{}: column {} changed type from {} to {}, which not every old value "
-                               "survives; sluice forwards widenings only: revert the change, or "
-                               "run `sluice cleanup` and start again to re-snapshot",
-                               qualified, quote_identifier(it->second.name), b.type,
-                               it->second.type));
+      return Error(
+          Errc::unsupported,
+          fmt::format("{}: column {} changed type from {} to {}, which not every old value "
+                      "survives; sluice forwards widenings only: revert the change, or "
+                      "run `sluice cleanup` and start again to re-snapshot",
+                      qualified, quote_identifier(it->second.name), b.type, it->second.type));
     SchemaChange c;
     c.kind = SchemaChangeKind::alter_column_type;
     c.column = hold(it->second.name);
@@ -379,8 +385,8 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
       SLUICE_TRY(resolve_types({a.type_oid}));
       auto v = text_to_value(types_, a.type_oid, *a.missing, batch.arena());
       if (!v.ok())
-        return v.error().with_context(
-            fmt::format("{}: the default of added column {}: ", qualified, quote_identifier(a.name)));
+        return v.error().with_context(fmt::format("{}: the default of added column {}: ", qualified,
+                                                  quote_identifier(a.name)));
       c.default_value = v.value();
     } else if (a.has_default) {
       return Error(
@@ -441,11 +447,12 @@ Status PostgresDriver::emit_relation_changes(Batch& batch, const Relation* befor
     SLUICE_TRY_ASSIGN(std::string from, type_name(*b));
     SLUICE_TRY_ASSIGN(std::string to, type_name(c));
     if (!is_widening(b->type_oid, b->type_mod, c.type_oid, c.type_mod))
-      return Error(Errc::unsupported,
-                   fmt::format("{}: column {} changed type from {} to {}, which not every old value "
-                               "survives; sluice forwards widenings only: revert the change, or "
-                               "run `sluice cleanup` and start again to re-snapshot",
-                               qualified, quote_identifier(c.name), from, to));
+      return Error(
+          Errc::unsupported,
+          fmt::format("{}: column {} changed type from {} to {}, which not every old value "
+                      "survives; sluice forwards widenings only: revert the change, or "
+                      "run `sluice cleanup` and start again to re-snapshot",
+                      qualified, quote_identifier(c.name), from, to));
     SchemaChange ch;
     ch.kind = SchemaChangeKind::alter_column_type;
     ch.column = hold(c.name);

@@ -199,8 +199,8 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
       if (!ins || rel != ddl_log_oid_) return ok_status();
       TableState* t = lookup(rel);
       if (!t)
-        return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
-                                             rel));
+        return Error(Errc::data,
+                     fmt::format("change for relation {} before its Relation message", rel));
       return emit_ddl_log(batch, *t, ins->new_tuple, lsn);
     }
   }

@@ -209,8 +209,8 @@ Status PostgresDriver::plan_start(State& s) {
                         "checkpoint is at {}: the changes between {} and {} are lost (the slot "
                         "was re-created or advanced by another client); run `sluice cleanup` and "
                         "start again to re-snapshot",
-                        slot_, confirmed->to_string(), pos.point.to_string(),
-                        pos.point.to_string(), confirmed->to_string()));
+                        slot_, confirmed->to_string(), pos.point.to_string(), pos.point.to_string(),
+                        confirmed->to_string()));
       if (pos.phase == LogPhase::none) {
         // A previous run created the slot but never checkpointed: nothing was acknowledged, so the
         // stream from the slot's position covers everything a fresh snapshot could miss.
