@@ -232,7 +232,9 @@ TEST(PostgresDdl, CleanupRemovesTheDdlCapture) {
   ASSERT_TRUE(src);
   ASSERT_TRUE(wait_until(
       [&] {
-        return db.sql().scalar("SELECT count(*) FROM pg_replication_slots WHERE active") == "0";
+        return db.sql().scalar(
+                   "SELECT count(*) FROM pg_replication_slots WHERE active AND database = current_database()") ==
+               "0";
       },
       10s));
   Status st = src->cleanup(context("t_ddl_cleanup"));
@@ -341,7 +343,9 @@ std::string stream_a_little(TestDb& db, const std::string& id) {
   o.src->close();
   EXPECT_TRUE(wait_until(
       [&] {
-        return db.sql().scalar("SELECT count(*) FROM pg_replication_slots WHERE active") == "0";
+        return db.sql().scalar(
+                   "SELECT count(*) FROM pg_replication_slots WHERE active AND database = current_database()") ==
+               "0";
       },
       10s));
   return pos;
@@ -413,7 +417,9 @@ TEST(PostgresSlotSafety, SlotDroppedStopsNamingTheCheckpoint) {
   EXPECT_TRUE(contains(o.error, "is gone") && contains(o.error, at) &&
               contains(o.error, "sluice cleanup"))
       << o.error;
-  EXPECT_EQ(db.sql().scalar("SELECT count(*) FROM pg_replication_slots"), "0")
+  EXPECT_EQ(db.sql().scalar(
+                "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"),
+            "0")
       << "the slot must not be re-created silently";
 }
 
