@@ -286,8 +286,12 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
   if (!all_tables_ &&
       std::none_of(tables_.begin(), tables_.end(), [&](const TableRef& t) { return t.oid == oid; }))
     return ok_status();  // another pipeline's table
-  const std::string schema = text_of(*field("schema_name"));
-  const std::string table = text_of(*field("table_name"));
+  const Value* schema_v = field("schema_name");
+  const Value* table_v = field("table_name");
+  if (!schema_v || !table_v)
+    return Error(Errc::data, "sluice.ddl_log row without its table's name");
+  const std::string schema = text_of(*schema_v);
+  const std::string table = text_of(*table_v);
   const std::string qualified = quote_identifier(schema) + "." + quote_identifier(table);
 
   struct Col {
