@@ -18,6 +18,7 @@ Status PostgresDriver::resolve_tables() {
         "SELECT n.nspname, c.relname, c.oid, (CASE WHEN c.reltuples >= 0 THEN c.reltuples ELSE pg_relation_size(c.oid) / 120 END)::bigint FROM pg_class c JOIN pg_namespace n ON "
         "n.oid = c.relnamespace WHERE c.relkind = 'r' AND NOT c.relispartition AND n.nspname NOT IN "
         "('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg_toast%' AND n.nspname NOT LIKE 'pg_temp%' "
+        "AND (n.nspname <> 'sluice' OR c.relname NOT IN ('ddl_log', 'ddl_state')) "
         "ORDER BY 1, 2");
     if (!r.ok()) return std::move(r).error();
     PGresult* res = r.value().get();
@@ -74,6 +75,7 @@ Status PostgresDriver::ensure_publication() {
       for (size_t i = 0; i < tables_.size(); ++i)
         sql += (i ? ", " : "") + quote_identifier(tables_[i].schema) + "." +
                quote_identifier(tables_[i].name);
+      if (ddl_capture_) sql += ", sluice.ddl_log";  // schema changes arrive in order with rows
     }
     if (auto c = conn_.exec(sql, PGRES_COMMAND_OK); !c.ok())
       return c.error().with_context(
@@ -86,7 +88,9 @@ Status PostgresDriver::ensure_publication() {
   }
   if (all_tables_ || std::string_view(PQgetvalue(r.value().get(), 0, 0)) == "t") return ok_status();
   // Reused publication: add tables the pipeline now lists but the publication lacks.
-  for (const TableRef& t : tables_) {
+  std::vector<TableRef> wanted = tables_;
+  if (ddl_capture_) wanted.push_back({"sluice", "ddl_log", ddl_log_oid_, 0});
+  for (const TableRef& t : wanted) {
     auto has = conn_.exec_params(
         "SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
         {publication_, t.schema, t.name});

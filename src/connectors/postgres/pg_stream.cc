@@ -158,8 +158,16 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
     return ok_status();
   }
   if (auto* r = std::get_if<RelationMsg>(&msg_)) {
+    // Without the DDL capture, the previous description of the table is all there is to tell a
+    // schema change by (with it, sluice.ddl_log rows carry the changes, in order).
+    std::shared_ptr<const Relation> previous;
+    if (auto it = table_states_.find(r->relation->oid); it != table_states_.end())
+      previous = it->second.rel;
     auto t = table_from_relation(r->relation);
-    return t.ok() ? ok_status() : Status(std::move(t).error());
+    if (!t.ok()) return std::move(t).error();
+    if (!ddl_capture_ && st_->tx.in_transaction())
+      return emit_relation_changes(batch, previous.get(), *r->relation, lsn);
+    return ok_status();
   }
   const bool change =
       std::holds_alternative<InsertMsg>(msg_) || std::holds_alternative<UpdateMsg>(msg_) ||
@@ -176,6 +184,26 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
     auto it = table_states_.find(oid);
     return it == table_states_.end() || !it->second.rel ? nullptr : &it->second;
   };
+  auto relation_of = [&]() -> uint32_t {
+    if (auto* m = std::get_if<InsertMsg>(&msg_)) return m->relation_oid;
+    if (auto* m = std::get_if<UpdateMsg>(&msg_)) return m->relation_oid;
+    if (auto* m = std::get_if<DeleteMsg>(&msg_)) return m->relation_oid;
+    return 0;
+  };
+  if (ddl_log_oid_ != 0) {
+    // The DDL capture's own tables: a log insert is schema records, everything else of them
+    // (the state table's updates, a cleaned-up log) is no record at all.
+    const uint32_t rel = relation_of();
+    if (rel == ddl_log_oid_ || rel == ddl_state_oid_) {
+      auto* ins = std::get_if<InsertMsg>(&msg_);
+      if (!ins || rel != ddl_log_oid_) return ok_status();
+      TableState* t = lookup(rel);
+      if (!t)
+        return Error(Errc::data,
+                     fmt::format("change for relation {} before its Relation message", rel));
+      return emit_ddl_log(batch, *t, ins->new_tuple, lsn);
+    }
+  }
   if (auto* ins = std::get_if<InsertMsg>(&msg_)) {
     TableState* t = lookup(ins->relation_oid);
     if (!t)
@@ -201,7 +229,8 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
   if (auto* tr = std::get_if<TruncateMsg>(&msg_)) {
     for (uint32_t oid : tr->relation_oids) {
       TableState* t = lookup(oid);
-      if (t) emit_truncate(batch, *t, lsn);
+      if (t && (ddl_log_oid_ == 0 || (oid != ddl_log_oid_ && oid != ddl_state_oid_)))
+        emit_truncate(batch, *t, lsn);
     }
     return ok_status();
   }

@@ -44,6 +44,14 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
     setting<&PostgresSourceOptions::logical_messages>(
         "logical_messages",
         "Emit pg_logical_emit_message() messages as records (metadata message.prefix; after.content).")
+        .with_default("false"),
+    setting<&PostgresSourceOptions::ddl_capture>(
+        "ddl.capture",
+        "Capture schema changes exactly: sluice installs (idempotently, in schema `sluice`) an event trigger "
+        "that logs each ALTER TABLE of a captured table to sluice.ddl_log, a table of the publication, so "
+        "renames, drops, added columns and their defaults arrive in order with the rows as schema records. "
+        "Needs superuser to install (or the SQL in docs/schema-changes.md run by one). Without it, only "
+        "changes a Relation message tells apart are forwarded; the others stop the pipeline.")
         .with_default("false"));
 
 // The checks no single declaration expresses.
@@ -106,7 +114,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       publication_setting_(std::move(o.publication)),
       mode_(std::move(o.snapshot_mode)),
       heartbeat_(o.heartbeat_interval),
-      logical_messages_(o.logical_messages) {}
+      logical_messages_(o.logical_messages),
+      ddl_capture_(o.ddl_capture) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;
@@ -149,6 +158,7 @@ Status PostgresDriver::connect(State& s) {
   SLUICE_TRY(resolve_tables());
   if (tables_.empty() && !all_tables_)
     return Error(Errc::config, "setting 'tables' lists no table");
+  if (ddl_capture_ && mode_ != "initial_only") SLUICE_TRY(install_ddl_capture());
   return ok_status();
 }
 
@@ -189,6 +199,18 @@ Status PostgresDriver::plan_start(State& s) {
                         "different `slot`",
                         slot_, PQgetvalue(res, 0, 3)));
       auto confirmed = Lsn::parse(PQgetvalue(res, 0, 2));
+      // The slot only moves forward on our acknowledgements, sent after the checkpoint (or the
+      // destination's stored position) is durable: a slot ahead of the checkpoint was dropped and
+      // re-created, or advanced by someone else, and the changes in between are gone.
+      if (pos.phase != LogPhase::none && confirmed && *confirmed > pos.point)
+        return Error(
+            Errc::conflict,
+            fmt::format("replication slot {} has confirmed changes up to {} but the pipeline's "
+                        "checkpoint is at {}: the changes between {} and {} are lost (the slot "
+                        "was re-created or advanced by another client); run `sluice cleanup` and "
+                        "start again to re-snapshot",
+                        slot_, confirmed->to_string(), pos.point.to_string(), pos.point.to_string(),
+                        confirmed->to_string()));
       if (pos.phase == LogPhase::none) {
         // A previous run created the slot but never checkpointed: nothing was acknowledged, so the
         // stream from the slot's position covers everything a fresh snapshot could miss.
@@ -204,10 +226,10 @@ Status PostgresDriver::plan_start(State& s) {
       if (pos.phase == LogPhase::stream)
         return Error(
             Errc::not_found,
-            fmt::format("replication slot {} is gone but the pipeline has a checkpoint: changes "
-                        "since then are lost; run `sluice cleanup` and start over with a new "
-                        "snapshot",
-                        slot_));
+            fmt::format("replication slot {} is gone but the pipeline has a checkpoint at {}: "
+                        "the changes since {} are lost; run `sluice cleanup` and start again to "
+                        "re-snapshot",
+                        slot_, pos.point.to_string(), pos.point.to_string()));
       auto repl = PgConn::connect(url_, true);
       if (!repl.ok()) return std::move(repl).error();
       repl_ = std::move(repl.value());
@@ -298,6 +320,7 @@ Status PostgresDriver::cleanup(const ConnectorContext& ctx) {
       spdlog::info("kept publication {}: sluice did not create it", publication_);
     }
   }
+  if (ddl_capture_) SLUICE_TRY(uninstall_ddl_capture());
   conn_.reset();
   return ok_status();
 }

@@ -7,6 +7,8 @@
 //   pg_snapshot.cc       the snapshot: COPY of 32 MiB heap-page chunks in the exported snapshot
 //   pg_stream.cc         the replication stream: START_REPLICATION, XLogData → pgoutput, status
 //   pg_records.cc        pgoutput tuples → records (values, key, metadata)
+//   pg_ddl.cc            schema changes: the DDL capture (event trigger, log and state tables in
+//                        schema `sluice`), Relation-message diffs, the widening table
 #pragma once
 
 #include <atomic>
@@ -24,6 +26,7 @@
 #include "connectors/postgres/pg_connection.h"
 #include "connectors/postgres/pg_types.h"
 #include "connectors/postgres/pgoutput.h"
+#include "sluice/schema_change.h"
 
 namespace sluice::pg {
 
@@ -69,7 +72,27 @@ struct PostgresSourceOptions {
   std::string snapshot_mode;
   std::chrono::milliseconds heartbeat_interval{};
   bool logical_messages = false;
+  bool ddl_capture = false;
 };
+
+// One column as the DDL capture records it (sluice.ddl_columns()).
+struct DdlColumn {
+  int64_t attnum = 0;
+  std::string name, type;  // type: format_type(atttypid, atttypmod)
+  uint32_t type_oid = 0;
+  int32_t type_mod = -1;
+  bool has_default = false, has_missing = false;
+  std::optional<std::string> missing;  // attmissingval's text (what old rows read)
+};
+
+// Whether every value of type (from_oid, from_mod) survives a change to (to_oid, to_mod): the
+// widenings sluice forwards as alter_column_type (int2→int4→int8, float4→float8,
+// varchar(n)→varchar(m≥n)/text, numeric(p,s)→numeric(p'≥p,s)/numeric, …).
+bool is_widening(uint32_t from_oid, int32_t from_mod, uint32_t to_oid, int32_t to_mod);
+
+// The SQL that installs the DDL capture (schema sluice: ddl_log, ddl_state, ddl_columns(),
+// the event triggers), idempotent; docs/schema-changes.md prints it for manual installs.
+std::string_view ddl_capture_install_sql();
 
 class PostgresDriver final : public LogSourceDriver<PositionTraits> {
  public:
@@ -101,6 +124,15 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status resolve_types(const std::vector<uint32_t>& oids);
   Result<TableState*> table_from_catalog(const TableRef& t);
   Result<TableState*> table_from_relation(std::shared_ptr<const Relation> rel);
+  // pg_ddl.cc
+  Status install_ddl_capture();
+  Status track_ddl_tables();
+  Status emit_relation_changes(Batch& batch, const Relation* before, const Relation& after,
+                               Lsn lsn);
+  Status emit_ddl_log(Batch& batch, TableState& log, const Tuple& tuple, Lsn lsn);
+  Status uninstall_ddl_capture();
+  void emit_schema(Batch& batch, std::string_view schema, std::string_view table,
+                   const SchemaChange& c, Lsn lsn);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
   Status start_copy();
@@ -127,12 +159,14 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
   bool logical_messages_;
+  bool ddl_capture_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
   std::string slot_, publication_;
   std::vector<TableRef> tables_;
   bool all_tables_ = false;
+  uint32_t ddl_log_oid_ = 0, ddl_state_oid_ = 0;  // ddl.capture: sluice.ddl_log, sluice.ddl_state
 
   PgConn conn_;  // catalog queries and the snapshot transaction
   PgConn repl_;  // replication protocol
