@@ -161,8 +161,9 @@ Status Pipeline::run() {
     checkpoint_position_ = *checkpoint;
   }
 
+  source_history_ = std::make_unique<CheckpointStoreHistory>(checkpoints_, options_.id);
   ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats,
-                              registry_};
+                              registry_, source_history_.get()};
   ConnectorContext dest_ctx{options_.id, options_.destination_connector,
                             &metrics_.destination_stats, registry_};
   // The destination opens first: one that stores positions (in the same transaction as the rows)
