@@ -56,7 +56,15 @@ Status MysqlDriver::emit_changes(Batch& batch, const TableSchema& t,
     sc.type = batch.copy(ch.type);
     sc.from = batch.copy(ch.from);
     if (ch.has_default) {
-      auto v = text_to_value(t, ch.index, ch.default_text, batch.arena());
+      // Read as the added column (later clauses of the statement may move or rename it); enum
+      // values point into its labels: the column description lives as long as the batch.
+      auto one = std::make_shared<TableSchema>();
+      one->db = t.db;
+      one->table = t.table;
+      one->cols.push_back(ch.info);
+      one->data_types.push_back(ch.data_type);
+      batch.retain(one);
+      auto v = text_to_value(*one, 0, ch.default_text, batch.arena());
       if (!v.ok())
         return Error(Errc::unsupported,
                      fmt::format("{}.{}: added column {} has DEFAULT {} that sluice cannot read as "

@@ -364,9 +364,13 @@ void read_attributes(Cursor& c, ColumnDef* d) {
         c.next();
         c.next();
       } else {
-        d->default_kind = ColumnDef::Default::expression;
-        c.next();
-        if (c.is_punct('(')) c.skip_group();
+        d->default_kind = ColumnDef::Default::expression;  // (expr), NOW(), CURRENT_TIMESTAMP...
+        if (c.is_punct('(')) {
+          c.skip_group();
+        } else {
+          c.next();
+          if (c.is_punct('(')) c.skip_group();
+        }
       }
     } else if (c.accept("AUTO_INCREMENT")) {
       d->auto_increment = true;
@@ -717,12 +721,13 @@ void parse_dml(Cursor& c, std::string_view default_db, Statement* st) {
         continue;
       }
       if (c.is("ON") || c.is("USING")) {
+        // The join condition names no table that is written: skip to the next join or SET.
         c.next();
-        if (c.is_punct('(')) c.skip_group();
-        else {
-          c.next();
-          c.accept_punct('=');
-          c.next();
+        while (!c.done() && !c.is("SET") && !c.is("JOIN") && !c.is("INNER") && !c.is("LEFT") &&
+               !c.is("RIGHT") && !c.is("CROSS") && !c.is("STRAIGHT_JOIN") && !c.is("NATURAL") &&
+               !c.is_punct(',')) {
+          if (c.is_punct('(')) c.skip_group();
+          else c.next();
         }
         continue;
       }

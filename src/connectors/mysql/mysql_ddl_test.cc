@@ -100,7 +100,7 @@ TEST(MysqlDdlParse, AlterClausesGiveTheNewColumnsAndTheSchemaChanges) {
   EXPECT_EQ(ch[1].type, "bigint unsigned");
   EXPECT_TRUE(ch[1].has_default);  // NOT NULL without DEFAULT: old rows read 0
   EXPECT_EQ(ch[1].default_text, "0");
-  EXPECT_EQ(ch[1].index, 0u);
+  EXPECT_EQ(ch[1].data_type, "bigint");
   EXPECT_TRUE(n.value()->cols[0].is_unsigned);
   EXPECT_EQ(ch[2].kind, SchemaChangeKind::drop_column);
   EXPECT_EQ(ch[2].column, "b");

@@ -175,7 +175,10 @@ Result<std::shared_ptr<TableSchema>> apply_alter(const TableSchema& old, const d
         t->cols.push_back(column_info(d.name, d.data_type, d.type, d.charset, t->charset));
         t->data_types.push_back(d.data_type);
         t->column_types.push_back(d.type);
-        SLUICE_TRY_ASSIGN(ch.index, place(a, t->cols.size() - 1));
+        ch.info = t->cols.back();
+        ch.data_type = d.data_type;
+        auto placed = place(a, t->cols.size() - 1);
+        if (!placed.ok()) return std::move(placed).error();
         changes->push_back(std::move(ch));
         break;
       }

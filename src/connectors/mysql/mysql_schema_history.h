@@ -50,7 +50,9 @@ struct ColumnChange {
   std::string column, to, type, from;
   bool has_default = false;
   std::string default_text;  // add_column with has_default: the value old rows read, as text
-  size_t index = 0;          // add_column: the new column's index in the new schema
+  // add_column: the new column's decoding facts and data type (the default is read as such).
+  bl::ColumnInfo info;
+  std::string data_type;
 };
 
 // Applies the ALTER TABLE `st` to `old`: the new schema (renamed when a clause renames the table)
