@@ -116,8 +116,8 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
     std::string data_type = r[1].value_or("");
     std::string column_type = r[2].value_or("");
     for (auto& ch : data_type) ch = char(std::tolower(uint8_t(ch)));
-    bl::ColumnInfo c = column_info(r[0].value_or(""), data_type, column_type, r[3].value_or(""),
-                                   std::string());
+    bl::ColumnInfo c =
+        column_info(r[0].value_or(""), data_type, column_type, r[3].value_or(""), std::string());
     // A text column always has a character set here; one without is binary (or not text).
     if (!r[3] || r[3]->empty()) {
       c.text = bl::ColumnInfo::Text::binary;
@@ -253,8 +253,8 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
                                  "which column. Run `sluice cleanup` and start over with a new "
                                  "snapshot (with binlog_row_metadata = FULL on the server the "
                                  "events name their columns)",
-                                 quote_identifier(ms.map.database),
-                                 quote_identifier(ms.map.table), cur_file_, event_pos, mismatch));
+                                 quote_identifier(ms.map.database), quote_identifier(ms.map.table),
+                                 cur_file_, event_pos, mismatch));
     }
     if (seeded) {
       schemas_[key] = schema;

@@ -98,9 +98,9 @@ std::vector<Token> tokenize(std::string_view s) {
                (c == '.' && i + 1 < s.size() && std::isdigit(uint8_t(s[i + 1])))) {
       Token t;
       t.kind = Token::Kind::number;
-      while (i < s.size() && (std::isalnum(uint8_t(s[i])) || s[i] == '.' ||
-                              ((s[i] == '-' || s[i] == '+') && i > 0 &&
-                               (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+      while (i < s.size() &&
+             (std::isalnum(uint8_t(s[i])) || s[i] == '.' ||
+              ((s[i] == '-' || s[i] == '+') && i > 0 && (s[i - 1] == 'e' || s[i - 1] == 'E'))))
         t.text += s[i++];
       // A word that starts with digits (1abc) is a name.
       if (std::any_of(t.text.begin(), t.text.end(),
@@ -215,8 +215,8 @@ std::string canonical_data_type(std::string base) {
 }
 
 bool is_binary_type(std::string_view t) {
-  return t == "binary" || t == "varbinary" || t == "tinyblob" || t == "blob" ||
-         t == "mediumblob" || t == "longblob";
+  return t == "binary" || t == "varbinary" || t == "tinyblob" || t == "blob" || t == "mediumblob" ||
+         t == "longblob";
 }
 
 // Reads a column type at the cursor: base word, ( args ), UNSIGNED / SIGNED / ZEROFILL,
@@ -333,8 +333,8 @@ bool read_type(Cursor& c, ColumnDef* d) {
 
 // The column attributes after the type, up to the end of the clause or FIRST / AFTER.
 void read_attributes(Cursor& c, ColumnDef* d) {
-  while (!c.done() && !c.is_punct(',') && !c.is_punct(')') && !c.is_punct(';') &&
-         !c.is("FIRST") && !c.is("AFTER")) {
+  while (!c.done() && !c.is_punct(',') && !c.is_punct(')') && !c.is_punct(';') && !c.is("FIRST") &&
+         !c.is("AFTER")) {
     if (c.accept("NOT")) {
       if (c.accept("NULL")) d->not_null = true;
     } else if (c.accept("NULL")) {
@@ -579,15 +579,58 @@ bool read_alter_clause(Cursor& c, std::string_view default_db, AlterClause* a, s
     return true;
   }
   // Table options and algorithm clauses change no column.
-  for (const char* kw :
-       {"ENGINE", "COMMENT", "ALGORITHM", "LOCK", "FORCE", "ORDER", "AUTO_INCREMENT", "ROW_FORMAT",
-        "COLLATE", "KEY_BLOCK_SIZE", "STATS_PERSISTENT", "STATS_AUTO_RECALC", "STATS_SAMPLE_PAGES",
-        "PACK_KEYS", "CHECKSUM", "DELAY_KEY_WRITE", "MAX_ROWS", "MIN_ROWS", "AVG_ROW_LENGTH",
-        "ENABLE", "DISABLE", "DISCARD", "IMPORT", "PAGE_CHECKSUM", "TRANSACTIONAL", "ENCRYPTED",
-        "ENCRYPTION_KEY_ID", "PAGE_COMPRESSED", "PAGE_COMPRESSION_LEVEL", "IETF_QUOTES",
-        "SEQUENCE", "REMOVE", "COALESCE", "REORGANIZE", "ANALYZE", "CHECK", "OPTIMIZE", "REBUILD",
-        "REPAIR", "TRUNCATE", "EXCHANGE", "PARTITION", "WAIT", "NOWAIT", "UNION", "INSERT_METHOD",
-        "DATA", "INDEX", "CONNECTION", "TABLESPACE", "STORAGE", "SECONDARY_ENGINE"})
+  for (const char* kw : {"ENGINE",
+                         "COMMENT",
+                         "ALGORITHM",
+                         "LOCK",
+                         "FORCE",
+                         "ORDER",
+                         "AUTO_INCREMENT",
+                         "ROW_FORMAT",
+                         "COLLATE",
+                         "KEY_BLOCK_SIZE",
+                         "STATS_PERSISTENT",
+                         "STATS_AUTO_RECALC",
+                         "STATS_SAMPLE_PAGES",
+                         "PACK_KEYS",
+                         "CHECKSUM",
+                         "DELAY_KEY_WRITE",
+                         "MAX_ROWS",
+                         "MIN_ROWS",
+                         "AVG_ROW_LENGTH",
+                         "ENABLE",
+                         "DISABLE",
+                         "DISCARD",
+                         "IMPORT",
+                         "PAGE_CHECKSUM",
+                         "TRANSACTIONAL",
+                         "ENCRYPTED",
+                         "ENCRYPTION_KEY_ID",
+                         "PAGE_COMPRESSED",
+                         "PAGE_COMPRESSION_LEVEL",
+                         "IETF_QUOTES",
+                         "SEQUENCE",
+                         "REMOVE",
+                         "COALESCE",
+                         "REORGANIZE",
+                         "ANALYZE",
+                         "CHECK",
+                         "OPTIMIZE",
+                         "REBUILD",
+                         "REPAIR",
+                         "TRUNCATE",
+                         "EXCHANGE",
+                         "PARTITION",
+                         "WAIT",
+                         "NOWAIT",
+                         "UNION",
+                         "INSERT_METHOD",
+                         "DATA",
+                         "INDEX",
+                         "CONNECTION",
+                         "TABLESPACE",
+                         "STORAGE",
+                         "SECONDARY_ENGINE"})
     if (c.is(kw)) {
       a->kind = K::no_column_change;
       c.skip_to_clause_end();
@@ -687,7 +730,8 @@ void parse_create(Cursor& c, std::string_view default_db, Statement* st) {
       if (auto n = c.name()) st->charset = lower(*n);
     } else if (c.accept("COLLATE")) {
       c.accept_punct('=');
-      if (auto n = c.name(); n && st->charset.empty()) st->charset = lower(n->substr(0, n->find('_')));
+      if (auto n = c.name(); n && st->charset.empty())
+        st->charset = lower(n->substr(0, n->find('_')));
     } else if (c.is("AS") || c.is("SELECT") || c.is("IGNORE") || c.is("REPLACE")) {
       st->error = "CREATE TABLE ... SELECT";
       return;
@@ -874,7 +918,8 @@ bool same_type(const ColumnDef& a, const ColumnDef& b) {
   if (a.data_type != b.data_type || a.is_unsigned != b.is_unsigned) return false;
   if (int_rank(a.data_type) || a.data_type == "year") return true;  // display widths
   if (a.data_type == "enum" || a.data_type == "set") return a.labels == b.labels;
-  if (a.data_type == "decimal") return arg(a, 0, 10) == arg(b, 0, 10) && arg(a, 1, 0) == arg(b, 1, 0);
+  if (a.data_type == "decimal")
+    return arg(a, 0, 10) == arg(b, 0, 10) && arg(a, 1, 0) == arg(b, 1, 0);
   if (a.data_type == "float" || a.data_type == "double") return a.args == b.args;
   if (a.data_type == "bit") return arg(a, 0, 1) == arg(b, 0, 1);
   return arg(a, 0, 0) == arg(b, 0, 0);
@@ -894,7 +939,8 @@ bool is_widening(const ColumnDef& from, const ColumnDef& to, std::string* why) {
         if (int_rank(t) > int_rank(f)) return true;
         return no("an unsigned value may not fit the signed type");
       }
-      if (!from.is_unsigned && to.is_unsigned) return no("negative values do not fit an unsigned type");
+      if (!from.is_unsigned && to.is_unsigned)
+        return no("negative values do not fit an unsigned type");
       if (int_rank(t) >= int_rank(f)) return true;
       return no("a narrower integer type");
     }

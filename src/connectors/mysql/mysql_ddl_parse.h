@@ -22,7 +22,7 @@ struct QualifiedName {
 
 struct ColumnDef {
   std::string name;
-  std::string type;       // lowercased as written, without attributes: "varchar(20)", "int unsigned"
+  std::string type;  // lowercased as written, without attributes: "varchar(20)", "int unsigned"
   std::string data_type;  // the base type as information_schema spells DATA_TYPE: "varchar", "int"
   std::vector<std::string> args;    // "(10,2)" → {"10", "2"}
   std::vector<std::string> labels;  // enum / set members
@@ -53,11 +53,11 @@ struct AlterClause {
     default_charset,   // [DEFAULT] CHARACTER SET x: columns added later
     no_column_change,  // indexes, constraints, defaults, options
   } kind = Kind::no_column_change;
-  ColumnDef def;        // add, change, modify
-  std::string column;   // drop, rename, change, modify: the column as named before
-  std::string to;       // rename: the new name
+  ColumnDef def;       // add, change, modify
+  std::string column;  // drop, rename, change, modify: the column as named before
+  std::string to;      // rename: the new name
   Place place = Place::last;
-  std::string after;    // place == after
+  std::string after;             // place == after
   std::vector<std::string> key;  // add_primary_key
   QualifiedName new_table;       // rename_table
   std::string charset;           // convert_charset, default_charset

@@ -17,7 +17,8 @@ TableSchema table_abc() {
   t.db = "d";
   t.table = "t";
   t.charset = "utf8mb4";
-  for (auto [n, dt, ct] : {std::tuple{"id", "int", "int(11)"}, {"a", "varchar", "varchar(10)"},
+  for (auto [n, dt, ct] : {std::tuple{"id", "int", "int(11)"},
+                           {"a", "varchar", "varchar(10)"},
                            {"b", "int", "int(11)"}}) {
     t.cols.push_back(column_info(n, dt, ct, dt == std::string("varchar") ? "utf8mb4" : "", ""));
     t.data_types.push_back(dt);
@@ -72,7 +73,8 @@ TEST(MysqlDdlParse, FindsTheTablesOfStatementBasedDml) {
   EXPECT_EQ(one("REPLACE INTO t SET a = 1"), (ddl::QualifiedName{"d", "t"}));
   EXPECT_EQ(one("UPDATE LOW_PRIORITY t SET a = 1"), (ddl::QualifiedName{"d", "t"}));
   EXPECT_EQ(one("DELETE FROM e.t WHERE a = 1"), (ddl::QualifiedName{"e", "t"}));
-  EXPECT_EQ(one("LOAD DATA LOCAL INFILE '/x' REPLACE INTO TABLE t"), (ddl::QualifiedName{"d", "t"}));
+  EXPECT_EQ(one("LOAD DATA LOCAL INFILE '/x' REPLACE INTO TABLE t"),
+            (ddl::QualifiedName{"d", "t"}));
   auto multi = parse_statement("UPDATE a x JOIN b ON x.id = b.id SET x.v = 1", "d");
   ASSERT_EQ(multi.tables.size(), 2u);
   EXPECT_EQ(multi.tables[1], (ddl::QualifiedName{"d", "b"}));

@@ -21,8 +21,7 @@ bool is_text_type(std::string_view t) {
 int find_column(const TableSchema& t, std::string_view name) {
   for (size_t i = 0; i < t.cols.size(); ++i) {
     const std::string& n = t.cols[i].name;
-    if (n.size() == name.size() &&
-        std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
           return std::tolower(uint8_t(a)) == std::tolower(uint8_t(b));
         }))
       return int(i);
@@ -121,7 +120,8 @@ Result<std::shared_ptr<TableSchema>> apply_alter(const TableSchema& old, const d
       to = 0;
     } else {
       const int after = find_column(*t, a.after);
-      if (after < 0) return Error(Errc::unsupported, fmt::format("AFTER {}: no such column", a.after));
+      if (after < 0)
+        return Error(Errc::unsupported, fmt::format("AFTER {}: no such column", a.after));
       to = size_t(after) + (size_t(after) < from_index ? 1 : 0);
     }
     auto move = [&](auto& v) {
@@ -200,11 +200,10 @@ Result<std::shared_ptr<TableSchema>> apply_alter(const TableSchema& old, const d
       case K::modify_column: {
         const int i = find_column(*t, a.column);
         if (i < 0)
-          return Error(Errc::unsupported,
-                       fmt::format("column {} is not in the table's history",
-                                   quote_identifier(a.column)));
+          return Error(Errc::unsupported, fmt::format("column {} is not in the table's history",
+                                                      quote_identifier(a.column)));
         const std::string old_name = t->cols[size_t(i)].name;
-        const std::string new_name = a.kind == K::rename_column ? a.to
+        const std::string new_name = a.kind == K::rename_column   ? a.to
                                      : a.kind == K::change_column ? a.def.name
                                                                   : old_name;
         if (new_name != old_name) {
@@ -228,16 +227,16 @@ Result<std::shared_ptr<TableSchema>> apply_alter(const TableSchema& old, const d
         const ddl::ColumnDef& d = a.def;
         const ddl::ColumnDef from = ddl::parse_column_type(t->column_types[size_t(i)]);
         if (d.generated)
-          return Error(Errc::unsupported, fmt::format("column {} becomes generated",
-                                                      quote_identifier(new_name)));
+          return Error(Errc::unsupported,
+                       fmt::format("column {} becomes generated", quote_identifier(new_name)));
         if (!ddl::same_type(from, d)) {
           std::string why;
           if (!ddl::is_widening(from, d, &why))
-            return Error(Errc::unsupported,
-                         fmt::format("column {} changes type from {} to {}, which is not a "
-                                     "widening ({}): existing values may not survive",
-                                     quote_identifier(new_name), t->column_types[size_t(i)],
-                                     d.type, why));
+            return Error(
+                Errc::unsupported,
+                fmt::format("column {} changes type from {} to {}, which is not a "
+                            "widening ({}): existing values may not survive",
+                            quote_identifier(new_name), t->column_types[size_t(i)], d.type, why));
           ColumnChange ch;
           ch.kind = SchemaChangeKind::alter_column_type;
           ch.column = new_name;
@@ -311,15 +310,13 @@ bool map_type_fits(uint8_t m, std::string_view t) {
     case bl::kTypeNewDecimal: return t == "decimal";
     case bl::kTypeVarchar:
     case bl::kTypeVarString: return t == "varchar" || t == "varbinary";
-    case bl::kTypeString:
-      return t == "char" || t == "binary" || t == "enum" || t == "set";
+    case bl::kTypeString: return t == "char" || t == "binary" || t == "enum" || t == "set";
     case bl::kTypeEnum: return t == "enum";
     case bl::kTypeSet: return t == "set";
     case bl::kTypeTinyBlob:
     case bl::kTypeMediumBlob:
     case bl::kTypeLongBlob:
-    case bl::kTypeBlob:
-      return t.ends_with("text") || t.ends_with("blob") || t == "json";
+    case bl::kTypeBlob: return t.ends_with("text") || t.ends_with("blob") || t == "json";
     case bl::kTypeJson: return t == "json" || t == "longtext";
     case bl::kTypeDate:
     case bl::kTypeNewDate: return t == "date";
@@ -353,7 +350,8 @@ void SchemaHistory::record(const std::string& table_key, const BinlogCoord& at,
       e.schema = std::move(schema);
       return;
     }
-  auto pos = std::find_if(v.begin(), v.end(), [&](const Entry& e) { return !coord_before_or_at(e.at, at); });
+  auto pos = std::find_if(v.begin(), v.end(),
+                          [&](const Entry& e) { return !coord_before_or_at(e.at, at); });
   v.insert(pos, Entry{at, std::move(schema)});
 }
 
@@ -385,9 +383,9 @@ std::string SchemaHistory::encode() const {
           put(out, c.name);
           put(out, i < t.data_types.size() ? t.data_types[i] : "");
           put(out, i < t.column_types.size() ? t.column_types[i] : "");
-          put(out, c.text == bl::ColumnInfo::Text::binary  ? "b"
+          put(out, c.text == bl::ColumnInfo::Text::binary   ? "b"
                    : c.text == bl::ColumnInfo::Text::latin1 ? "l"
-                                                             : "u");
+                                                            : "u");
           put(out, c.json ? "1" : "0");
           put(out, c.is_unsigned ? "1" : "0");
         }

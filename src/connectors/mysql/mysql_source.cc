@@ -210,13 +210,13 @@ Status MysqlDriver::check_start_available() {
   if (!by_gtid) {
     if (p.coord.file.empty() || std::find(files.begin(), files.end(), p.coord.file) != files.end())
       return ok_status();
-    return Error(Errc::not_found,
-                 fmt::format("the checkpoint's binlog file {} is no longer on {} (its oldest is "
-                             "{}: purged by PURGE BINARY LOGS or binlog expiry, or the binlog was "
-                             "reset): the changes since {}:{} are lost; run `sluice cleanup` and "
-                             "start over with a new snapshot",
-                             p.coord.file, opts_.url.redacted(), files.front(), p.coord.file,
-                             p.coord.pos));
+    return Error(
+        Errc::not_found,
+        fmt::format("the checkpoint's binlog file {} is no longer on {} (its oldest is "
+                    "{}: purged by PURGE BINARY LOGS or binlog expiry, or the binlog was "
+                    "reset): the changes since {}:{} are lost; run `sluice cleanup` and "
+                    "start over with a new snapshot",
+                    p.coord.file, opts_.url.redacted(), files.front(), p.coord.file, p.coord.pos));
   }
   auto state = conn_.query("SELECT @@global.gtid_binlog_state", "query failed");
   if (!state.ok() || state.value().empty()) return ok_status();

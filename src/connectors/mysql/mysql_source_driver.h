@@ -179,7 +179,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // Each captured table's columns at the stream's current point ("db.table"), from the history.
   std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;
   SchemaHistory history_;
-  std::unordered_map<uint64_t, TableMapState> maps_;                             // by table id
+  std::unordered_map<uint64_t, TableMapState> maps_;  // by table id
 
   // snapshot
   std::shared_ptr<const TableSchema> snap_table_;
