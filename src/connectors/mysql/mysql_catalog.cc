@@ -170,6 +170,12 @@ Status MysqlDriver::seed_history(const BinlogCoord& at, bool all) {
 
 Status MysqlDriver::rewind_schemas(const BinlogCoord& at) {
   SLUICE_TRY(seed_history(at, false));
+  // The first stream start of this run is at the checkpoint (later ones, after a lost
+  // connection, may be ahead of what is durable): what lies before it is never read again.
+  if (!history_pruned_) {
+    history_pruned_ = true;
+    if (history_.prune_before(at)) SLUICE_TRY(save_history());
+  }
   schemas_.clear();
   maps_.clear();
   for (const std::string& key : history_.tables())

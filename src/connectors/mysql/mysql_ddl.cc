@@ -86,6 +86,21 @@ Status MysqlDriver::emit_changes(Batch& batch, const TableSchema& t,
 // A QUERY event (not BEGIN / COMMIT): DDL keeps the schema history and becomes schema records,
 // TRUNCATE a record; DML here means a statement-based change of a captured table, which the
 // source cannot read.
+namespace {
+
+// The statement as it may appear in a log line or an error: quoted and cut, or not at all when it
+// may carry a password (a CONNECTION string, IDENTIFIED BY, PASSWORD).
+std::string shown(std::string_view sql, size_t max) {
+  std::string upper;
+  for (char ch : sql.substr(0, 4096)) upper += char(std::toupper(uint8_t(ch)));
+  for (const char* kw : {"IDENTIFIED", "PASSWORD", "CONNECTION"})
+    if (upper.find(kw) != std::string::npos)
+      return "(a statement not shown: it may carry a secret)";
+  return quote_user_text(sql.substr(0, max));
+}
+
+}  // namespace
+
 Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view sql,
                              uint32_t event_pos, uint32_t next_pos) {
   const ddl::Statement st = ddl::parse_statement(sql, db);
@@ -105,20 +120,20 @@ Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view
                         "every writer (SET GLOBAL binlog_format = ROW and in the server "
                         "configuration; no session may SET SESSION binlog_format = STATEMENT or "
                         "MIXED), then run `sluice cleanup` and start over with a new snapshot",
-                        name_of(n), where, quote_user_text(sql.substr(0, 120))));
+                        name_of(n), where, shown(sql, 120)));
     return ok_status();
   }
   if (st.kind == ddl::Statement::Kind::other) return ok_status();
   // Account statements never reach here (they are `other`), so the statement may be logged.
   spdlog::info("pipeline {}: DDL in {}: {}", ctx_.pipeline_id, quote_identifier(db),
-               quote_user_text(sql.substr(0, 200)));
+               shown(sql, 200));
   if (st.temporary) return ok_status();  // temporary tables are not in the row stream
   auto cannot = [&](const ddl::QualifiedName& n, std::string_view why) {
     return Error(Errc::unsupported,
                  fmt::format("cannot follow {} on {} at {}: {}. The schema history cannot tell "
                              "the columns of the rows after it; run `sluice cleanup` and start "
                              "over with a new snapshot after the change",
-                             quote_user_text(sql.substr(0, 200)), name_of(n), where, why));
+                             shown(sql, 200), name_of(n), where, why));
   };
   bool changed = false;
   switch (st.kind) {
@@ -176,7 +191,7 @@ Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view
         return Error(Errc::unsupported,
                      fmt::format("cannot read {} at {}: {}; run `sluice cleanup` and start over "
                                  "with a new snapshot",
-                                 quote_user_text(sql.substr(0, 200)), where, st.error));
+                                 shown(sql, 200), where, st.error));
       }
       for (const ddl::QualifiedName& n : st.tables)
         if (captured(n.db, n.table)) {
@@ -190,7 +205,7 @@ Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view
         return Error(Errc::unsupported,
                      fmt::format("cannot read {} at {}: {}; run `sluice cleanup` and start over "
                                  "with a new snapshot",
-                                 quote_user_text(sql.substr(0, 200)), where, st.error));
+                                 shown(sql, 200), where, st.error));
       }
       for (size_t i = 0; i + 1 < st.tables.size(); i += 2) {
         const ddl::QualifiedName& from = st.tables[i];

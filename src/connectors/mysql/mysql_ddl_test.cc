@@ -217,6 +217,14 @@ TEST(MysqlSchemaHistory, EntriesAnswerByPositionAndRoundTrip) {
   EXPECT_EQ((*s)->cols[3].labels, (std::vector<std::string>{"p", "q"}));
   EXPECT_EQ((*s)->key, std::vector<uint32_t>{0});
   EXPECT_FALSE(SchemaHistory::decode("mysql-schema-history 1\n3:d.t9:x").ok());
+  // Pruned at a checkpoint: what a read from there on needs stays.
+  SchemaHistory p = back.value();
+  EXPECT_FALSE(p.prune_before(BinlogCoord{"binlog.000002", 500}));
+  EXPECT_TRUE(p.prune_before(BinlogCoord{"binlog.000003", 150}));
+  EXPECT_FALSE(p.at("d.t", BinlogCoord{"binlog.000002", 450}));
+  ASSERT_TRUE(p.at("d.t", BinlogCoord{"binlog.000003", 150}));
+  EXPECT_EQ(names(**p.at("d.t", BinlogCoord{"binlog.000003", 150})).size(), 4u);
+  EXPECT_EQ(p.at("d.t", BinlogCoord{"binlog.000011", 1}).value(), nullptr);
   EXPECT_FALSE(SchemaHistory::decode("garbage").ok());
 }
 

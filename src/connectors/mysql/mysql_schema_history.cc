@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 #include "connectors/mysql/mysql_source_driver.h"
 
@@ -353,6 +354,20 @@ void SchemaHistory::record(const std::string& table_key, const BinlogCoord& at,
   auto pos = std::find_if(v.begin(), v.end(),
                           [&](const Entry& e) { return !coord_before_or_at(e.at, at); });
   v.insert(pos, Entry{at, std::move(schema)});
+}
+
+bool SchemaHistory::prune_before(const BinlogCoord& at) {
+  bool removed = false;
+  for (auto& [key, v] : tables_) {
+    size_t latest = SIZE_MAX;
+    for (size_t i = 0; i < v.size(); ++i)
+      if (coord_before_or_at(v[i].at, at)) latest = i;
+    if (latest != SIZE_MAX && latest > 0) {
+      v.erase(v.begin(), v.begin() + long(latest));
+      removed = true;
+    }
+  }
+  return removed;
 }
 
 std::vector<std::string> SchemaHistory::tables() const {

@@ -76,6 +76,9 @@ class SchemaHistory {
   // Records the table's schema from `at` on (null: dropped); replaces an entry at the same point.
   void record(const std::string& table_key, const BinlogCoord& at,
               std::shared_ptr<const TableSchema> schema);
+  // Forgets what no read at or after `at` needs: each table's entries before its latest one at or
+  // before `at` (a pipeline never resumes before its checkpoint). True when it removed any.
+  bool prune_before(const BinlogCoord& at);
   std::vector<std::string> tables() const;
   void clear() { tables_.clear(); }
   bool empty() const { return tables_.empty(); }

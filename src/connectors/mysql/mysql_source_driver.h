@@ -179,6 +179,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // Each captured table's columns at the stream's current point ("db.table"), from the history.
   std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;
   SchemaHistory history_;
+  bool history_pruned_ = false;                       // once per open, at the checkpoint's position
   std::unordered_map<uint64_t, TableMapState> maps_;  // by table id
 
   // snapshot
