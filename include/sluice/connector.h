@@ -30,6 +30,17 @@ struct ConnectorStats {
   std::atomic<int64_t> snapshot_rows_total{-1};  // estimate
 };
 
+// State a source keeps beside its checkpoint (the mysql source's schema history): one text per
+// pipeline, durable when save() returns, removed with the checkpoint by `sluice cleanup`. A source
+// writes it before it returns the records that depend on it, so it may run ahead of the
+// checkpoint (the source must read it correctly from any older position). Thread-safe.
+class SourceHistory {
+ public:
+  virtual ~SourceHistory() = default;
+  virtual Result<std::optional<std::string>> load() = 0;
+  virtual Status save(std::string_view state) = 0;
+};
+
 struct ConnectorContext {
   std::string pipeline_id;
   std::string connector;  // registered name
@@ -44,6 +55,9 @@ struct ConnectorContext {
   // Destinations: this one is a pipeline's dead-letter queue. Destinations that drop metadata
   // (SQL tables) keep meta::kError, why the record was rejected, in a column of its own.
   bool is_dead_letter_queue = false;
+  // Sources: where to keep state beside the checkpoint; null when nothing keeps it (tests,
+  // `sluice cleanup`).
+  SourceHistory* history = nullptr;
 
   // The labels every series of this connector carries: pipeline and connector.
   MetricLabels metric_labels() const {

@@ -263,7 +263,9 @@ int cleanup_command(const std::string& file) {
       rc = 1;
       continue;
     }
-    if (Status st = checkpoints->erase(pc.id); !st.ok()) {
+    Status erased = checkpoints->erase(pc.id);
+    if (erased.ok()) erased = checkpoints->erase(source_history_key(pc.id));
+    if (Status st = std::move(erased); !st.ok()) {
       fmt::print(stderr, "sluice: pipeline {}: checkpoint: {}\n", pc.id, st.error().message());
       rc = 1;
       continue;

@@ -35,6 +35,24 @@ class CheckpointStoreTest : public ::testing::Test {
   fs::path dir_;
 };
 
+TEST_F(CheckpointStoreTest, SourceHistoryIsASecondEntryBesideThePosition) {
+  auto store = open(dir_ / "cp.db");
+  ASSERT_TRUE(store);
+  CheckpointStoreHistory history(store.get(), "p1");
+  ASSERT_FALSE(history.load().value());
+  ASSERT_TRUE(store->save("p1", "position").ok());
+  ASSERT_TRUE(history.save("history\nwith a newline").ok());
+  EXPECT_EQ(history.load().value(), std::optional<std::string>("history\nwith a newline"));
+  EXPECT_EQ(store->load("p1").value(), std::optional<std::string>("position"));
+  // Another pipeline's history is its own; the key cannot be a pipeline id (ids have no '/').
+  CheckpointStoreHistory other(store.get(), "p2");
+  EXPECT_FALSE(other.load().value());
+  EXPECT_NE(source_history_key("p1").find('/'), std::string::npos);
+  ASSERT_TRUE(store->erase(source_history_key("p1")).ok());
+  EXPECT_FALSE(history.load().value());
+  EXPECT_EQ(store->load("p1").value(), std::optional<std::string>("position"));
+}
+
 TEST_F(CheckpointStoreTest, LoadOfUnknownPipelineIsEmpty) {
   auto store = open(dir_ / "cp.db");
   ASSERT_TRUE(store);

@@ -161,9 +161,11 @@ Status Pipeline::run() {
     checkpoint_position_ = *checkpoint;
   }
 
+  source_history_ = std::make_unique<CheckpointStoreHistory>(checkpoints_, options_.id);
   ConnectorContext source_ctx{options_.id, options_.source_connector, &metrics_.source_stats,
                               registry_};
   source_ctx.dead_letters = dlq_ && options_.on_error == PipelineOptions::OnError::dlq;
+  source_ctx.history = source_history_.get();
   ConnectorContext dest_ctx{options_.id, options_.destination_connector,
                             &metrics_.destination_stats, registry_};
   // The destination opens first: one that stores positions (in the same transaction as the rows)

@@ -140,6 +140,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Processor>> processors_;
   std::unique_ptr<Destination> destination_;
   CheckpointStore* checkpoints_;
+  std::unique_ptr<CheckpointStoreHistory> source_history_;  // the source's state beside it
   std::unique_ptr<Destination> dlq_;
 
   PipelineMetrics metrics_;

@@ -103,27 +103,32 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
                   conn_.quoted(db), conn_.quoted(table)),
       "query failed");
   if (!pk.ok()) return pk.error().with_context("cannot read the primary key: ");
+  auto coll = conn_.query(
+      fmt::format("SELECT COALESCE(TABLE_COLLATION, '') FROM information_schema.TABLES WHERE "
+                  "TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                  conn_.quoted(db), conn_.quoted(table)),
+      "query failed");
+  if (coll.ok() && !coll.value().empty()) {
+    const std::string c = coll.value()[0][0].value_or("");
+    t->charset = c.substr(0, c.find('_'));
+  }
   for (const MysqlRow& r : cols.value()) {
-    bl::ColumnInfo c;
-    c.name = r[0].value_or("");
     std::string data_type = r[1].value_or("");
-    const std::string column_type = r[2].value_or("");
-    const std::string charset = r[3].value_or("");
+    std::string column_type = r[2].value_or("");
     for (auto& ch : data_type) ch = char(std::tolower(uint8_t(ch)));
-    c.is_unsigned = column_type.find("unsigned") != std::string::npos;
-    if (charset.empty() || charset == "binary") c.text = bl::ColumnInfo::Text::binary;
-    else if (charset == "latin1") c.text = bl::ColumnInfo::Text::latin1;
-    else c.text = bl::ColumnInfo::Text::utf8;
-    if (data_type == "enum" || data_type == "set") {
-      c.labels = parse_labels(column_type);
-      c.text = bl::ColumnInfo::Text::utf8;
+    bl::ColumnInfo c =
+        column_info(r[0].value_or(""), data_type, column_type, r[3].value_or(""), std::string());
+    // A text column always has a character set here; one without is binary (or not text).
+    if (!r[3] || r[3]->empty()) {
+      c.text = bl::ColumnInfo::Text::binary;
+      if (data_type == "enum" || data_type == "set") c.text = bl::ColumnInfo::Text::utf8;
     }
-    c.json = data_type == "json";
     if (checks.ok())
       for (const MysqlRow& ck : checks.value())
         if (ck[0] && (*ck[0] == "json_valid(`" + c.name + "`)")) c.json = true;
     t->cols.push_back(std::move(c));
     t->data_types.push_back(std::move(data_type));
+    t->column_types.push_back(std::move(column_type));
   }
   for (const MysqlRow& r : pk.value())
     for (uint32_t i = 0; i < t->cols.size(); ++i)
@@ -133,12 +138,54 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
         "pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot upsert "
         "or delete them by key (add a primary key)",
         ctx_.pipeline_id, quote_identifier(db), quote_identifier(table));
-  schemas_[db + "." + table] = t;
   return std::shared_ptr<const TableSchema>(t);
 }
 
-// A TABLE_MAP names the table of the rows events after it: resolve its schema (cached per table,
-// re-read after DDL), naming the columns as the event wrote them when the binlog carries names.
+Status MysqlDriver::save_history() {
+  if (!ctx_.history) return ok_status();
+  if (Status st = ctx_.history->save(history_.encode()); !st.ok())
+    return st.error().with_context("cannot save the mysql schema history: ");
+  return ok_status();
+}
+
+// Seeds the history with the catalogue's columns at `at` for every captured table (`all`: a new
+// snapshot starts there) or for those that have no entry at or before it.
+Status MysqlDriver::seed_history(const BinlogCoord& at, bool all) {
+  if (all) history_.clear();
+  bool changed = all;
+  for (const TableRef& r : tables_) {
+    const std::string key = r.db + "." + r.table;
+    if (!all && history_.at(key, at)) continue;
+    auto s = load_schema(r.db, r.table);
+    if (!s.ok()) return std::move(s).error();
+    if (!all)
+      spdlog::info(
+          "pipeline {}: schema history of {}.{} starts at {}:{} with the catalogue's columns",
+          ctx_.pipeline_id, quote_identifier(r.db), quote_identifier(r.table), at.file, at.pos);
+    history_.record(key, at, s.value());
+    changed = true;
+  }
+  return changed ? save_history() : ok_status();
+}
+
+Status MysqlDriver::rewind_schemas(const BinlogCoord& at) {
+  SLUICE_TRY(seed_history(at, false));
+  // The first stream start of this run is at the checkpoint (later ones, after a lost
+  // connection, may be ahead of what is durable): what lies before it is never read again.
+  if (!history_pruned_) {
+    history_pruned_ = true;
+    if (history_.prune_before(at)) SLUICE_TRY(save_history());
+  }
+  schemas_.clear();
+  maps_.clear();
+  for (const std::string& key : history_.tables())
+    if (auto s = history_.at(key, at); s && *s) schemas_[key] = *s;
+  return ok_status();
+}
+
+// A TABLE_MAP names the table of the rows events after it: its columns are the schema history's
+// at this point (or, with binlog_row_metadata=FULL, the names the event carries), checked against
+// the event's column count and types, so that values never land in the wrong columns.
 Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
   auto it = maps_.find(map.table_id);
   if (it != maps_.end() && it->second.map.same_shape(map) &&
@@ -147,14 +194,18 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
   TableMapState ms;
   ms.map = std::move(map);
   if (captured(ms.map.database, ms.map.table)) {
-    auto sit = schemas_.find(ms.map.database + "." + ms.map.table);
+    const std::string key = ms.map.database + "." + ms.map.table;
+    auto sit = schemas_.find(key);
     std::shared_ptr<const TableSchema> schema;
-    if (sit != schemas_.end() && sit->second->cols.size() == ms.map.types.size()) {
+    bool seeded = false;
+    if (sit != schemas_.end()) {
       schema = sit->second;
     } else {
+      // A table created (LIKE / AS SELECT) or renamed in since the history began: the catalogue.
       auto s = load_schema(ms.map.database, ms.map.table);
       if (!s.ok()) return std::move(s).error();
       schema = s.value();
+      seeded = true;
     }
     if (!ms.map.column_names.empty()) {
       // binlog_row_metadata=FULL names the columns as they were when the event was written:
@@ -166,40 +217,55 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
         auto copy = std::make_shared<TableSchema>();
         copy->db = schema->db;
         copy->table = schema->table;
+        copy->charset = schema->charset;
         for (size_t i = 0; i < ms.map.column_names.size(); ++i) {
           const std::string& name = ms.map.column_names[i];
           bl::ColumnInfo ci;
-          std::string data_type;
+          std::string data_type, column_type;
           for (size_t j = 0; j < schema->cols.size(); ++j)
             if (schema->cols[j].name == name) {
               ci = schema->cols[j];
               data_type = schema->data_types[j];
+              column_type = j < schema->column_types.size() ? schema->column_types[j] : "";
             }
           ci.name = name;
           if (!ms.map.is_unsigned.empty()) ci.is_unsigned = ms.map.is_unsigned[i];
           copy->cols.push_back(std::move(ci));
           copy->data_types.push_back(std::move(data_type));
+          copy->column_types.push_back(std::move(column_type));
         }
         for (uint32_t k : schema->key)
           for (uint32_t i = 0; i < copy->cols.size(); ++i)
             if (copy->cols[i].name == schema->cols[k].name) copy->key.push_back(i);
         schema = copy;
       }
-    } else if (schema->cols.size() != ms.map.types.size()) {
-      // The table changed since this event was written (replay across DDL): the binlog alone
-      // does not name the columns; name the extra ones by position.
-      spdlog::warn(
-          "pipeline {}: {}.{} has {} columns now but {} in the binlog at {}:{}; columns beyond the current "
-          "ones are named col_N",
-          ctx_.pipeline_id, ms.map.database, ms.map.table, schema->cols.size(), ms.map.types.size(),
-          cur_file_, event_pos);
-      auto copy = std::make_shared<TableSchema>(*schema);
-      copy->cols.resize(ms.map.types.size());
-      copy->data_types.resize(ms.map.types.size());
-      for (size_t i = schema->cols.size(); i < copy->cols.size(); ++i)
-        copy->cols[i].name = fmt::format("col_{}", i + 1);
-      std::erase_if(copy->key, [&](uint32_t k) { return k >= copy->cols.size(); });
-      schema = copy;
+    } else {
+      std::string mismatch;
+      if (schema->cols.size() != ms.map.types.size()) {
+        mismatch = fmt::format("{} columns in the binlog, {} in the {}", ms.map.types.size(),
+                               schema->cols.size(),
+                               seeded ? "catalogue now" : "schema history at that point");
+      } else {
+        for (size_t i = 0; i < schema->cols.size() && mismatch.empty(); ++i)
+          if (!map_type_fits(ms.map.types[i], schema->data_types[i]))
+            mismatch = fmt::format("column {} ({}) is {} but the binlog has type code {}", i + 1,
+                                   quote_identifier(schema->cols[i].name), schema->data_types[i],
+                                   ms.map.types[i]);
+      }
+      if (!mismatch.empty())
+        return Error(Errc::unsupported,
+                     fmt::format("{}.{}: the row events at {}:{} do not match the table's "
+                                 "columns ({}); sluice will not guess which value belongs to "
+                                 "which column. Run `sluice cleanup` and start over with a new "
+                                 "snapshot (with binlog_row_metadata = FULL on the server the "
+                                 "events name their columns)",
+                                 quote_identifier(ms.map.database), quote_identifier(ms.map.table),
+                                 cur_file_, event_pos, mismatch));
+    }
+    if (seeded) {
+      schemas_[key] = schema;
+      history_.record(key, BinlogCoord{cur_file_, event_pos}, schema);
+      if (Status st = save_history(); !st.ok()) return st;
     }
     ms.schema = schema;
     ms.key = schema->key;

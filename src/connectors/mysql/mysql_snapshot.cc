@@ -70,6 +70,8 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
     if (mariadb_ && !snapshot_only) {
       SLUICE_TRY_ASSIGN(p.point.gtid, gtid_at(conn_, p.point.coord));
     }
+    // The schema history starts here: the stream decodes from this point with these columns.
+    if (!snapshot_only) SLUICE_TRY(seed_history(p.point.coord, true));
   }
   // A resumed snapshot reads under a newer snapshot but keeps the stream's original start: the
   // changes in between come again through the stream, so the end state converges.

@@ -4,6 +4,8 @@
 #include <mysqld_error.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "connectors/mysql/mysql_source_driver.h"
 
 namespace sluice {
@@ -183,7 +185,73 @@ Status MysqlDriver::connect(State& s) {
   conn_ = std::move(c.value());
   if (Status st = conn_.exec("SET SESSION time_zone='+00:00'", "query failed"); !st.ok()) return st;
   if (Status st = check_server(); !st.ok()) return st;
-  return resolve_tables();
+  if (Status st = resolve_tables(); !st.ok()) return st;
+  history_.clear();
+  if (ctx_.history) {
+    auto stored = ctx_.history->load();
+    if (!stored.ok()) return stored.error().with_context("cannot read the mysql schema history: ");
+    if (stored.value()) {
+      SLUICE_TRY_ASSIGN(history_, SchemaHistory::decode(*stored.value()));
+    }
+  }
+  return ok_status();
+}
+
+Status MysqlDriver::check_start_available() {
+  const BinlogPoint& p = st_->position.point;
+  if (Status st = ensure_catalog(); !st.ok()) return st;
+  auto logs = conn_.query("SHOW BINARY LOGS", "query failed");
+  if (!logs.ok() || logs.value().empty()) return ok_status();  // the dump reports it then
+  std::vector<std::string> files;
+  for (const MysqlRow& r : logs.value())
+    if (!r.empty() && r[0]) files.push_back(*r[0]);
+  if (files.empty()) return ok_status();
+  const bool by_gtid = mariadb_ && !p.gtid.empty();
+  if (!by_gtid) {
+    if (p.coord.file.empty() || std::find(files.begin(), files.end(), p.coord.file) != files.end())
+      return ok_status();
+    return Error(
+        Errc::not_found,
+        fmt::format("the checkpoint's binlog file {} is no longer on {} (its oldest is "
+                    "{}: purged by PURGE BINARY LOGS or binlog expiry, or the binlog was "
+                    "reset): the changes since {}:{} are lost; run `sluice cleanup` and "
+                    "start over with a new snapshot",
+                    p.coord.file, opts_.url.redacted(), files.front(), p.coord.file, p.coord.pos));
+  }
+  auto state = conn_.query("SELECT @@global.gtid_binlog_state", "query failed");
+  if (!state.ok() || state.value().empty()) return ok_status();
+  auto server = GtidSet::parse(state.value()[0][0].value_or(""));
+  auto oldest = gtid_at(conn_, BinlogCoord{files.front(), 4});
+  auto max_seq = [](const GtidSet& g, uint32_t domain) -> std::optional<uint64_t> {
+    std::optional<uint64_t> best;
+    for (const MariaGtidPoint& x : g.items())
+      if (x.domain == domain && (!best || x.seq > *best)) best = x.seq;
+    return best;
+  };
+  for (const MariaGtidPoint& g : p.gtid.items()) {
+    const std::string text = fmt::format("{}-{}-{}", g.domain, g.server_id, g.seq);
+    if (server) {
+      auto have = max_seq(*server, g.domain);
+      if (!have || *have < g.seq)
+        return Error(Errc::not_found,
+                     fmt::format("the checkpoint's GTID {} is not in the binlog of {} (its GTID "
+                                 "state is '{}': the binlog was reset, or this is another "
+                                 "server): the changes since then are lost; run `sluice cleanup` "
+                                 "and start over with a new snapshot",
+                                 text, opts_.url.redacted(), server->to_string()));
+    }
+    if (oldest.ok()) {
+      auto first = max_seq(oldest.value(), g.domain);
+      if (first && *first > g.seq)
+        return Error(Errc::not_found,
+                     fmt::format("the binlog after the checkpoint's GTID {} is no longer on {} "
+                                 "(the oldest binlog file {} starts after {}-…-{}: purged by PURGE "
+                                 "BINARY LOGS or binlog expiry): the changes since then are lost; "
+                                 "run `sluice cleanup` and start over with a new snapshot",
+                                 text, opts_.url.redacted(), files.front(), g.domain, *first));
+    }
+  }
+  return ok_status();
 }
 
 // Where the pipeline starts: the checkpoint's position; without one a new snapshot, or (never)
@@ -202,6 +270,7 @@ Status MysqlDriver::plan_start(State& s) {
       if (mariadb_) {
         SLUICE_TRY_ASSIGN(pos.point.gtid, gtid_at(conn_, pos.point.coord));
       }
+      SLUICE_TRY(seed_history(pos.point.coord, true));  // a history left by an earlier run
     } else {
       if (Status st = begin_snapshot(true); !st.ok()) return st;
     }

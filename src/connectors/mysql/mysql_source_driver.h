@@ -8,7 +8,10 @@
 //   mysql_source_types.cc       snapshot text values → the Values the binlog decoder produces
 //   mysql_snapshot.cc           the snapshot: consistent-snapshot transaction, keyset chunks
 //   mysql_stream.cc             the binlog stream: COM_BINLOG_DUMP, events → records
-//   mysql_ddl.cc                DDL in the binlog: schema cache invalidation, TRUNCATE
+//   mysql_ddl.cc                QUERY events: DDL → schema history and schema records, TRUNCATE,
+//                               statement-based DML (refused)
+//   mysql_ddl_parse.cc          the statements' forms (ALTER / CREATE / DROP / RENAME, DML)
+//   mysql_schema_history.cc     each table's columns as of each DDL position, persisted
 #pragma once
 
 #include <condition_variable>
@@ -29,6 +32,7 @@
 #include "connectors/common/log_source.h"
 #include "connectors/mysql/binlog.h"
 #include "connectors/mysql/mysql_connection.h"
+#include "connectors/mysql/mysql_schema_history.h"
 
 namespace sluice::mysql {
 
@@ -42,13 +46,6 @@ struct PositionTraits {
   using Cursor = KeysetCursor;
 };
 using SourcePosition = LogPosition<PositionTraits>;
-
-struct TableSchema {
-  std::string db, table;
-  std::vector<bl::ColumnInfo> cols;
-  std::vector<std::string> data_types;  // information_schema DATA_TYPE (snapshot text conversion)
-  std::vector<uint32_t> key;            // primary key columns (indexes into cols)
-};
 
 struct TableRef {
   std::string db, table;
@@ -136,6 +133,13 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   Result<std::shared_ptr<const TableSchema>> load_schema(const std::string& db,
                                                          const std::string& table);
   Status on_table_map(bl::TableMap map, uint32_t event_pos);
+  // mysql_schema_history use: seeds the tables without an entry at `at` from the catalogue;
+  // sets schemas_ to the history's state at `at`.
+  Status seed_history(const BinlogCoord& at, bool all);
+  Status rewind_schemas(const BinlogCoord& at);
+  Status save_history();
+  // The stream's start is still on the server: its binlog file and (MariaDB) its GTID state.
+  Status check_start_available();
   Status ensure_catalog();
   // mysql_snapshot.cc
   Status begin_snapshot(bool fresh);
@@ -147,7 +151,10 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   void commit_tx(uint32_t next_pos);
   Value metadata(Batch& batch, const TableSchema& t, uint32_t event_pos, bool cdc);
   // mysql_ddl.cc
-  void on_ddl(Batch& batch, std::string_view db, std::string_view sql, uint32_t event_pos);
+  Status on_query(Batch& batch, std::string_view db, std::string_view sql, uint32_t event_pos,
+                  uint32_t next_pos);
+  Status emit_changes(Batch& batch, const TableSchema& t, const std::vector<ColumnChange>& changes,
+                      uint32_t event_pos);
 
   // settings
   // A refusal at connect time that classify_errno() cannot place is retried: a server that is
@@ -169,8 +176,11 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   bool mariadb_ = false;
   MysqlConn conn_;  // catalog queries and the snapshot transaction
   std::vector<TableRef> tables_;
-  std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;  // "db.table"
-  std::unordered_map<uint64_t, TableMapState> maps_;                             // by table id
+  // Each captured table's columns at the stream's current point ("db.table"), from the history.
+  std::unordered_map<std::string, std::shared_ptr<const TableSchema>> schemas_;
+  SchemaHistory history_;
+  bool history_pruned_ = false;                       // once per open, at the checkpoint's position
+  std::unordered_map<uint64_t, TableMapState> maps_;  // by table id
 
   // snapshot
   std::shared_ptr<const TableSchema> snap_table_;

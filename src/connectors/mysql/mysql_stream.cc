@@ -54,6 +54,10 @@ Status MysqlDriver::start_stream(State&) {
   close_stream();
   pending_gtid_.reset();
   const SourcePosition& pos_ = st_->position;
+  // Before anything is read: the start is still on the server, and each table's columns are
+  // those of the schema history there.
+  if (Status st = check_start_available(); !st.ok()) return st;
+  if (Status st = rewind_schemas(pos_.point.coord); !st.ok()) return st;
   const unsigned hb_s = unsigned(std::max<int64_t>(1, heartbeat_.count() / 1000));
   ConnectOptions dump_options = opts_;
   dump_options.read_timeout_s = std::max(30u, hb_s * 3);
@@ -346,7 +350,8 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
         commit_tx(e.header.next_pos);
         return ok_status();
       }
-      on_ddl(batch, q->database, q->sql, start);
+      if (Status st = on_query(batch, q->database, q->sql, start, e.header.next_pos); !st.ok())
+        return st;
       if (!st_->tx.in_transaction() || !tx_saw_begin_)
         commit_tx(e.header.next_pos);  // a statement of its own
       return ok_status();

@@ -1,0 +1,242 @@
+// The DDL parser and the schema history's pure parts: statement forms → column lists and schema
+// changes, widening rules, the TABLE_MAP type check, the stored form's round trip.
+#include <gtest/gtest.h>
+
+#include "connectors/mysql/mysql_ddl_parse.h"
+#include "connectors/mysql/mysql_schema_history.h"
+#include "connectors/mysql/mysql_source_driver.h"
+
+namespace sluice::mysql {
+namespace {
+
+using ddl::parse_statement;
+using ddl::Statement;
+
+TableSchema table_abc() {
+  TableSchema t;
+  t.db = "d";
+  t.table = "t";
+  t.charset = "utf8mb4";
+  for (auto [n, dt, ct] : {std::tuple{"id", "int", "int(11)"},
+                           {"a", "varchar", "varchar(10)"},
+                           {"b", "int", "int(11)"}}) {
+    t.cols.push_back(column_info(n, dt, ct, dt == std::string("varchar") ? "utf8mb4" : "", ""));
+    t.data_types.push_back(dt);
+    t.column_types.push_back(ct);
+  }
+  t.key = {0};
+  return t;
+}
+
+std::vector<std::string> names(const TableSchema& t) {
+  std::vector<std::string> out;
+  for (const auto& c : t.cols) out.push_back(c.name);
+  return out;
+}
+
+Result<std::shared_ptr<TableSchema>> alter(const TableSchema& t, std::string_view sql,
+                                           std::vector<ColumnChange>* changes) {
+  Statement st = parse_statement(sql, "d");
+  EXPECT_EQ(st.kind, Statement::Kind::alter_table) << sql;
+  EXPECT_EQ(st.error, "") << sql;
+  return apply_alter(t, st, changes);
+}
+
+TEST(MysqlDdlParse, RecognisesStatementKindsAndTables) {
+  auto s = parse_statement("ALTER TABLE `o``dd`.t2 ADD COLUMN x INT", "d");
+  EXPECT_EQ(s.kind, Statement::Kind::alter_table);
+  EXPECT_EQ(s.tables.at(0), (ddl::QualifiedName{"o`dd", "t2"}));
+  s = parse_statement("/* hi */ drop table if exists a, `b`.c", "d");
+  EXPECT_EQ(s.kind, Statement::Kind::drop_table);
+  ASSERT_EQ(s.tables.size(), 2u);
+  EXPECT_EQ(s.tables[1], (ddl::QualifiedName{"b", "c"}));
+  s = parse_statement("RENAME TABLE a TO b, x.c TO x.d", "d");
+  EXPECT_EQ(s.kind, Statement::Kind::rename_table);
+  ASSERT_EQ(s.tables.size(), 4u);
+  EXPECT_EQ(s.tables[3], (ddl::QualifiedName{"x", "d"}));
+  EXPECT_EQ(parse_statement("TRUNCATE TABLE t", "d").kind, Statement::Kind::truncate);
+  EXPECT_EQ(parse_statement("CREATE USER 'u'@'%' IDENTIFIED BY 'p'", "d").kind,
+            Statement::Kind::other);
+  EXPECT_EQ(parse_statement("ALTER USER u IDENTIFIED BY 'p'", "d").kind, Statement::Kind::other);
+  EXPECT_EQ(parse_statement("CREATE INDEX i ON t (a)", "d").kind, Statement::Kind::other);
+  EXPECT_TRUE(parse_statement("CREATE TEMPORARY TABLE tmp (a INT)", "d").temporary);
+}
+
+TEST(MysqlDdlParse, FindsTheTablesOfStatementBasedDml) {
+  auto one = [](std::string_view sql) {
+    auto s = parse_statement(sql, "d");
+    EXPECT_EQ(s.kind, Statement::Kind::dml) << sql;
+    return s.tables.empty() ? ddl::QualifiedName{} : s.tables[0];
+  };
+  EXPECT_EQ(one("INSERT INTO t VALUES (1)"), (ddl::QualifiedName{"d", "t"}));
+  EXPECT_EQ(one("insert ignore `x`.`t` (a) values (1)"), (ddl::QualifiedName{"x", "t"}));
+  EXPECT_EQ(one("REPLACE INTO t SET a = 1"), (ddl::QualifiedName{"d", "t"}));
+  EXPECT_EQ(one("UPDATE LOW_PRIORITY t SET a = 1"), (ddl::QualifiedName{"d", "t"}));
+  EXPECT_EQ(one("DELETE FROM e.t WHERE a = 1"), (ddl::QualifiedName{"e", "t"}));
+  EXPECT_EQ(one("LOAD DATA LOCAL INFILE '/x' REPLACE INTO TABLE t"),
+            (ddl::QualifiedName{"d", "t"}));
+  auto multi = parse_statement("UPDATE a x JOIN b ON x.id = b.id SET x.v = 1", "d");
+  ASSERT_EQ(multi.tables.size(), 2u);
+  EXPECT_EQ(multi.tables[1], (ddl::QualifiedName{"d", "b"}));
+  auto del = parse_statement("DELETE a, b FROM a JOIN b ON a.id = b.id", "d");
+  ASSERT_EQ(del.tables.size(), 2u);
+}
+
+TEST(MysqlDdlParse, AlterClausesGiveTheNewColumnsAndTheSchemaChanges) {
+  const TableSchema t = table_abc();
+  std::vector<ColumnChange> ch;
+  auto n = alter(t,
+                 "ALTER TABLE t ADD COLUMN c VARCHAR(20) DEFAULT 'it''s' AFTER id, ADD d "
+                 "BIGINT UNSIGNED NOT NULL FIRST, DROP COLUMN b, RENAME COLUMN a TO `a 2`",
+                 &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(names(*n.value()), (std::vector<std::string>{"d", "id", "c", "a 2"}));
+  EXPECT_EQ(n.value()->key, std::vector<uint32_t>{1});
+  ASSERT_EQ(ch.size(), 4u);
+  EXPECT_EQ(ch[0].kind, SchemaChangeKind::add_column);
+  EXPECT_EQ(ch[0].column, "c");
+  EXPECT_EQ(ch[0].type, "varchar(20)");
+  EXPECT_TRUE(ch[0].has_default);
+  EXPECT_EQ(ch[0].default_text, "it's");
+  EXPECT_EQ(ch[1].column, "d");
+  EXPECT_EQ(ch[1].type, "bigint unsigned");
+  EXPECT_TRUE(ch[1].has_default);  // NOT NULL without DEFAULT: old rows read 0
+  EXPECT_EQ(ch[1].default_text, "0");
+  EXPECT_EQ(ch[1].data_type, "bigint");
+  EXPECT_TRUE(n.value()->cols[0].is_unsigned);
+  EXPECT_EQ(ch[2].kind, SchemaChangeKind::drop_column);
+  EXPECT_EQ(ch[2].column, "b");
+  EXPECT_EQ(ch[3].kind, SchemaChangeKind::rename_column);
+  EXPECT_EQ(ch[3].to, "a 2");
+
+  ch.clear();
+  n = alter(t, "ALTER TABLE t CHANGE COLUMN a aa VARCHAR(40) NOT NULL, MODIFY b BIGINT", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(names(*n.value()), (std::vector<std::string>{"id", "aa", "b"}));
+  ASSERT_EQ(ch.size(), 3u);
+  EXPECT_EQ(ch[0].kind, SchemaChangeKind::rename_column);
+  EXPECT_EQ(ch[1].kind, SchemaChangeKind::alter_column_type);
+  EXPECT_EQ(ch[1].column, "aa");
+  EXPECT_EQ(ch[1].type, "varchar(40)");
+  EXPECT_EQ(ch[1].from, "varchar(10)");
+  EXPECT_EQ(ch[2].type, "bigint");
+  EXPECT_EQ(ch[2].from, "int(11)");
+
+  ch.clear();  // options, indexes and defaults change no column; MODIFY to the same type neither
+  n = alter(t,
+            "ALTER TABLE t ENGINE=InnoDB, ADD INDEX ia (a), ALTER COLUMN b SET DEFAULT 3, "
+            "MODIFY b INT(11) NOT NULL, ALGORITHM=INPLACE, LOCK=NONE",
+            &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_TRUE(ch.empty());
+  EXPECT_EQ(names(*n.value()), names(t));
+
+  ch.clear();
+  n = alter(t, "ALTER TABLE t RENAME TO t3", &ch);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value()->table, "t3");
+}
+
+TEST(MysqlDdlParse, ComputedDefaultsAndNarrowingAreRefused) {
+  const TableSchema t = table_abc();
+  std::vector<ColumnChange> ch;
+  for (const char* sql : {"ALTER TABLE t ADD COLUMN ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP",
+                          "ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT (uuid())",
+                          "ALTER TABLE t ADD COLUMN g INT AS (b + 1) STORED",
+                          "ALTER TABLE t ADD COLUMN n INT NOT NULL AUTO_INCREMENT",
+                          "ALTER TABLE t MODIFY b SMALLINT", "ALTER TABLE t MODIFY a VARCHAR(5)",
+                          "ALTER TABLE t MODIFY b INT UNSIGNED", "ALTER TABLE t MODIFY a INT"}) {
+    auto n = alter(t, sql, &ch);
+    EXPECT_FALSE(n.ok()) << sql;
+  }
+  EXPECT_NE(parse_statement("ALTER TABLE t FROBNICATE x", "d").error, "");
+}
+
+TEST(MysqlDdlParse, WideningRules) {
+  auto w = [](const char* a, const char* b) {
+    std::string why;
+    return ddl::is_widening(ddl::parse_column_type(a), ddl::parse_column_type(b), &why);
+  };
+  EXPECT_TRUE(w("tinyint(4)", "smallint"));
+  EXPECT_TRUE(w("int(11)", "bigint(20)"));
+  EXPECT_TRUE(w("int unsigned", "bigint"));
+  EXPECT_FALSE(w("int unsigned", "int"));
+  EXPECT_FALSE(w("bigint", "int"));
+  EXPECT_TRUE(w("varchar(10)", "varchar(10)"));
+  EXPECT_TRUE(w("varchar(10)", "text"));
+  EXPECT_FALSE(w("text", "varchar(10)"));
+  EXPECT_TRUE(w("float", "double"));
+  EXPECT_FALSE(w("double", "float"));
+  EXPECT_TRUE(w("decimal(10,2)", "decimal(12,4)"));
+  EXPECT_FALSE(w("decimal(10,2)", "decimal(10,4)"));
+  EXPECT_TRUE(w("int", "decimal(12,0)"));
+  EXPECT_TRUE(w("enum('a','b')", "enum('a','b','c')"));
+  EXPECT_FALSE(w("enum('a','b')", "enum('b','a')"));
+  EXPECT_TRUE(w("datetime", "datetime(6)"));
+  EXPECT_FALSE(w("varbinary(4)", "varchar(4)"));
+}
+
+TEST(MysqlDdlParse, CreateTableColumnsKeyAndCharset) {
+  auto s = parse_statement(
+      "CREATE TABLE IF NOT EXISTS `n` (id INT NOT NULL AUTO_INCREMENT, `v` VARCHAR(5) CHARACTER "
+      "SET latin1, e ENUM('x','y') DEFAULT 'x', b BLOB, PRIMARY KEY (`id`), KEY k (v), CONSTRAINT "
+      "c CHECK (id > 0)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+      "d");
+  ASSERT_EQ(s.kind, Statement::Kind::create_table);
+  ASSERT_EQ(s.error, "");
+  auto t = schema_from_create(s);
+  EXPECT_EQ(names(*t), (std::vector<std::string>{"id", "v", "e", "b"}));
+  EXPECT_EQ(t->key, std::vector<uint32_t>{0});
+  EXPECT_EQ(t->cols[1].text, bl::ColumnInfo::Text::latin1);
+  EXPECT_EQ(t->cols[2].labels, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(t->cols[3].text, bl::ColumnInfo::Text::binary);
+  EXPECT_NE(parse_statement("CREATE TABLE a LIKE b", "d").error, "");
+}
+
+TEST(MysqlSchemaHistory, EntriesAnswerByPositionAndRoundTrip) {
+  SchemaHistory h;
+  auto t1 = std::make_shared<TableSchema>(table_abc());
+  std::vector<ColumnChange> ch;
+  auto t2 = alter(*t1, "ALTER TABLE t ADD COLUMN e ENUM('p','q') DEFAULT 'q'", &ch).value();
+  h.record("d.t", BinlogCoord{"binlog.000002", 400}, t1);
+  h.record("d.t", BinlogCoord{"binlog.000003", 100}, t2);
+  h.record("d.t", BinlogCoord{"binlog.000010", 4}, nullptr);
+  EXPECT_FALSE(h.at("d.t", BinlogCoord{"binlog.000002", 399}));
+  EXPECT_EQ(h.at("d.t", BinlogCoord{"binlog.000002", 400})->get(), t1.get());
+  EXPECT_EQ(h.at("d.t", BinlogCoord{"binlog.000003", 99})->get(), t1.get());
+  EXPECT_EQ(h.at("d.t", BinlogCoord{"binlog.000003", 100})->get(), t2.get());
+  EXPECT_EQ(h.at("d.t", BinlogCoord{"binlog.000010", 4}).value(), nullptr);
+  EXPECT_EQ(h.at("d.t", BinlogCoord{"binlog.1000000", 4}).value(), nullptr);  // a later file
+
+  auto back = SchemaHistory::decode(h.encode());
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_EQ(back.value().encode(), h.encode());
+  auto s = back.value().at("d.t", BinlogCoord{"binlog.000004", 1});
+  ASSERT_TRUE(s && *s);
+  EXPECT_EQ(names(**s), (std::vector<std::string>{"id", "a", "b", "e"}));
+  EXPECT_EQ((*s)->cols[3].labels, (std::vector<std::string>{"p", "q"}));
+  EXPECT_EQ((*s)->key, std::vector<uint32_t>{0});
+  EXPECT_FALSE(SchemaHistory::decode("mysql-schema-history 1\n3:d.t9:x").ok());
+  // Pruned at a checkpoint: what a read from there on needs stays.
+  SchemaHistory p = back.value();
+  EXPECT_FALSE(p.prune_before(BinlogCoord{"binlog.000002", 500}));
+  EXPECT_TRUE(p.prune_before(BinlogCoord{"binlog.000003", 150}));
+  EXPECT_FALSE(p.at("d.t", BinlogCoord{"binlog.000002", 450}));
+  ASSERT_TRUE(p.at("d.t", BinlogCoord{"binlog.000003", 150}));
+  EXPECT_EQ(names(**p.at("d.t", BinlogCoord{"binlog.000003", 150})).size(), 4u);
+  EXPECT_EQ(p.at("d.t", BinlogCoord{"binlog.000011", 1}).value(), nullptr);
+  EXPECT_FALSE(SchemaHistory::decode("garbage").ok());
+}
+
+TEST(MysqlSchemaHistory, TableMapTypesMustFitTheColumns) {
+  EXPECT_TRUE(map_type_fits(bl::kTypeLong, "int"));
+  EXPECT_FALSE(map_type_fits(bl::kTypeLong, "varchar"));
+  EXPECT_TRUE(map_type_fits(bl::kTypeVarchar, "varchar"));
+  EXPECT_FALSE(map_type_fits(bl::kTypeVarchar, "int"));
+  EXPECT_TRUE(map_type_fits(bl::kTypeBlob, "text"));
+  EXPECT_TRUE(map_type_fits(bl::kTypeString, "enum"));
+  EXPECT_TRUE(map_type_fits(bl::kTypeLong, ""));
+}
+
+}  // namespace
+}  // namespace sluice::mysql
