@@ -1,7 +1,5 @@
-// PENDING (not built: the name does not end in _test.cc): MariaDB → PostgreSQL through the binary
-// with DDL mid-stream, the end state compared to the source row by row. Needs the SQL
-// destinations' schema-record handling (engineer ddl-dest, issue 12 item 1); rename this file to
-// mysql_ddl_postgres_test.cc once that is merged.
+// MariaDB → PostgreSQL through the binary with DDL mid-stream, the end state compared to the
+// source row by row.
 #include "integration/mysql_source_harness.h"
 
 namespace sluice::mytest {

@@ -1,8 +1,3 @@
-// PENDING — not in the build (CMake globs tests/{integration,fault,serial,conformance} only).
-// Needs the SQL destinations' handling of schema records (engineer ddl-dest, issue 12); once that
-// is merged, move this file to tests/integration/. Both tests passed on a scratch merge of h/pgddl
-// (8573c37+) with h/ddldest (a4af8f0), 2026-12-01.
-//
 // The sluice binary, PostgreSQL (ddl.capture: true) → SQLite: a rename keeps the values, a drop +
 // re-add of a name never shows the old values, an added column with a default reads it in the
 // rows that existed; the end state is compared with the source row by row.
