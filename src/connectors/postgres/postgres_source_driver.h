@@ -7,6 +7,7 @@
 //   pg_snapshot.cc       the snapshot: COPY of 32 MiB heap-page chunks in the exported snapshot
 //   pg_stream.cc         the replication stream: START_REPLICATION, XLogData → pgoutput, status
 //   pg_records.cc        pgoutput tuples → records (values, key, metadata)
+//   pg_incremental.cc    incremental snapshots: watermarks, key-ordered chunks, signals
 #pragma once
 
 #include <atomic>
@@ -69,6 +70,8 @@ struct PostgresSourceOptions {
   std::string snapshot_mode;
   std::chrono::milliseconds heartbeat_interval{};
   bool logical_messages = false;
+  std::string signal_table;  // empty: no signal table
+  int64_t snapshot_chunk_size = 1024;
 };
 
 class PostgresDriver final : public LogSourceDriver<PositionTraits> {
@@ -91,6 +94,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void ack(const Position& p) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
+  Status request_snapshot(const ConnectorContext& ctx,
+                          const std::vector<std::string>& tables) override;
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -116,6 +121,17 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only,
                          Value* out);
   Value metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc);
+  // pg_incremental.cc
+  Status plan_incremental(State& s, bool resumed_stream);
+  Status start_chunk_if_due(Batch& batch);
+  // A logical message of sluice's (a watermark): handled, true; else false.
+  Result<bool> incremental_message(Batch& batch, const LogicalMsg& m);
+  // Before a change is emitted: the signal table's rows are consumed (true); a change of the
+  // table being chunked drops its key from the buffer.
+  Result<bool> incremental_change(TableState& t, const Tuple* old_tuple, const Tuple* new_tuple);
+  void incremental_truncate(const TableState& t);
+  Status emit_chunk(Batch& batch);
+  const TableRef* find_table(std::string_view qualified) const;
 
   // settings
   std::string url_;
@@ -123,12 +139,15 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
   bool logical_messages_;
+  std::string signal_table_setting_;
+  int64_t chunk_size_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
   std::string slot_, publication_;
   std::vector<TableRef> tables_;
   bool all_tables_ = false;
+  std::vector<TableRef> added_to_publication_;  // by ensure_publication() in this run
 
   PgConn conn_;  // catalog queries and the snapshot transaction
   PgConn repl_;  // replication protocol
@@ -156,6 +175,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::optional<std::chrono::steady_clock::time_point> lost_at_;  // when the stream last broke
   Message msg_;
   std::jthread status_thread_;
+  // incremental snapshot
+  uint32_t signal_oid_ = 0;
+  std::optional<TableState> inc_table_;  // the table being chunked, described by the catalogue
+  uint32_t inc_oid_ = 0;
+  std::string inc_name_;
 };
 
 }  // namespace sluice::pg
