@@ -224,5 +224,118 @@ TEST(PostgresIncrementalSnapshot, SnapshotCommandSignalsACompositeTextUuidKeyedT
   std::filesystem::remove_all(dir);
 }
 
+
+// ── in-process: markers and the records themselves ─────────────────────────
+
+namespace inproc {
+
+std::unique_ptr<Source> open_source(TestDb& db, const std::string& id, const std::string& tables,
+                                    const std::optional<std::string>& checkpoint,
+                                    std::map<std::string, std::string> extra = {}) {
+  extra["url"] = db.url();
+  extra["tables"] = tables;
+  auto src = make_source(extra);
+  if (!src) return nullptr;
+  if (Status st = src->open(ConnectorContext{id, "postgres", nullptr}, checkpoint); !st.ok()) {
+    ADD_FAILURE() << "open failed: " << st.error().message();
+    return nullptr;
+  }
+  return src;
+}
+
+std::string_view meta_of(const Record* r, std::string_view name) {
+  const Value* v = r->metadata.find(name);
+  return v ? v->as_text() : std::string_view();
+}
+
+// Index of the marker `what` of `table`, or -1.
+int marker_at(const std::vector<const Record*>& rs, std::string_view table, std::string_view what) {
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (rs[i]->op == Operation::marker && meta_of(rs[i], meta::kTable) == table &&
+        meta_of(rs[i], meta::kMarker) == what)
+      return int(i);
+  return -1;
+}
+
+}  // namespace inproc
+
+TEST(PostgresIncrementalSnapshot, MarkersBoundEachTableOfTheInitialAndOfAnIncrementalSnapshot) {
+  TestDb db("inc_markers");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TABLE a (id int PRIMARY KEY); INSERT INTO a SELECT generate_series(1, 10);"
+      "CREATE TABLE b (id int PRIMARY KEY, v text); INSERT INTO b SELECT g, 'v' || g FROM "
+      "generate_series(1, 250) g;"
+      "CREATE TABLE nokey (v int); INSERT INTO nokey VALUES (1)"));
+  std::string checkpoint;
+  {
+    auto src = inproc::open_source(db, "inc_markers", "public.a", std::nullopt);
+    ASSERT_TRUE(src);
+    Reader reader(*src);
+    ASSERT_TRUE(reader.drain());
+    const auto& rs = reader.records();
+    const int begin = inproc::marker_at(rs, "a", meta::kSnapshotBegin);
+    const int end = inproc::marker_at(rs, "a", meta::kSnapshotEnd);
+    ASSERT_EQ(begin, 0);
+    ASSERT_EQ(end, 11);  // after the 10 rows
+    for (int i = 1; i < end; ++i) EXPECT_EQ(rs[size_t(i)]->op, Operation::snapshot);
+    checkpoint = reader.positions().back().second;
+    src->close();
+  }
+  ASSERT_TRUE(starts_with(checkpoint, "cdc ")) << checkpoint;
+  {
+    // `b` added: read in chunks of 100 while streaming; `a`'s changes keep coming.
+    auto src = inproc::open_source(db, "inc_markers", "[public.a, public.b]", checkpoint,
+                                   {{"snapshot.chunk_size", "100"}});
+    ASSERT_TRUE(src);
+    ASSERT_TRUE(db.sql().exec("INSERT INTO a VALUES (11)"));
+    Reader reader(*src);
+    ASSERT_TRUE(reader.read_until(
+        [](const auto& rs) { return inproc::marker_at(rs, "b", meta::kSnapshotEnd) >= 0; }));
+    const auto& rs = reader.records();
+    const int begin = inproc::marker_at(rs, "b", meta::kSnapshotBegin);
+    const int end = inproc::marker_at(rs, "b", meta::kSnapshotEnd);
+    ASSERT_GE(begin, 0);
+    std::vector<int64_t> ids;
+    for (int i = begin + 1; i < end; ++i) {
+      const Record* r = rs[size_t(i)];
+      if (r->op != Operation::snapshot) continue;
+      EXPECT_EQ(inproc::meta_of(r, meta::kTable), "b");
+      ids.push_back(r->key.find("id")->as_int64());
+    }
+    ASSERT_EQ(ids.size(), 250u);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], int64_t(i) + 1);  // key order
+    EXPECT_GE(inproc::marker_at(rs, "b", meta::kSnapshotBegin), 0);
+    bool streamed_a = false;
+    for (const Record* r : rs)
+      if (r->op == Operation::create && inproc::meta_of(r, meta::kTable) == "a") streamed_a = true;
+    EXPECT_TRUE(streamed_a);
+    // The positions while `b` was pending carried it; the last one no longer does.
+    bool pending_seen = false;
+    for (const auto& [n, pos] : reader.positions())
+      if (pos.find(" isnap 1 ") != std::string::npos) pending_seen = true;
+    EXPECT_TRUE(pending_seen);
+    ASSERT_TRUE(reader.drain());
+    checkpoint = reader.positions().back().second;
+    EXPECT_TRUE(starts_with(checkpoint, "cdc ")) << checkpoint;
+    src->close();
+  }
+  {
+    // A table without a primary key cannot be chunked: a clear error naming it.
+    auto src = inproc::open_source(db, "inc_markers", "[public.a, public.b, public.nokey]", checkpoint);
+    ASSERT_TRUE(src);
+    ReadRequest req;
+    req.max_records = 100;
+    req.poll = 100ms;
+    req.linger = 20ms;
+    Batch batch;
+    auto r = src->read(batch, req, std::stop_token{});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message().find("nokey"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("primary key"), std::string::npos) << r.error().message();
+    src->close();
+  }
+}
+
 }  // namespace
 }  // namespace sluice::pgtest
