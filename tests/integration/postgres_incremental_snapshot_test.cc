@@ -272,6 +272,7 @@ TEST(PostgresIncrementalSnapshot, MarkersBoundEachTableOfTheInitialAndOfAnIncrem
     auto src = inproc::open_source(db, "inc_markers", "public.a", std::nullopt);
     ASSERT_TRUE(src);
     Reader reader(*src);
+    reader.keep_control_records();
     ASSERT_TRUE(reader.drain());
     const auto& rs = reader.records();
     const int begin = inproc::marker_at(rs, "a", meta::kSnapshotBegin);
@@ -290,6 +291,7 @@ TEST(PostgresIncrementalSnapshot, MarkersBoundEachTableOfTheInitialAndOfAnIncrem
     ASSERT_TRUE(src);
     ASSERT_TRUE(db.sql().exec("INSERT INTO a VALUES (11)"));
     Reader reader(*src);
+    reader.keep_control_records();
     ASSERT_TRUE(reader.read_until(
         [](const auto& rs) { return inproc::marker_at(rs, "b", meta::kSnapshotEnd) >= 0; }));
     const auto& rs = reader.records();
