@@ -73,7 +73,6 @@ int main(int argc, char** argv) {
   if (*validate) return sluice::validate_command(validate_file);
   if (*connectors) return sluice::connectors_command(connector_name, markdown);
   if (*cleanup) return sluice::cleanup_command(cleanup_file);
-  if (*snapshot)
-    return sluice::snapshot_command(snapshot_file, snapshot_pipeline, snapshot_tables);
+  if (*snapshot) return sluice::snapshot_command(snapshot_file, snapshot_pipeline, snapshot_tables);
   return 2;
 }

@@ -42,7 +42,8 @@ int snapshot_command(const std::string& file, const std::string& pipeline,
                st.error().message());
     return st.error().code() == Errc::config || st.error().code() == Errc::unsupported ? 2 : 1;
   }
-  fmt::print("pipeline {}: incremental snapshot of {} requested\n", it->id, fmt::join(tables, ", "));
+  fmt::print("pipeline {}: incremental snapshot of {} requested\n", it->id,
+             fmt::join(tables, ", "));
   return 0;
 }
 

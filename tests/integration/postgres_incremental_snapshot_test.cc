@@ -60,10 +60,11 @@ constexpr const char* kItems =
 std::function<bool(Conn&, uint64_t)> items_writer() {
   return [](Conn& c, uint64_t i) {
     std::mt19937_64 rng(i * 7919 + 1);
-    std::string sql = "BEGIN;INSERT INTO items VALUES (" + std::to_string(100000 + i) + ", 0, 'new');";
+    std::string sql =
+        "BEGIN;INSERT INTO items VALUES (" + std::to_string(100000 + i) + ", 0, 'new');";
     for (int k = 0; k < 3; ++k)
-      sql += "UPDATE items SET n = n + 1, s = 'u" + std::to_string(i) + "' WHERE id = " +
-             std::to_string(rng() % 3000 + 1) + ";";
+      sql += "UPDATE items SET n = n + 1, s = 'u" + std::to_string(i) +
+             "' WHERE id = " + std::to_string(rng() % 3000 + 1) + ";";
     sql += "DELETE FROM items WHERE id = " + std::to_string(rng() % 3000 + 1) + ";COMMIT;";
     return c.exec(sql);
   };
@@ -108,15 +109,19 @@ TEST(PostgresIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChanges
            c.find(" k") != std::string::npos;  // mid-table
   })) << p.stderr_text();
   ASSERT_TRUE(db.sql().exec("INSERT INTO other VALUES (1, 'streamed meanwhile')"));
-  ASSERT_TRUE(wait_until([&] { return p.stderr_text().find("incremental snapshot of public.items "
-                                                           "complete") != std::string::npos;
-                         },
-                         60s))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return p.stderr_text().find(
+                   "incremental snapshot of public.items "
+                   "complete") != std::string::npos;
+      },
+      60s))
       << p.stderr_text();
   writer.stop();
   EXPECT_FALSE(writer.failed());
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
-  EXPECT_TRUE(starts_with(checkpoint_of(dir, "inc_added"), "cdc ")) << checkpoint_of(dir, "inc_added");
+  EXPECT_TRUE(starts_with(checkpoint_of(dir, "inc_added"), "cdc "))
+      << checkpoint_of(dir, "inc_added");
   EXPECT_EQ(compare_items(db, dir), 0);
   EXPECT_EQ(compare_as_text(db.sql(), "SELECT id::text, v FROM other", dir / "out.db",
                             "SELECT id, v FROM other"),
@@ -149,13 +154,17 @@ TEST(PostgresIncrementalSnapshot, KillNineMidTableThenResumeConverges) {
   const std::string at_kill = checkpoint_of(dir, "inc_kill");
   ASSERT_NE(at_kill.find(" isnap 1 "), std::string::npos) << at_kill;
   // Changes while sluice is down, to rows copied and not yet copied.
-  ASSERT_TRUE(db.sql().exec("UPDATE items SET s = 'down' WHERE id % 97 = 0;"
-                            "DELETE FROM items WHERE id % 89 = 0"));
+  ASSERT_TRUE(
+      db.sql().exec("UPDATE items SET s = 'down' WHERE id % 97 = 0;"
+                    "DELETE FROM items WHERE id % 89 = 0"));
   Process p2({"run", "p.yaml", "--idle-exit", "2"}, dir);
-  ASSERT_TRUE(wait_until([&] { return p2.stderr_text().find("incremental snapshot of public.items "
-                                                            "complete") != std::string::npos;
-                         },
-                         60s))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return p2.stderr_text().find(
+                   "incremental snapshot of public.items "
+                   "complete") != std::string::npos;
+      },
+      60s))
       << p2.stderr_text();
   writer.stop();
   EXPECT_FALSE(writer.failed());
@@ -198,22 +207,26 @@ TEST(PostgresIncrementalSnapshot, SnapshotCommandSignalsACompositeTextUuidKeyedT
       [](Conn& c, uint64_t i) {
         const std::string g = std::to_string(i % 2000 + 1);
         return c.exec("BEGIN;UPDATE pairs SET v = -v WHERE uid = md5('" + g +
-                      "')::uuid;DELETE FROM pairs WHERE uid = md5('" + std::to_string((i * 13) % 2000 + 1) +
+                      "')::uuid;DELETE FROM pairs WHERE uid = md5('" +
+                      std::to_string((i * 13) % 2000 + 1) +
                       "')::uuid;INSERT INTO pairs VALUES ('w', gen_random_uuid(), " +
                       std::to_string(i) + ");COMMIT;");
       },
       2ms);
   ASSERT_EQ(e2e::run_sluice({"snapshot", "p.yaml", "inc_signal", "public.pairs"}, dir), 0);
-  ASSERT_TRUE(wait_until([&] { return p.stderr_text().find("incremental snapshot of public.pairs "
-                                                           "complete") != std::string::npos;
-                         },
-                         60s))
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return p.stderr_text().find(
+                   "incremental snapshot of public.pairs "
+                   "complete") != std::string::npos;
+      },
+      60s))
       << p.stderr_text();
   writer.stop();
   EXPECT_FALSE(writer.failed());
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
-  EXPECT_EQ(compare_as_text(db.sql(), "SELECT region, uid::text, v::text FROM pairs", dir / "out.db",
-                            "SELECT region, uid, v FROM pairs"),
+  EXPECT_EQ(compare_as_text(db.sql(), "SELECT region, uid::text, v::text FROM pairs",
+                            dir / "out.db", "SELECT region, uid, v FROM pairs"),
             0);
   // The signal table's rows are consumed, not delivered.
   e2e::Db out(dir / "out.db");
@@ -223,7 +236,6 @@ TEST(PostgresIncrementalSnapshot, SnapshotCommandSignalsACompositeTextUuidKeyedT
   EXPECT_FALSE(has_signals);
   std::filesystem::remove_all(dir);
 }
-
 
 // ── in-process: markers and the records themselves ─────────────────────────
 
@@ -324,7 +336,8 @@ TEST(PostgresIncrementalSnapshot, MarkersBoundEachTableOfTheInitialAndOfAnIncrem
   }
   {
     // A table without a primary key cannot be chunked: a clear error naming it.
-    auto src = inproc::open_source(db, "inc_markers", "[public.a, public.b, public.nokey]", checkpoint);
+    auto src =
+        inproc::open_source(db, "inc_markers", "[public.a, public.b, public.nokey]", checkpoint);
     ASSERT_TRUE(src);
     ReadRequest req;
     req.max_records = 100;

@@ -33,8 +33,7 @@ size_t IncrementalSnapshot::add_tables(IncrementalState& st,
 std::string IncrementalSnapshot::begin_chunk() {
   // Unique across runs (a restart must not take an old run's watermark for its own): the start
   // time of this process's first chunk and a counter.
-  static const uint64_t run =
-      uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  static const uint64_t run = uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
   id_ = fmt::format("{:x}-{}", run, ++next_id_);
   window_ = Window::awaiting_low;
   rows_.clear();
@@ -203,8 +202,7 @@ class SignalJson {
       return eat(']');
     }
     const size_t start = i_;
-    while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']' && s_[i_] != ' ')
-      ++i_;
+    while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']' && s_[i_] != ' ') ++i_;
     return i_ > start;
   }
   bool at_end() {

@@ -122,7 +122,6 @@ Result<std::optional<std::vector<std::string>>> parse_snapshot_signal(std::strin
 std::string snapshot_signal_data(const std::vector<std::string>& tables);
 
 // Appends a snapshot_begin / snapshot_end marker record of schema.table to `batch`.
-void add_snapshot_marker(Batch& batch, std::string_view schema, std::string_view table,
-                         bool begin);
+void add_snapshot_marker(Batch& batch, std::string_view schema, std::string_view table, bool begin);
 
 }  // namespace sluice

@@ -187,10 +187,10 @@ struct LogPosition {
 
   LogPhase phase = LogPhase::none;
   Point point{};
-  size_t table_index = 0;  // snapshot: the table being read
-  Cursor cursor{};         // snapshot: where that table resumes
-  TxPoint tx{};            // cdc: the transaction partly durable …
-  uint64_t tx_n = 0;       // … its first tx_n changes (0: none)
+  size_t table_index = 0;        // snapshot: the table being read
+  Cursor cursor{};               // snapshot: where that table resumes
+  TxPoint tx{};                  // cdc: the transaction partly durable …
+  uint64_t tx_n = 0;             // … its first tx_n changes (0: none)
   IncrementalState incremental;  // cdc: an incremental snapshot pending (v2)
 
   bool operator==(const LogPosition&) const = default;

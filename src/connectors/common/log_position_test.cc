@@ -149,9 +149,10 @@ TEST(LogPositionVersion, IncrementalSnapshotStateIsVersionTwoAndRoundTrips) {
   a.incremental = {};
   EXPECT_EQ(a.encode(), "cdc 0/50 0/40 3");  // nothing pending: version 1
   // Refused: the state in a version-1 position, an empty table list, a bad table token.
-  for (const char* s : {"cdc 0/50 isnap 1 t61 -", "v2 cdc 0/50 isnap 0 -", "v2 cdc 0/50 isnap 1 x61 -",
-                        "v2 cdc 0/50 isnap 1 t6 -", "v2 cdc 0/50 isnap 2 t61 -", "v2 cdc 0/50 isnap",
-                        "v2 cdc 0/50 junk 1 t61 -"})
+  for (const char* s :
+       {"cdc 0/50 isnap 1 t61 -", "v2 cdc 0/50 isnap 0 -", "v2 cdc 0/50 isnap 1 x61 -",
+        "v2 cdc 0/50 isnap 1 t6 -", "v2 cdc 0/50 isnap 2 t61 -", "v2 cdc 0/50 isnap",
+        "v2 cdc 0/50 junk 1 t61 -"})
     EXPECT_FALSE(PgPosition::decode(s)) << s;
 }
 

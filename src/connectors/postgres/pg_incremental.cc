@@ -68,9 +68,10 @@ Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
         {name->first, name->second});
     if (!r.ok()) return std::move(r).error();
     if (PQntuples(r.value().get()) == 0)
-      return Error(Errc::not_found,
-                   fmt::format("signal table {} (setting 'signal.table') does not exist; create it: {}",
-                               q, signal_setup_sql(q)));
+      return Error(
+          Errc::not_found,
+          fmt::format("signal table {} (setting 'signal.table') does not exist; create it: {}", q,
+                      signal_setup_sql(q)));
     signal_oid_ = uint32_t(std::stoul(PQgetvalue(r.value().get(), 0, 0)));
     if (!all_tables_) {
       auto has = conn_.exec_params(
@@ -80,9 +81,9 @@ Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
       if (!has.ok()) return std::move(has).error();
       if (PQntuples(has.value().get()) == 1 &&
           std::string_view(PQgetvalue(has.value().get(), 0, 0)) != "t") {
-        if (auto a = conn_.exec("ALTER PUBLICATION " + quote_identifier(publication_) +
-                                    " ADD TABLE " + q,
-                                PGRES_COMMAND_OK);
+        if (auto a = conn_.exec(
+                "ALTER PUBLICATION " + quote_identifier(publication_) + " ADD TABLE " + q,
+                PGRES_COMMAND_OK);
             !a.ok())
           return a.error().with_context("cannot add the signal table to the publication: ");
         spdlog::info("pipeline {}: added signal table {} to publication {}", ctx_.pipeline_id, q,
@@ -113,10 +114,11 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
   const std::string table(IncrementalSnapshot::current(inc));
   const TableRef* ref = find_table(table);
   if (!ref)
-    return Error(Errc::config,
-                 fmt::format("incremental snapshot of {}: the table is not in `tables` (or no longer "
-                             "exists); add it to `tables`, or run `sluice cleanup` and start over",
-                             table));
+    return Error(
+        Errc::config,
+        fmt::format("incremental snapshot of {}: the table is not in `tables` (or no longer "
+                    "exists); add it to `tables`, or run `sluice cleanup` and start over",
+                    table));
   if (!conn_.ok() || !conn_.exec("SELECT 1").ok()) {
     auto c = PgConn::connect(url_, false);
     if (!c.ok()) return std::move(c).error();
@@ -334,8 +336,8 @@ Status PostgresDriver::request_snapshot(const ConnectorContext& ctx,
                                spec, ctx.pipeline_id));
     names.push_back(qualified_name(ref->schema, ref->name));
   }
-  const std::string id = fmt::format(
-      "sluice-{}", std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string id =
+      fmt::format("sluice-{}", std::chrono::system_clock::now().time_since_epoch().count());
   auto r = conn_.exec_params(
       fmt::format("INSERT INTO {} (id, type, data) VALUES ($1, 'execute-snapshot', $2)",
                   qualified_name(sig->first, sig->second)),

@@ -49,8 +49,7 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "signal.table",
         "Signal table (schema.table, columns id, type, data: Debezium's shape): a row of type "
         "execute-snapshot starts an incremental snapshot of the tables it names; `sluice snapshot` "
-        "writes one. sluice adds it to the publication. Default: none.")
-        ,
+        "writes one. sluice adds it to the publication. Default: none."),
     setting<&PostgresSourceOptions::snapshot_chunk_size>(
         "snapshot.chunk_size",
         "Rows per chunk of an incremental snapshot (a table added to `tables` on restart, or named in a "
