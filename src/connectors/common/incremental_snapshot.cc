@@ -41,6 +41,7 @@ std::string IncrementalSnapshot::begin_chunk() {
   index_.clear();
   exhausted_ = false;
   emit_ready_ = false;
+  read_ = false;
   return id_;
 }
 
@@ -53,6 +54,7 @@ void IncrementalSnapshot::chunk_read(std::vector<ChunkRow> rows, bool exhausted)
     index_.emplace(key_identity(k), i);
   }
   exhausted_ = exhausted;
+  read_ = true;
 }
 
 void IncrementalSnapshot::low_seen(std::string_view id) {
@@ -68,7 +70,7 @@ void IncrementalSnapshot::high_seen(std::string_view id) {
 
 bool IncrementalSnapshot::change_seen(const IncrementalState& st, std::string_view table,
                                       std::string_view identity) {
-  if (window_ != Window::open || table != current(st)) return false;
+  if (!tracking() || table != current(st)) return false;
   auto it = index_.find(std::string(identity));
   if (it == index_.end() || dropped_[it->second]) return false;
   dropped_[it->second] = true;
@@ -77,7 +79,7 @@ bool IncrementalSnapshot::change_seen(const IncrementalState& st, std::string_vi
 }
 
 void IncrementalSnapshot::truncate_seen(const IncrementalState& st, std::string_view table) {
-  if (window_ != Window::open || table != current(st)) return;
+  if (!tracking() || table != current(st)) return;
   for (size_t i = 0; i < dropped_.size(); ++i)
     if (!dropped_[i]) {
       dropped_[i] = true;
@@ -102,6 +104,7 @@ std::optional<std::string> IncrementalSnapshot::finish(IncrementalState& st) {
   rows_.clear();
   dropped_.clear();
   index_.clear();
+  read_ = false;
   return done;
 }
 

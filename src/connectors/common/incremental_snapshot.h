@@ -17,6 +17,13 @@
 // newest and is emitted at HIGH, after every change the stream delivered before LOW — or changed,
 // and the stream's change (between LOW and HIGH) is the newer one: the chunk drops it.
 //
+// One refinement of the paper: the buffer drops keys for every change the stream delivers after
+// the chunk was read, before LOW too. A commit that precedes LOW in the log is not always visible
+// to a query started after LOW committed (PostgreSQL makes a transaction visible only after its
+// commit record is written, and under load a backend can stall in between), so a chunk can miss
+// a change that the stream delivers just before LOW; dropping such keys keeps the stream's
+// version. Dropping is always safe: the stream carries the key's every later change.
+//
 // State: the tables pending and the current table's cursor live in the position
 // (IncrementalState, "v2 cdc … isnap …"), so a restart (kill -9 mid-chunk included) re-reads the
 // current chunk with new watermarks — a watermark of an earlier run seen again in the replayed
@@ -79,7 +86,7 @@ class IncrementalSnapshot {
     return st.empty() ? std::string_view() : std::string_view(st.tables.front());
   }
   // A change of `table` to the row with key `identity` (key_identity()) arrived in the stream:
-  // while the window is open, that key leaves the buffer. True when a row was dropped.
+  // from the chunk's read until HIGH, that key leaves the buffer. True when a row was dropped.
   bool change_seen(const IncrementalState& st, std::string_view table, std::string_view identity);
   // The table was truncated: the whole buffer is stale.
   void truncate_seen(const IncrementalState& st, std::string_view table);
@@ -100,6 +107,8 @@ class IncrementalSnapshot {
   uint64_t rows_emitted() const { return emitted_; }
   uint64_t rows_dropped() const { return dropped_total_; }
   Window window() const { return window_; }
+  // The chunk is read and HIGH not yet seen: streamed changes drop keys.
+  bool tracking() const { return window_ != Window::closed && read_; }
 
  private:
   Window window_ = Window::closed;
@@ -110,6 +119,7 @@ class IncrementalSnapshot {
   std::unordered_map<std::string, size_t> index_;
   bool exhausted_ = false;
   bool emit_ready_ = false;
+  bool read_ = false;
   uint64_t emitted_ = 0, dropped_total_ = 0;
 };
 

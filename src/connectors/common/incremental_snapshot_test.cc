@@ -18,10 +18,12 @@ TEST(IncrementalSnapshot, ChangesBetweenTheWatermarksDropTheirKeysFromTheChunk) 
   EXPECT_EQ(e.add_tables(st, {"public.a", "public.b", "public.a"}), 2u);
   ASSERT_TRUE(e.chunk_due(st));
   const std::string w = e.begin_chunk();
-  EXPECT_FALSE(e.chunk_due(st));  // one window at a time
-  e.chunk_read({row("1", "x"), row("2", "y"), row("3", "z")}, /*exhausted=*/false);
-  // Before LOW: the chunk read after it already holds this change.
-  EXPECT_FALSE(e.change_seen(st, "public.a", id_of("1")));
+  EXPECT_FALSE(e.chunk_due(st));                            // one window at a time
+  EXPECT_FALSE(e.change_seen(st, "public.a", id_of("1")));  // nothing read yet
+  e.chunk_read({row("1", "x"), row("2", "y"), row("3", "z"), row("4", "w")}, /*exhausted=*/false);
+  // Delivered before LOW but after the read: its commit may precede LOW in the log and still
+  // have been invisible to the chunk's query, so the stream's version wins.
+  EXPECT_TRUE(e.change_seen(st, "public.a", id_of("4")));
   e.low_seen("other-run-1");  // an earlier run's watermark: ignored
   EXPECT_EQ(e.window(), IncrementalSnapshot::Window::awaiting_low);
   e.low_seen(w);
@@ -35,16 +37,18 @@ TEST(IncrementalSnapshot, ChangesBetweenTheWatermarksDropTheirKeysFromTheChunk) 
   EXPECT_TRUE(e.kept(0));
   EXPECT_FALSE(e.kept(1));
   EXPECT_TRUE(e.kept(2));
+  EXPECT_FALSE(e.kept(3));
   EXPECT_TRUE(e.table_started(st));  // the first chunk: a snapshot_begin marker goes first
   EXPECT_FALSE(e.finish(st));
   // The cursor is past the chunk's last key; the table stays current.
   EXPECT_EQ(st.cursor.kind, KeysetCursor::Kind::after_key);
-  EXPECT_EQ(st.cursor.key, std::vector<std::string>{"3"});
+  EXPECT_EQ(st.cursor.key, std::vector<std::string>{"4"});  // past dropped rows too
   EXPECT_EQ(st.tables.front(), "public.a");
   EXPECT_FALSE(e.table_started(st));
   EXPECT_EQ(e.rows_emitted(), 2u);
   // After HIGH, changes no longer touch the (emitted) chunk.
   EXPECT_FALSE(e.change_seen(st, "public.a", id_of("3")));
+  EXPECT_FALSE(e.tracking());
 }
 
 TEST(IncrementalSnapshot, TheLastChunkPopsTheTableAndResetsTheCursor) {

@@ -290,8 +290,7 @@ Result<bool> PostgresDriver::incremental_change(TableState& t, const Tuple* old_
                  id, fmt::join(names, ", "), added);
     return true;
   }
-  if (oid != inc_oid_ || st_->incremental.window() != IncrementalSnapshot::Window::open)
-    return false;
+  if (oid != inc_oid_ || !st_->incremental.tracking()) return false;
   auto drop = [&](const Tuple* tuple) {
     if (!tuple) return;
     std::vector<std::string_view> key;
