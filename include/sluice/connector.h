@@ -95,6 +95,13 @@ class Source {
   virtual void close() noexcept {}
   // Removes server-side state the source created (replication slot, publication): `sluice cleanup`.
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // Asks a running (or the next) pipeline to snapshot `tables` incrementally while it streams, by
+  // writing a signal the source reads in its change stream: `sluice snapshot`. Sources without
+  // incremental snapshots refuse.
+  virtual Status request_snapshot(const ConnectorContext&, const std::vector<std::string>& tables) {
+    (void)tables;
+    return Error(Errc::unsupported, "this source has no incremental snapshots");
+  }
 };
 
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.

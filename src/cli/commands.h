@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace sluice {
 
@@ -11,5 +12,7 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
 int validate_command(const std::string& file);
 int connectors_command(const std::optional<std::string>& name, bool markdown);
 int cleanup_command(const std::string& file);
+int snapshot_command(const std::string& file, const std::string& pipeline,
+                     const std::vector<std::string>& tables);
 
 }  // namespace sluice

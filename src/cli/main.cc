@@ -48,6 +48,16 @@ int main(int argc, char** argv) {
   std::string cleanup_file;
   cleanup->add_option("FILE", cleanup_file, "pipeline file (YAML)")->required();
 
+  auto* snapshot = app.add_subcommand(
+      "snapshot",
+      "Snapshot tables of a pipeline incrementally while it streams (writes a signal row into the "
+      "source's signal.table)");
+  std::string snapshot_file, snapshot_pipeline;
+  std::vector<std::string> snapshot_tables;
+  snapshot->add_option("FILE", snapshot_file, "pipeline file (YAML)")->required();
+  snapshot->add_option("PIPELINE", snapshot_pipeline, "pipeline id")->required();
+  snapshot->add_option("TABLE", snapshot_tables, "tables (schema.table)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -63,5 +73,6 @@ int main(int argc, char** argv) {
   if (*validate) return sluice::validate_command(validate_file);
   if (*connectors) return sluice::connectors_command(connector_name, markdown);
   if (*cleanup) return sluice::cleanup_command(cleanup_file);
+  if (*snapshot) return sluice::snapshot_command(snapshot_file, snapshot_pipeline, snapshot_tables);
   return 2;
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -109,6 +110,9 @@ class Reader {
     req_.poll = 100ms;
   }
   ReadRequest& request() { return req_; }
+  // Keep control records (schema changes, snapshot markers); by default records() holds data
+  // records only.
+  void keep_control_records() { keep_control_ = true; }
 
   // Reads until `pred(records())` holds; false (and a test failure) on a read error or timeout.
   bool read_until(const std::function<bool(const std::vector<const Record*>&)>& pred,
@@ -137,10 +141,15 @@ class Reader {
     }
     status_ = st.value();
     if (b->has_position()) {
-      positions_.push_back({records_.size() + b->size(), b->position()});
+      size_t kept = b->size();
+      if (!keep_control_)
+        kept = size_t(std::count_if(b->records().begin(), b->records().end(),
+                                    [](const Record& r) { return !is_control(r.op); }));
+      positions_.push_back({records_.size() + kept, b->position()});
       if (ack_) src_.ack(b->position());
     }
-    for (const Record& r : b->records()) records_.push_back(&r);
+    for (const Record& r : b->records())
+      if (keep_control_ || !is_control(r.op)) records_.push_back(&r);
     if (!b->empty()) batches_.push_back(std::move(b));
     return true;
   }
@@ -163,6 +172,7 @@ class Reader {
  private:
   Source& src_;
   bool ack_;
+  bool keep_control_ = false;
   ReadRequest req_;
   ReadStatus status_ = ReadStatus::more;
   std::vector<std::unique_ptr<Batch>> batches_;

@@ -206,4 +206,23 @@ bool read_field(PositionReader& r, KeysetCursor* v) {
   return true;
 }
 
+void write_field(PositionWriter& w, const IncrementalState& v) {
+  w.number(v.tables.size());
+  for (const std::string& t : v.tables) w.word("t" + hex_encode(t));  // "t": never empty
+  write_field(w, v.cursor);
+}
+bool read_field(PositionReader& r, IncrementalState* v) {
+  uint64_t n = 0;
+  if (!r.number(&n) || n > 100000) return false;
+  v->tables.clear();
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string_view s;
+    if (!r.word(&s) || s.size() < 2 || s[0] != 't') return false;
+    auto name = hex_decode(s.substr(1));
+    if (!name) return false;
+    v->tables.push_back(std::move(*name));
+  }
+  return read_field(r, &v->cursor);
+}
+
 }  // namespace sluice

@@ -5,6 +5,7 @@
 // to open(); it is opaque text to the runtime. Its layout, one space-separated token list:
 //
 //   [v<N>] <phase> <point…> [snapshot: <table-index> <cursor…>] [stream: <tx-point…> <n>]
+//          [stream, v2: isnap <table-count> <table…> <cursor>]
 //
 //   phase    "snapshot" | "cdc" (streaming) | "done" (initial_only snapshot finished)
 //   point    the driver's log point: where the stream starts (snapshot), everything before it is
@@ -14,8 +15,10 @@
 //            are durable too (resume inside a transaction)
 //
 // Version 1 is written without the "v1" token: byte-identical with what the postgres and mysql
-// sources stored before the codec existed, so every stored checkpoint decodes unchanged. A later
-// layout writes "v2 …"; decode() reads every version it knows and refuses the others.
+// sources stored before the codec existed, so every stored checkpoint decodes unchanged. Version 2
+// adds the incremental snapshot's state to a streaming position ("v2 cdc … isnap …", written only
+// while an incremental snapshot is pending, so a position without one stays version 1 byte for
+// byte); decode() reads every version it knows and refuses the others.
 #pragma once
 
 #include <charconv>
@@ -132,6 +135,17 @@ struct KeysetCursor {
   bool operator==(const KeysetCursor&) const = default;
 };
 
+// An incremental snapshot in progress while the stream flows (incremental_snapshot.h): the tables
+// still to read, the first being read now, and where its next chunk starts (after the last key
+// emitted). Tables are named as the source prints them (schema.table, quoted where needed); the
+// codec hex-encodes them, so any name survives.
+struct IncrementalState {
+  std::vector<std::string> tables;
+  KeysetCursor cursor;
+  bool empty() const { return tables.empty(); }
+  bool operator==(const IncrementalState&) const = default;
+};
+
 // A binlog stream point: the coordinate and, on MariaDB, the GTID state there (the stream resumes
 // by GTID when there is one).
 struct BinlogPoint {
@@ -154,6 +168,8 @@ void write_field(PositionWriter& w, const BinlogPoint& v);  // <file> <pos> <gti
 bool read_field(PositionReader& r, BinlogPoint* v);
 void write_field(PositionWriter& w, const KeysetCursor& v);  // "-", "k<hex>,<hex>…", "o<offset>"
 bool read_field(PositionReader& r, KeysetCursor* v);
+void write_field(PositionWriter& w, const IncrementalState& v);  // <n> <hex table>… <cursor>
+bool read_field(PositionReader& r, IncrementalState* v);
 
 // ── the position ────────────────────────────────────────────────────────────
 
@@ -167,14 +183,15 @@ struct LogPosition {
   using TxPoint = typename Traits::TxPoint;
   using Cursor = typename Traits::Cursor;
 
-  static constexpr uint64_t kVersion = 1;  // the newest layout this code writes
+  static constexpr uint64_t kVersion = 2;  // the newest layout this code writes
 
   LogPhase phase = LogPhase::none;
   Point point{};
-  size_t table_index = 0;  // snapshot: the table being read
-  Cursor cursor{};         // snapshot: where that table resumes
-  TxPoint tx{};            // cdc: the transaction partly durable …
-  uint64_t tx_n = 0;       // … its first tx_n changes (0: none)
+  size_t table_index = 0;        // snapshot: the table being read
+  Cursor cursor{};               // snapshot: where that table resumes
+  TxPoint tx{};                  // cdc: the transaction partly durable …
+  uint64_t tx_n = 0;             // … its first tx_n changes (0: none)
+  IncrementalState incremental;  // cdc: an incremental snapshot pending (v2)
 
   bool operator==(const LogPosition&) const = default;
 
@@ -188,11 +205,16 @@ struct LogPosition {
         write_field(w, cursor);
         break;
       case LogPhase::stream:
+        if (!incremental.empty()) w.word("v2");
         w.word("cdc");
         write_field(w, point);
         if (tx_n) {
           write_field(w, tx);
           w.number(tx_n);
+        }
+        if (!incremental.empty()) {
+          w.word("isnap");
+          write_field(w, incremental);
         }
         break;
       case LogPhase::done:
@@ -207,12 +229,13 @@ struct LogPosition {
   static std::optional<LogPosition> decode(std::string_view text) {
     PositionReader r(text);
     std::string_view head = r.peek();
+    uint64_t version = 1;
     if (head.size() >= 2 && head[0] == 'v' && head[1] >= '0' && head[1] <= '9') {
-      uint64_t version = 0;
       std::string_view v;
       r.word(&v);
       auto [ptr, ec] = std::from_chars(v.data() + 1, v.data() + v.size(), version);
-      if (ec != std::errc() || ptr != v.data() + v.size() || version != 1) return std::nullopt;
+      if (ec != std::errc() || ptr != v.data() + v.size() || version < 1 || version > kVersion)
+        return std::nullopt;
     }
     LogPosition p;
     std::string_view phase;
@@ -225,7 +248,14 @@ struct LogPosition {
       p.table_index = size_t(index);
     } else if (phase == "cdc") {
       p.phase = LogPhase::stream;
-      if (!r.at_end() && (!read_field(r, &p.tx) || !r.number(&p.tx_n))) return std::nullopt;
+      if (!r.at_end() && r.peek() != "isnap" && (!read_field(r, &p.tx) || !r.number(&p.tx_n)))
+        return std::nullopt;
+      if (!r.at_end()) {
+        std::string_view tag;
+        if (version < 2 || !r.word(&tag) || tag != "isnap" || !read_field(r, &p.incremental) ||
+            p.incremental.empty())
+          return std::nullopt;
+      }
     } else if (phase == "done") {
       p.phase = LogPhase::done;
     } else {

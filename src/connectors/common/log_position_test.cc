@@ -89,7 +89,7 @@ TEST(LogPositionVersion, VersionOneMayBeExplicitAndLaterVersionsAreRefused) {
   auto explicit_v1 = PgPosition::decode("v1 cdc 0/5 0/4 2");
   ASSERT_TRUE(explicit_v1);
   EXPECT_EQ(explicit_v1->encode(), "cdc 0/5 0/4 2");  // version 1 is written without its tag
-  EXPECT_FALSE(PgPosition::decode("v2 cdc 0/5"));
+  EXPECT_FALSE(PgPosition::decode("v3 cdc 0/5"));
   EXPECT_FALSE(PgPosition::decode("v1"));
   EXPECT_FALSE(PgPosition::decode("vx cdc 0/5"));
 }
@@ -118,6 +118,42 @@ TEST(LogPositionRoundTrip, EveryPhaseRoundTrips) {
   EXPECT_EQ(a.encode(), "cdc 1/23456789");
   a.phase = LogPhase::none;
   EXPECT_EQ(a.encode(), "");
+}
+
+// Version 2: a streaming position carries a pending incremental snapshot (tables, cursor); one
+// without stays version 1, byte for byte.
+TEST(LogPositionVersion, IncrementalSnapshotStateIsVersionTwoAndRoundTrips) {
+  PgPosition a;
+  a.phase = LogPhase::stream;
+  a.point = Lsn{0x50};
+  a.incremental.tables = {"public.t", "sales.\"Order Items\""};
+  a.incremental.cursor.kind = KeysetCursor::Kind::after_key;
+  a.incremental.cursor.key = {"7", "a b"};
+  const std::string text = a.encode();
+  EXPECT_EQ(text.rfind("v2 cdc 0/50 isnap 2 t", 0), 0u) << text;
+  auto back = PgPosition::decode(text);
+  ASSERT_TRUE(back) << text;
+  EXPECT_EQ(*back, a);
+  a.tx = Lsn{0x40};
+  a.tx_n = 3;  // inside a transaction too
+  back = PgPosition::decode(a.encode());
+  ASSERT_TRUE(back) << a.encode();
+  EXPECT_EQ(*back, a);
+  MyPosition m;
+  m.phase = LogPhase::stream;
+  m.point.coord = {"bin.000002", 99};
+  m.incremental.tables = {"db.t"};
+  auto mb = MyPosition::decode(m.encode());
+  ASSERT_TRUE(mb) << m.encode();
+  EXPECT_EQ(*mb, m);
+  a.incremental = {};
+  EXPECT_EQ(a.encode(), "cdc 0/50 0/40 3");  // nothing pending: version 1
+  // Refused: the state in a version-1 position, an empty table list, a bad table token.
+  for (const char* s :
+       {"cdc 0/50 isnap 1 t61 -", "v2 cdc 0/50 isnap 0 -", "v2 cdc 0/50 isnap 1 x61 -",
+        "v2 cdc 0/50 isnap 1 t6 -", "v2 cdc 0/50 isnap 2 t61 -", "v2 cdc 0/50 isnap",
+        "v2 cdc 0/50 junk 1 t61 -"})
+    EXPECT_FALSE(PgPosition::decode(s)) << s;
 }
 
 TEST(GtidSet, ApplyReplacesTheDomainInPlaceOrAppends) {

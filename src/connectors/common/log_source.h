@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "connectors/common/connection_probe.h"
+#include "connectors/common/incremental_snapshot.h"
 #include "connectors/common/log_position.h"
 #include "sluice/connector.h"
 #include "support/backoff.h"
@@ -152,6 +153,7 @@ struct LogState {
   BatchCaches caches;
   ConnectorContext ctx;
   int64_t snapshot_rows = 0;
+  IncrementalSnapshot incremental;  // windows and buffer; its tables/cursor: position.incremental
 
   // A transaction starts (the driver saw its first event).
   void begin_transaction(const typename Traits::TxPoint& at) {
@@ -217,6 +219,11 @@ class LogSourceDriver {
   virtual void ack(const Position&) {}
   virtual void close() noexcept = 0;
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // `sluice snapshot`: writes an execute-snapshot signal for `tables` (incremental_snapshot.h).
+  virtual Status request_snapshot(const ConnectorContext&, const std::vector<std::string>&) {
+    return Error(Errc::unsupported,
+                 fmt::format("the {} source has no incremental snapshots yet", name()));
+  }
 };
 
 // Sleeps until `until` or a stop request, whichever comes first.
@@ -289,6 +296,10 @@ class LogSource final : public Source {
   }
 
   Status cleanup(const ConnectorContext& ctx) override { return driver_->cleanup(ctx); }
+  Status request_snapshot(const ConnectorContext& ctx,
+                          const std::vector<std::string>& tables) override {
+    return driver_->request_snapshot(ctx, tables);
+  }
 
   // The position the next batch covers while streaming.
   std::string stream_position() const {

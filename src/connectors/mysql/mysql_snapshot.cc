@@ -102,6 +102,11 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     const TableSchema& t = *snap_table_;
     const size_t limit =
         size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
+    // The table's rows are bounded by markers (beyond max_records: control records are not data),
+    // so a keyed destination can remove rows this snapshot did not see (a re-snapshot after
+    // `sluice cleanup`). A resume at the table's start begins again: all its rows come again.
+    if (pos_.cursor.kind == KeysetCursor::Kind::start)
+      add_snapshot_marker(batch, t.db, t.table, true);
     std::string cols;
     for (size_t i = 0; i < t.cols.size(); ++i) {
       if (!cols.empty()) cols += ", ";
@@ -191,6 +196,7 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       return server_error(c, fmt::format("snapshot of {}.{} failed", t.db, t.table));
     st_->snapshot_rows += int64_t(n);
     if (n < limit) {
+      add_snapshot_marker(batch, t.db, t.table, false);
       ++pos_.table_index;
       pos_.cursor = KeysetCursor{};
     } else if (!t.key.empty()) {

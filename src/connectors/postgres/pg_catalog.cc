@@ -100,6 +100,7 @@ Status PostgresDriver::ensure_publication() {
                               quote_identifier(t.schema) + "." + quote_identifier(t.name),
                           PGRES_COMMAND_OK);
       if (!a.ok()) return a.error().with_context("cannot add a table to the publication: ");
+      added_to_publication_.push_back(t);
       spdlog::info("pipeline {}: added {}.{} to publication {}", ctx_.pipeline_id, t.schema, t.name,
                    publication_);
     }

@@ -69,6 +69,9 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
 Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op,
                                    const Tuple* old_tuple, char old_kind, const Tuple* new_tuple,
                                    Lsn lsn) {
+  auto consumed = incremental_change(t, old_tuple, new_tuple);
+  if (!consumed.ok()) return consumed.error();
+  if (consumed.value()) return ok_status();  // a signal row
   st_->caches.retain(batch, t.rel);  // column names and schema/table strings live in the relation
   Record& r = batch.add();
   r.op = op;
@@ -120,6 +123,7 @@ void PostgresDriver::mark_poison(Batch& batch, Record& r) {
 // A truncate becomes one key-less delete per table, marked `truncate`; keyed destinations empty
 // the table.
 void PostgresDriver::emit_truncate(Batch& batch, TableState& t, Lsn lsn) {
+  incremental_truncate(t);
   st_->caches.retain(batch, t.rel);
   Record& rec = batch.add();
   rec.op = Operation::remove;

@@ -84,6 +84,11 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
     if (!copy_active_) {
       if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
       if (Status st = start_copy(); !st.ok()) return st.error();
+      // The table's rows are bounded by markers, so a keyed destination can remove rows this
+      // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
+      // again: every row of the table comes again.
+      if (pos.cursor.page == 0)
+        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
     }
     char* buf = nullptr;
     const int n = PQgetCopyData(conn_.get(), &buf, 0);
@@ -135,6 +140,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
       }
       copy_active_ = false;
       if (copy_last_chunk_) {
+        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, false);
         ++pos.table_index;
         pos.cursor.page = 0;
       } else {

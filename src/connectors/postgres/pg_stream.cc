@@ -58,7 +58,7 @@ Status PostgresDriver::start_stream(State&) {
   const std::string sql = fmt::format(
       "START_REPLICATION SLOT {} LOGICAL {} (proto_version '1', publication_names {}, messages '{}')",
       quote_identifier(slot_), st_->position.point.to_string(),
-      repl_.quote_literal(quote_identifier(publication_)), logical_messages_ ? "true" : "false");
+      repl_.quote_literal(quote_identifier(publication_)), "true");  // watermarks: messages
   PgResult r(PQexec(repl_.get(), sql.c_str()));
   if (!r || PQresultStatus(r.get()) != PGRES_COPY_BOTH) {
     Error e = classify_error(r ? PQresultErrorMessage(r.get()) : repl_.last_error(),
@@ -169,6 +169,13 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
       return emit_relation_changes(batch, previous.get(), *r->relation, lsn);
     return ok_status();
   }
+  // Incremental snapshot watermarks are sluice's own; other messages only when asked for (so
+  // transactions count their changes as before).
+  if (auto* m = std::get_if<LogicalMsg>(&msg_)) {
+    auto ours = incremental_message(batch, *m);
+    if (!ours.ok()) return std::move(ours).error();
+    if (ours.value() || !logical_messages_) return ok_status();
+  }
   const bool change =
       std::holds_alternative<InsertMsg>(msg_) || std::holds_alternative<UpdateMsg>(msg_) ||
       std::holds_alternative<DeleteMsg>(msg_) || std::holds_alternative<TruncateMsg>(msg_) ||
@@ -241,6 +248,7 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
 
 Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& req,
                                                std::stop_token stop, State&) {
+  if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
   std::unique_lock lock(repl_mu_);
   const auto started = Clock::now();
   Clock::time_point first{};

@@ -52,7 +52,18 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "renames, drops, added columns and their defaults arrive in order with the rows as schema records. "
         "Needs superuser to install (or the SQL in docs/schema-changes.md run by one). Without it, only "
         "changes a Relation message tells apart are forwarded; the others stop the pipeline.")
-        .with_default("false"));
+        .with_default("false"),
+    setting<&PostgresSourceOptions::signal_table>(
+        "signal.table",
+        "Signal table (schema.table, columns id, type, data: Debezium's shape): a row of type "
+        "execute-snapshot starts an incremental snapshot of the tables it names; `sluice snapshot` "
+        "writes one. sluice adds it to the publication. Default: none."),
+    setting<&PostgresSourceOptions::snapshot_chunk_size>(
+        "snapshot.chunk_size",
+        "Rows per chunk of an incremental snapshot (a table added to `tables` on restart, or named in a "
+        "signal), read in primary-key order between two watermarks while changes stream.")
+        .with_default("1024")
+        .at_least(1));
 
 // The checks no single declaration expresses.
 Status finalize(PostgresSourceOptions& o) {
@@ -115,7 +126,9 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       mode_(std::move(o.snapshot_mode)),
       heartbeat_(o.heartbeat_interval),
       logical_messages_(o.logical_messages),
-      ddl_capture_(o.ddl_capture) {}
+      ddl_capture_(o.ddl_capture),
+      signal_table_setting_(std::move(o.signal_table)),
+      chunk_size_(o.snapshot_chunk_size) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;
@@ -166,6 +179,7 @@ Status PostgresDriver::connect(State& s) {
 // slot, created with an exported snapshot when a snapshot is due, so that snapshot and stream meet.
 Status PostgresDriver::plan_start(State& s) {
   SourcePosition& pos = s.position;
+  const bool resumed_stream = pos.phase == LogPhase::stream;
   const bool snapshot_only = mode_ == "initial_only";
   std::string exported;
   if (!snapshot_only) {
@@ -259,6 +273,7 @@ Status PostgresDriver::plan_start(State& s) {
   if (mode_ == "never" && pos.phase == LogPhase::snapshot) pos.phase = LogPhase::stream;
 
   if (pos.phase == LogPhase::snapshot) SLUICE_TRY(begin_snapshot(exported));
+  if (!snapshot_only) SLUICE_TRY(plan_incremental(s, resumed_stream));
   return ok_status();
 }
 

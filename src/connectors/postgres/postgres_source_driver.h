@@ -9,6 +9,7 @@
 //   pg_records.cc        pgoutput tuples → records (values, key, metadata)
 //   pg_ddl.cc            schema changes: the DDL capture (event trigger, log and state tables in
 //                        schema `sluice`), Relation-message diffs, the widening table
+//   pg_incremental.cc    incremental snapshots: watermarks, key-ordered chunks, signals
 #pragma once
 
 #include <atomic>
@@ -73,6 +74,8 @@ struct PostgresSourceOptions {
   std::chrono::milliseconds heartbeat_interval{};
   bool logical_messages = false;
   bool ddl_capture = false;
+  std::string signal_table;  // empty: no signal table
+  int64_t snapshot_chunk_size = 1024;
 };
 
 // One column as the DDL capture records it (sluice.ddl_columns()).
@@ -114,6 +117,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void ack(const Position& p) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
+  Status request_snapshot(const ConnectorContext& ctx,
+                          const std::vector<std::string>& tables) override;
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -152,6 +157,17 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // (the pipeline has a dead-letter queue), marks the record for it (Batch::add_source_reject).
   void mark_poison(Batch& batch, Record& r);
   std::string poison_;  // why, for the record being built
+  // pg_incremental.cc
+  Status plan_incremental(State& s, bool resumed_stream);
+  Status start_chunk_if_due(Batch& batch);
+  // A logical message of sluice's (a watermark): handled, true; else false.
+  Result<bool> incremental_message(Batch& batch, const LogicalMsg& m);
+  // Before a change is emitted: the signal table's rows are consumed (true); a change of the
+  // table being chunked drops its key from the buffer.
+  Result<bool> incremental_change(TableState& t, const Tuple* old_tuple, const Tuple* new_tuple);
+  void incremental_truncate(const TableState& t);
+  Status emit_chunk(Batch& batch);
+  const TableRef* find_table(std::string_view qualified) const;
 
   // settings
   std::string url_;
@@ -160,6 +176,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::chrono::milliseconds heartbeat_;
   bool logical_messages_;
   bool ddl_capture_;
+  std::string signal_table_setting_;
+  int64_t chunk_size_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
@@ -167,6 +185,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::vector<TableRef> tables_;
   bool all_tables_ = false;
   uint32_t ddl_log_oid_ = 0, ddl_state_oid_ = 0;  // ddl.capture: sluice.ddl_log, sluice.ddl_state
+  std::vector<TableRef> added_to_publication_;  // by ensure_publication() in this run
 
   PgConn conn_;  // catalog queries and the snapshot transaction
   PgConn repl_;  // replication protocol
@@ -194,6 +213,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::optional<std::chrono::steady_clock::time_point> lost_at_;  // when the stream last broke
   Message msg_;
   std::jthread status_thread_;
+  // incremental snapshot
+  uint32_t signal_oid_ = 0;
+  std::optional<TableState> inc_table_;  // the table being chunked, described by the catalogue
+  uint32_t inc_oid_ = 0;
+  std::string inc_name_;
 };
 
 }  // namespace sluice::pg
