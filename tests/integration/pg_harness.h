@@ -110,8 +110,8 @@ class Reader {
     req_.poll = 100ms;
   }
   ReadRequest& request() { return req_; }
-  // Keep control records (schema changes, snapshot markers); by default records() holds data
-  // records only.
+  // Keep snapshot markers too; by default records() holds data and schema records (markers,
+  // around every snapshotted table, would shift every count).
   void keep_control_records() { keep_control_ = true; }
 
   // Reads until `pred(records())` holds; false (and a test failure) on a read error or timeout.
@@ -144,12 +144,12 @@ class Reader {
       size_t kept = b->size();
       if (!keep_control_)
         kept = size_t(std::count_if(b->records().begin(), b->records().end(),
-                                    [](const Record& r) { return !is_control(r.op); }));
+                                    [](const Record& r) { return r.op != Operation::marker; }));
       positions_.push_back({records_.size() + kept, b->position()});
       if (ack_) src_.ack(b->position());
     }
     for (const Record& r : b->records())
-      if (keep_control_ || !is_control(r.op)) records_.push_back(&r);
+      if (keep_control_ || r.op != Operation::marker) records_.push_back(&r);
     if (!b->empty()) batches_.push_back(std::move(b));
     return true;
   }

@@ -185,6 +185,7 @@ Status KeyedSqlDestination::apply(const Batch& batch, size_t max_rows) {
   const bool ddl_first = dialect_.ddl_commits_implicitly();
   if (!ddl_first) SLUICE_TRY(begin());
   plan_.clear();
+  sweepless_begins_.clear();
   for (const Record& r : batch.records()) {
     SLUICE_TRY_ASSIGN(SqlTable * t, table_for(r));
     SLUICE_TRY(plan_.add(r, *t));
@@ -277,6 +278,7 @@ Status KeyedSqlDestination::apply_isolating(const Batch& batch, bool commit_posi
   const bool ddl_first = dialect_.ddl_commits_implicitly();
   if (!ddl_first) SLUICE_TRY(begin());
   plan_.clear();
+  sweepless_begins_.clear();
   for (const Record& r : batch.records()) {
     Result<SqlTable*> t = table_for(r);
     Status st = t ? plan_.add(r, *t.value()) : Status(t.error());
@@ -457,7 +459,15 @@ Status KeyedSqlDestination::plan_sweep(const Record& r, SqlTable& t) {
     const Value* m = r.metadata.find(meta::kMarker);
     const std::string_view marker = m && m->kind() == ValueKind::string ? m->as_text() : "";
     if (marker == meta::kSnapshotBegin) {
-      SLUICE_TRY_ASSIGN(t.sweep, sweep_table_of(t));
+      // A table that does not exist yet holds no row to sweep: no side table, no key copies (the
+      // common first snapshot pays nothing for reconcile).
+      if (!t.exists) SLUICE_TRY(load_columns(t));
+      if (t.exists) {
+        SLUICE_TRY_ASSIGN(t.sweep, sweep_table_of(t));
+      } else {
+        t.sweep = nullptr;
+        sweepless_begins_.push_back(&r);  // apply_marker creates no side table for it
+      }
     } else if (marker == meta::kSnapshotEnd) {
       t.sweep = nullptr;
     }
@@ -579,7 +589,9 @@ Status KeyedSqlDestination::apply_marker(SqlTable& t, const Record& r) {
     if (side->exists)
       SLUICE_TRY(
           control_statement(dialect_.drop_table(side->quoted), t, r, "drop the sweep table"));
-    if (t.exists) {
+    const bool planned = std::find(sweepless_begins_.begin(), sweepless_begins_.end(), &r) ==
+                         sweepless_begins_.end();
+    if (t.exists && planned) {
       SLUICE_TRY(load_key_columns(t, key_names_));
       if (key_names_.empty())
         return record_error(

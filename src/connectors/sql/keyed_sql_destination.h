@@ -196,6 +196,9 @@ class KeyedSqlDestination : public Destination {
   std::vector<ColumnDef> missing_;
   ConnectionProbe probe_;
   std::vector<std::string> key_names_;
+  // snapshot_begin markers of this batch whose table did not exist when planned: nothing to
+  // sweep, so no side table and no key copies.
+  std::vector<const Record*> sweepless_begins_;
 };
 
 }  // namespace sluice::sql
