@@ -59,6 +59,12 @@ enum class ReadStatus {
   end,   // finite source finished; batch may hold its last records
 };
 
+// A table a source captures, named as its records' metadata name it (`schema`, `table`).
+struct SourceTable {
+  std::string schema;
+  std::string table;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -73,6 +79,9 @@ class Source {
   virtual void close() noexcept {}
   // Removes server-side state the source created (replication slot, publication): `sluice cleanup`.
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // The tables known after open() (empty: the source does not know them up front). The runtime
+  // hands them to Destination::check_routing before the first read.
+  virtual std::vector<SourceTable> captured_tables() const { return {}; }
 };
 
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
@@ -118,6 +127,9 @@ class Destination {
   // Waits until every written batch has completed (or the timeout passed).
   virtual Status flush(std::chrono::milliseconds /*timeout*/) { return ok_status(); }
   virtual void close() noexcept {}
+  // Refuses a routing that would merge distinct source tables into one destination table (s1.t and
+  // s2.t both written to t); called after open() with the source's captured_tables().
+  virtual Status check_routing(const std::vector<SourceTable>& /*tables*/) { return ok_status(); }
 
   // Positions stored in the destination (e.g. `checkpoint_in_destination: true`). When true, each
   // write() commits batch.position() (when non-empty) for ctx.pipeline_id in the same transaction
@@ -135,6 +147,9 @@ class Destination {
 class Processor {
  public:
   virtual ~Processor() = default;
+  // Called once before the first batch; a processor registers its probes here (ctx.connector is
+  // the processor's type). Keep the Registration as a member, like connectors do.
+  virtual Status open(const ConnectorContext& /*ctx*/) { return ok_status(); }
   // Edits records in place; may drop records (the batch position is unchanged).
   virtual Status process(Batch& batch) = 0;
 };
