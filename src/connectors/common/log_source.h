@@ -217,6 +217,8 @@ class LogSourceDriver {
   virtual void ack(const Position&) {}
   virtual void close() noexcept = 0;
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // The tables resolved by connect() (Source::captured_tables).
+  virtual std::vector<SourceTable> captured_tables() const { return {}; }
 };
 
 // Sleeps until `until` or a stop request, whichever comes first.
@@ -266,6 +268,8 @@ class LogSource final : public Source {
     driver_->opened(s_);
     return ok_status();
   }
+
+  std::vector<SourceTable> captured_tables() const override { return driver_->captured_tables(); }
 
   Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) override {
     s_.caches.reset();

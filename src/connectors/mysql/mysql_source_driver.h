@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,9 @@ struct TableSchema {
   std::vector<bl::ColumnInfo> cols;
   std::vector<std::string> data_types;  // information_schema DATA_TYPE (snapshot text conversion)
   std::vector<uint32_t> key;            // primary key columns (indexes into cols)
+  // The key comes from message.key.columns (the table has no primary key): it is the records'
+  // key, but not unique, so the snapshot pages by offset rather than by it.
+  bool key_from_setting = false;
 };
 
 struct TableRef {
@@ -106,7 +110,10 @@ struct MysqlSourceOptions {
   std::chrono::milliseconds heartbeat_interval{};
   std::string tls_mode, tls_ca;
   std::chrono::milliseconds connect_timeout{};
-  MysqlUrl parsed_url;  // derived by finalize()
+  std::map<std::string, std::string> message_key_columns;  // "db.table" -> "a, b"
+  MysqlUrl parsed_url;                                     // derived by finalize()
+  // Derived by finalize: (db, table) -> key column names, for tables without a primary key.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> key_columns_by_table;
 };
 
 class MysqlDriver final : public LogSourceDriver<PositionTraits> {
@@ -127,6 +134,11 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
                                  State& s) override;
   void stop_stream(State& s) noexcept override;
   void close() noexcept override;  // a binlog reader holds nothing on the server: no ack()
+  std::vector<SourceTable> captured_tables() const override {
+    std::vector<SourceTable> out;
+    for (const TableRef& t : tables_) out.push_back({t.db, t.table});
+    return out;
+  }
 
  private:
   Status check_server();
@@ -158,6 +170,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
     return o;
   }();
   std::vector<std::string> tables_setting_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> message_key_columns_;
   std::string mode_;
   int64_t chunk_size_;
   int64_t server_id_setting_;

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,9 @@ struct PostgresSourceOptions {
   std::string snapshot_mode;
   std::chrono::milliseconds heartbeat_interval{};
   bool logical_messages = false;
+  std::map<std::string, std::string> message_key_columns;  // "schema.table" -> "a, b"
+  // Derived by finalize: (schema, table) -> key column names, for tables without a primary key.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> key_columns_by_table;
 };
 
 class PostgresDriver final : public LogSourceDriver<PositionTraits> {
@@ -91,6 +95,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void ack(const Position& p) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
+  std::vector<SourceTable> captured_tables() const override {
+    std::vector<SourceTable> out;
+    for (const TableRef& t : tables_) out.push_back({t.schema, t.name});
+    return out;
+  }
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -123,6 +132,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
   bool logical_messages_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> message_key_columns_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;

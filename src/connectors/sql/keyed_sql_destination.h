@@ -51,6 +51,7 @@ class KeyedSqlDestination : public Destination {
   bool stores_positions() const noexcept override { return options_.checkpoint_in_destination; }
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
   void close() noexcept override;
+  Status check_routing(const std::vector<SourceTable>& tables) override;
 
  protected:
   // ── the writer: what depends on the database's client library ──
@@ -85,6 +86,9 @@ class KeyedSqlDestination : public Destination {
   virtual void forget() noexcept {}
 
   const BatchPlan& plan() const noexcept { return plan_; }
+  Status check_one_source_schema(SqlTable& t, const Record& r);
+  Error routing_collision(std::string_view first_schema, std::string_view second_schema,
+                          std::string_view table, std::string_view destination_table) const;
   Error record_error(const SqlTable& t, const Record& r, Errc code, std::string_view what,
                      bool retriable = false) const {
     return sql::record_error(options_.destination, t, r, code, what, retriable);
