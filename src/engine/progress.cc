@@ -52,11 +52,14 @@ std::string ProgressLine::render(double elapsed) {
   for (const auto& [labels, lag_v] : registry_.values("sluice_source_lag_seconds")) {
     const std::string id = label_of(labels, "pipeline");
     const MetricLabels pipeline{{"pipeline", id}};
-    std::string segment;
+    uint64_t pipeline_written = 0;
+    for (const auto& [l, v] : registry_.values("sluice_records_written_total", pipeline))
+      pipeline_written += uint64_t(as_int(v));
+    std::string segment = fmt::format(" {} written", thousands(pipeline_written));
     const double lag = metric_as_double(lag_v);
     if (lag >= 0) segment += fmt::format(" lag {:.1f}s", lag);
     segment += snapshot_segment(pipeline, elapsed);
-    if (!segment.empty()) line += fmt::format("  | {}:{}", id, segment);
+    line += fmt::format("  | {}:{}", id, segment);
   }
   return line;
 }
