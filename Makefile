@@ -37,6 +37,7 @@ bench-quick: build
 # Regenerates docs/connectors.md from the connectors' settings tables.
 docs: build
 	$(BUILD_DIR)/sluice connectors --markdown > docs/connectors.md
+	$(BUILD_DIR)/sluice connectors --pipeline-file > docs/pipeline-file.md
 
 # Style (.clang-format): `format` rewrites every tracked C++ file, `format-check` only lists them.
 CLANG_FORMAT ?= clang-format-14

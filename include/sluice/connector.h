@@ -81,6 +81,12 @@ enum class ReadStatus {
   end,   // finite source finished; batch may hold its last records
 };
 
+// A table a source captures, named as its records' metadata name it (`schema`, `table`).
+struct SourceTable {
+  std::string schema;
+  std::string table;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -102,6 +108,9 @@ class Source {
     (void)tables;
     return Error(Errc::unsupported, "this source has no incremental snapshots");
   }
+  // The tables known after open() (empty: the source does not know them up front). The runtime
+  // hands them to Destination::check_routing before the first read.
+  virtual std::vector<SourceTable> captured_tables() const { return {}; }
 };
 
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
@@ -166,6 +175,9 @@ class Destination {
   // Waits until every written batch has completed (or the timeout passed).
   virtual Status flush(std::chrono::milliseconds /*timeout*/) { return ok_status(); }
   virtual void close() noexcept {}
+  // Refuses a routing that would merge distinct source tables into one destination table (s1.t and
+  // s2.t both written to t); called after open() with the source's captured_tables().
+  virtual Status check_routing(const std::vector<SourceTable>& /*tables*/) { return ok_status(); }
 
   // Control records (Operation::schema, Operation::marker; include/sluice/record.h) reach write()
   // only when this returns true; the runtime removes them from the batches of a destination that
@@ -190,6 +202,9 @@ class Destination {
 class Processor {
  public:
   virtual ~Processor() = default;
+  // Called once before the first batch; a processor registers its probes here (ctx.connector is
+  // the processor's type). Keep the Registration as a member, like connectors do.
+  virtual Status open(const ConnectorContext& /*ctx*/) { return ok_status(); }
   // Edits records in place; may drop records (the batch position is unchanged).
   virtual Status process(Batch& batch) = 0;
 };

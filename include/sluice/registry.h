@@ -24,6 +24,13 @@ struct ConnectorSpec {
   std::span<const SettingSpec> destination_settings;  // empty if no destination
   SourceFactory make_source = nullptr;
   DestinationFactory make_destination = nullptr;
+  // Destination settings whose value is a record template ({{table}}, {{schema}},
+  // {{metadata-key}}): the loader refuses a placeholder no record of the pipeline can fill
+  // (`{{tabel}}`).
+  std::span<const std::string_view> template_settings = {};
+  // The metadata keys the source sets on its records. Empty: the source passes its input's own
+  // metadata through (file, kafka), so any key may be present.
+  std::span<const std::string_view> source_metadata = {};
 };
 
 struct ProcessorSpec {

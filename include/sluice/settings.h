@@ -68,6 +68,9 @@ struct SettingSpec {
   // rows).
   SettingAssign assign = nullptr;
   const void* owner = nullptr;  // identifies the options struct the field belongs to
+  // A file or directory path: a relative value written in a pipeline file resolves against the
+  // file's folder, not the working directory (the loader rewrites it; defaults stay as they are).
+  bool path = false;
 
   // Declaration modifiers: setting<&O::f>("name", "doc").with_default("5ms").at_least(1) ...
   constexpr SettingSpec with_default(std::string_view text) const {
@@ -99,6 +102,11 @@ struct SettingSpec {
   constexpr SettingSpec secret_value() const {
     SettingSpec s = *this;
     s.secret = true;
+    return s;
+  }
+  constexpr SettingSpec file_path() const {
+    SettingSpec s = *this;
+    s.path = true;
     return s;
   }
   constexpr SettingSpec checked_by(SettingCheck c) const {

@@ -10,7 +10,8 @@ namespace sluice {
 
 int run_command(const std::optional<std::string>& file, double idle_exit_seconds);
 int validate_command(const std::string& file);
-int connectors_command(const std::optional<std::string>& name, bool markdown);
+int connectors_command(const std::optional<std::string>& name, bool markdown,
+                       bool pipeline_file = false);
 int cleanup_command(const std::string& file);
 int snapshot_command(const std::string& file, const std::string& pipeline,
                      const std::vector<std::string>& tables);

@@ -1,8 +1,12 @@
 #include "cli/logging.h"
 
 #include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+
+#include <mutex>
+
+#include "engine/status_line.h"
 
 namespace sluice {
 
@@ -32,14 +36,25 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   }
 };
 
+// stderr through the status line: a log line erases the live progress line and redraws it after,
+// so the two never share a line.
+class StatusLineSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    StatusLine::stderr_line().write_log(std::string_view(formatted.data(), formatted.size()));
+  }
+  void flush_() override { (void)std::fflush(stderr); }
+};
+
 }  // namespace
 
 bool setup_logging(const std::string& level, const std::string& format) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") return false;
   if (format != "text" && format != "json") return false;
-  auto logger =
-      std::make_shared<spdlog::logger>("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("sluice", std::make_shared<StatusLineSink>());
   if (format == "json") {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     f->add_flag<JsonMessageFlag>('j');

@@ -42,6 +42,9 @@ int main(int argc, char** argv) {
   connectors->add_option("NAME", connector_name, "connector or processor name");
   connectors->add_flag("--markdown", markdown,
                        "print the reference as Markdown (docs/connectors.md)");
+  bool pipeline_file = false;
+  connectors->add_flag("--pipeline-file", pipeline_file,
+                       "print the pipeline file reference as Markdown (docs/pipeline-file.md)");
 
   auto* cleanup = app.add_subcommand(
       "cleanup", "Drop what the file's pipelines created on servers, and their checkpoints");
@@ -71,7 +74,7 @@ int main(int argc, char** argv) {
   }
   if (*run) return sluice::run_command(run_file, idle_exit);
   if (*validate) return sluice::validate_command(validate_file);
-  if (*connectors) return sluice::connectors_command(connector_name, markdown);
+  if (*connectors) return sluice::connectors_command(connector_name, markdown, pipeline_file);
   if (*cleanup) return sluice::cleanup_command(cleanup_file);
   if (*snapshot) return sluice::snapshot_command(snapshot_file, snapshot_pipeline, snapshot_tables);
   return 2;

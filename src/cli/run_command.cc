@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/progress.h"
+#include "engine/status_line.h"
 #include "quickstart.h"
 #include "server/http_server.h"
 
@@ -149,12 +150,12 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     const auto now = Clock::now();
     if (!tty || now - last_progress < std::chrono::seconds(1)) return;
     last_progress = now;
-    fmt::print(stderr, "\r\033[K{}",
-               progress.render(std::chrono::duration<double>(now - started).count()));
+    StatusLine::stderr_line().show(
+        progress.render(std::chrono::duration<double>(now - started).count()));
     progress_shown = true;
   });
   if (http) http->stop();
-  if (progress_shown) fmt::print(stderr, "\r\033[K");
+  if (progress_shown) StatusLine::stderr_line().clear();
 
   const double elapsed = std::chrono::duration<double>(Clock::now() - started).count();
   int exit_code = 0;
@@ -212,8 +213,16 @@ int validate_command(const std::string& file) {
   }
 }
 
-int connectors_command(const std::optional<std::string>& name, bool markdown) {
+int connectors_command(const std::optional<std::string>& name, bool markdown, bool pipeline_file) {
   const Registry& r = Registry::builtin();
+  if (pipeline_file) {
+    if (name) {
+      fmt::print(stderr, "sluice: --pipeline-file takes no connector name\n");
+      return 2;
+    }
+    fmt::print("{}", render_pipeline_file_page(r));
+    return 0;
+  }
   if (!name) {
     if (markdown) {
       fmt::print("{}", render_reference_markdown(r));

@@ -3,6 +3,8 @@
 // node.
 #include "config/config.h"
 
+#include "connectors/record_template.h"
+
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -153,7 +156,8 @@ constexpr auto kFileSettings = settings_table<Config>(
     setting<&Config::checkpoints_path>(
         "checkpoints.path", "The embedded SQLite file holding every pipeline's checkpoint.")
         .with_default(".sluice/checkpoints.db")
-        .checked_by(check_file_path),
+        .checked_by(check_file_path)
+        .file_path(),
     setting<&Config::http_listen>("http.listen",
                                   "host:port of the HTTP server (/metrics, /healthz).")
         .with_default("127.0.0.1:8080")
@@ -204,8 +208,9 @@ enum class Role { source, destination };
 
 class Loader {
  public:
-  Loader(std::string file, const Registry& registry)
-      : file_(std::move(file)), registry_(registry) {}
+  // `base_dir`: the folder relative paths resolve against ("" leaves them as written).
+  Loader(std::string file, const Registry& registry, std::string base_dir = "")
+      : file_(std::move(file)), registry_(registry), base_dir_(std::move(base_dir)) {}
 
   Config load(std::string_view yaml) {
     std::vector<YAML::Node> docs;
@@ -363,6 +368,7 @@ class Loader {
     for (std::string_view section : {"checkpoints", "http"})
       if (const Entry* e = find(top, section))
         load_section(child(root, *e), kFileSettings, section, file_level);
+    resolve_paths(file_level);
     bind(kFileSettings, file_level, root, &config);
     return config;
   }
@@ -403,6 +409,8 @@ class Loader {
     const Entry* destination = find(fields, "destination");
     if (!destination) fail(p.mark, p.path, "missing required key 'destination'");
     out.destination = load_connector(child(p, *destination), Role::destination);
+    check_templates(out);
+    check_table_routing(out);
 
     // Always loaded: the defaults come from the batch table.
     const Entry* batch = find(fields, "batch");
@@ -425,6 +433,107 @@ class Loader {
       out.dlq = load_connector(v, Role::destination);
     }
     return out;
+  }
+
+  // The metadata keys records of this pipeline may carry at the destination, or nullopt when the
+  // source passes its input's metadata through (any key may be there).
+  static std::optional<std::vector<std::string>> known_metadata(const PipelineConfig& p) {
+    if (p.source.spec->source_metadata.empty()) return std::nullopt;
+    std::vector<std::string> keys(p.source.spec->source_metadata.begin(),
+                                  p.source.spec->source_metadata.end());
+    // A processor may add metadata (field.set's `field: metadata.tenant`, a rename to metadata.x).
+    auto add = [&](std::string_view text) {
+      if (text.starts_with("metadata.") && text.size() > 9) keys.emplace_back(text.substr(9));
+    };
+    for (const ProcessorConfig& proc : p.processors)
+      for (const auto& [name, value] : proc.settings.values()) {
+        if (const auto* str = std::get_if<std::string>(&value)) add(*str);
+        if (const auto* list = std::get_if<std::vector<std::string>>(&value))
+          for (const std::string& item : *list) add(item);
+        if (const auto* map = std::get_if<std::map<std::string, std::string>>(&value))
+          for (const auto& [k, v] : *map) {
+            add(k);
+            add(v);
+          }
+      }
+    return keys;
+  }
+
+  // Every placeholder of the destination's template settings must name a key the pipeline's
+  // records carry: `{{tabel}}` is a typo, never a fallback table named "records".
+  void check_templates(const PipelineConfig& p) const {
+    const ConnectorConfig& d = p.destination;
+    const std::optional<std::vector<std::string>> known = known_metadata(p);
+    for (std::string_view name : d.spec->template_settings) {
+      auto it = d.settings.values().find(name);
+      if (it == d.settings.values().end()) continue;
+      const auto* text = std::get_if<std::string>(&it->second);
+      if (!text) continue;
+      auto mark = marks_.find(name);
+      const YAML::Mark& at = mark != marks_.end() ? mark->second : settings_mark_;
+      const std::string path = join(settings_path_, name);
+      auto parsed = RecordTemplate::parse(*text, name);
+      if (!parsed) fail(at, path, parsed.error().message());
+      if (!known) continue;
+      for (std::string_view key : parsed.value().placeholders()) {
+        bool ok = false;
+        for (const std::string& k : *known) ok = ok || k == key;
+        if (ok) continue;
+        std::string list;
+        for (const std::string& k : *known) list += (list.empty() ? "" : ", ") + k;
+        fail(at, path,
+             "unknown template key '{{" + std::string(key) + "}}': " + p.source.connector +
+                 " records carry " + list +
+                 " (a processor may add one: field.set with field: metadata.KEY)");
+      }
+    }
+  }
+
+  // Listed tables of the same name in two schemas (s1.t, s2.t) that the destination's default
+  // `table: {{table}}` would write into one table, merging rows that share a key. Patterns and
+  // "*" are resolved by the source at start; the destination refuses the same collision there.
+  void check_table_routing(const PipelineConfig& p) const {
+    auto tables = p.source.settings.values().find("tables");
+    if (tables == p.source.settings.values().end() || p.source.spec->source_metadata.empty())
+      return;
+    const auto* list = std::get_if<std::vector<std::string>>(&tables->second);
+    if (!list) return;
+    const ConnectorConfig& d = p.destination;
+    bool table_is_template = false;
+    for (std::string_view name : d.spec->template_settings) table_is_template |= name == "table";
+    if (!table_is_template) return;
+    auto table = d.settings.values().find("table");
+    auto schema = d.settings.values().find("schema");
+    auto text = [](const auto& it, const Settings& s) -> std::string {
+      if (it == s.values().end()) return "";
+      const auto* str = std::get_if<std::string>(&it->second);
+      return str ? *str : "";
+    };
+    if (text(table, d.settings) != "{{table}}") return;
+    if (text(schema, d.settings).find("{{schema}}") != std::string::npos) return;
+    std::map<std::string, std::string, std::less<>> schema_of;  // bare name -> first "schema.t"
+    for (const std::string& t : *list) {
+      size_t dot = t.find('.');
+      if (dot == std::string::npos || t.find('"') != std::string::npos ||
+          t.find('*') != std::string::npos || t.find('%') != std::string::npos)
+        continue;
+      // Exact names only: whether `T` and `t` meet depends on the destination (the destination's
+      // own check at start knows).
+      std::string bare = t.substr(dot + 1);
+      auto [it, fresh] = schema_of.try_emplace(bare, t);
+      if (fresh) continue;
+      auto mark = marks_.find("table");
+      std::string separate =
+          d.spec->template_settings.size() > 1
+              ? "set `schema: \"{{schema}}\"` or `table: \"{{schema}}_{{table}}\"`"
+              : "set `table: \"{{schema}}_{{table}}\"`";
+      fail(mark != marks_.end() ? mark->second : settings_mark_, join(settings_path_, "table"),
+           "source tables " + it->second + " and " + t + " would both be written to table " +
+               quote_user_text(bare) + ", where rows sharing a key merge; " + separate +
+               " on the " + d.connector +
+               " destination to keep them apart, or name one table (table: NAME) to merge them "
+               "on purpose");
+    }
   }
 
   std::string known_connectors(Role role) const {
@@ -515,8 +624,12 @@ class Loader {
 
   Settings load_settings(std::span<const SettingSpec> spec, const Val& v) const {
     Settings out(spec);
+    marks_.clear();
+    settings_mark_ = v.mark;
+    settings_path_ = v.path;
     std::map<std::string, int, std::less<>> seen;  // name -> line, for "given twice"
     if (!empty(v)) collect(spec, v, "", out, seen, 0);
+    resolve_paths(out);
     for (const auto& s : spec) {
       if (s.name.ends_with(".*") || out.has(s.name)) continue;
       if (!s.default_value.empty()) {
@@ -530,6 +643,20 @@ class Loader {
       }
     }
     return out;
+  }
+
+  // Relative path settings written in the file resolve against the file's folder (defaults are
+  // applied after this, and stay relative to the working directory).
+  void resolve_paths(Settings& settings) const {
+    if (base_dir_.empty()) return;
+    for (const SettingSpec& s : settings.spec()) {
+      if (!s.path) continue;
+      auto it = settings.values().find(s.name);
+      if (it == settings.values().end()) continue;
+      const auto* text = std::get_if<std::string>(&it->second);
+      if (!text || text->empty() || text->front() == '/') continue;
+      settings.set(std::string(s.name), base_dir_ + "/" + *text);
+    }
   }
 
   // Whether `name` is a proper prefix of some setting, so a nested map under it is meaningful.
@@ -574,6 +701,7 @@ class Loader {
              "setting '" + name + "' is given twice (first at line " + std::to_string(it->second) +
                  ")");
       seen.emplace(name, e.key_node.Mark().line + 1);
+      marks_[name] = v.mark;
       out.set(name, setting_value(*s, v));
     }
   }
@@ -614,8 +742,15 @@ class Loader {
          "expected " + describe_type(spec) + ", got " + (n.IsScalar() ? "a value" : describe(n)));
   }
 
+  // Where each setting of the connector or processor loaded last was written (for checks that
+  // run after loading: templates).
+  mutable std::map<std::string, YAML::Mark, std::less<>> marks_;
+  mutable YAML::Mark settings_mark_;
+  mutable std::string settings_path_;
+
   std::string file_;
   const Registry& registry_;
+  std::string base_dir_;
 };
 
 bool valid_env_name(std::string_view name) {
@@ -700,7 +835,14 @@ Config load_config_file(const std::string& path, const Registry& registry) {
   size_t n = 0;
   while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
   if (std::ferror(f.get())) throw ConfigError(path + ": cannot read: " + std::strerror(errno));
-  return load_config_string(text, path, registry);
+  // Relative paths in the file resolve against its folder, wherever sluice runs from.
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
+  if (!ec) dir = absolute.lexically_normal().string();
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return Loader(path, registry, dir).load(text);
 }
 
 }  // namespace sluice

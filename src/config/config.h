@@ -84,5 +84,6 @@ std::string render_processor_markdown(const ProcessorSpec& spec);
 std::string render_connector_text(const ConnectorSpec& spec);
 std::string render_pipeline_file_markdown();                      // the "Pipeline file" section
 std::string render_reference_markdown(const Registry& registry);  // the whole docs/connectors.md
+std::string render_pipeline_file_page(const Registry& registry);  // docs/pipeline-file.md
 
 }  // namespace sluice

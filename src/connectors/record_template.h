@@ -73,6 +73,17 @@ class RecordTemplate {
     return out_;
   }
 
+  // Whether the template is `{{table}}` alone (every destination's default).
+  bool table_only() const noexcept { return table_only_; }
+
+  // The placeholder names, in order ("table", "schema", metadata keys).
+  std::vector<std::string_view> placeholders() const {
+    std::vector<std::string_view> out;
+    for (const Part& p : parts_)
+      if (p.placeholder) out.push_back(p.text);
+    return out;
+  }
+
   static std::string_view table_of(const Record& r) {
     std::string_view t = metadata_text(r, meta::kTable);
     if (t.empty()) t = metadata_text(r, meta::kCollection);

@@ -249,6 +249,44 @@ TEST(MetricsRegistry, FamiliesKeepFirstRegistrationOrderAndProbesLeaveWithTheirR
   EXPECT_TRUE(r.values("y").empty());
 }
 
+// Issue 13, item 11: each pipeline's segment is labelled, the snapshot segment goes once the
+// source leaves the snapshot phase, and an estimate the snapshot overtakes never shows > 100 %.
+TEST(Progress, LabelsPipelinesCapsAtOneHundredPercentAndDropsAFinishedSnapshot) {
+  MetricsRegistry m;
+  std::atomic<int64_t> done_a{50}, total_a{40}, done_b{10}, total_b{100}, in_snapshot_b{1};
+  auto gauge = [](std::string name, MetricLabels labels, std::atomic<int64_t>& v) {
+    return MetricDef::gauge(std::move(name), "x", std::move(labels),
+                            [&v] { return MetricValue(v.load()); });
+  };
+  auto reg = m.add({
+      MetricDef::gauge("sluice_source_lag_seconds", "x", {{"pipeline", "a"}, {"connector", "pg"}},
+                       [] { return MetricValue(0.5); }),
+      gauge("sluice_snapshot_rows", {{"pipeline", "a"}, {"connector", "pg"}, {"kind", "done"}},
+            done_a),
+      gauge("sluice_snapshot_rows", {{"pipeline", "a"}, {"connector", "pg"}, {"kind", "total"}},
+            total_a),
+      MetricDef::gauge("sluice_source_lag_seconds", "x", {{"pipeline", "b"}, {"connector", "my"}},
+                       [] { return MetricValue(-1.0); }),
+      gauge("sluice_snapshot_rows", {{"pipeline", "b"}, {"connector", "my"}, {"kind", "done"}},
+            done_b),
+      gauge("sluice_snapshot_rows", {{"pipeline", "b"}, {"connector", "my"}, {"kind", "total"}},
+            total_b),
+      gauge("sluice_source_phase", {{"pipeline", "b"}, {"connector", "my"}, {"phase", "snapshot"}},
+            in_snapshot_b),
+  });
+  ProgressLine progress(m);
+  std::string line = progress.render(10.0);
+  EXPECT_NE(line.find("| a: 0 written lag 0.5s snapshot 50 rows (~100%)"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("| b: 0 written snapshot 10/100 (10%) ETA"), std::string::npos) << line;
+  EXPECT_EQ(line.find("125%"), std::string::npos) << line;
+  in_snapshot_b = 0;
+  line = progress.render(11.0);
+  EXPECT_NE(line.find("| b: 0 written"), std::string::npos) << line;
+  EXPECT_EQ(line.find("snapshot 10/100"), std::string::npos) << line;
+  EXPECT_NE(line.find("| a:"), std::string::npos) << line;
+}
+
 TEST(Progress, FormatsNumbersAndDurations) {
   EXPECT_EQ(thousands(0), "0");
   EXPECT_EQ(thousands(1234567), "1,234,567");

@@ -47,26 +47,46 @@ std::string ProgressLine::render(double elapsed) {
   std::string line = fmt::format("{} records written  {}/s  in flight {}", thousands(written),
                                  thousands(uint64_t(double(delta) / dt)), thousands(in_flight));
   last_written_ = written;
-  // Per pipeline, in the order they were added: one lag series each.
+  // Per pipeline, in the order they were added, labelled with its id: the source's lag and, while
+  // the snapshot runs, its progress.
   for (const auto& [labels, lag_v] : registry_.values("sluice_source_lag_seconds")) {
+    const std::string id = label_of(labels, "pipeline");
+    const MetricLabels pipeline{{"pipeline", id}};
+    uint64_t pipeline_written = 0;
+    for (const auto& [l, v] : registry_.values("sluice_records_written_total", pipeline))
+      pipeline_written += uint64_t(as_int(v));
+    std::string segment = fmt::format(" {} written", thousands(pipeline_written));
     const double lag = metric_as_double(lag_v);
-    if (lag >= 0) line += fmt::format("  lag {:.1f}s", lag);
-    const MetricLabels pipeline{{"pipeline", label_of(labels, "pipeline")}};
-    MetricLabels want_done = pipeline, want_total = pipeline;
-    want_done.emplace_back("kind", "done");
-    want_total.emplace_back("kind", "total");
-    const auto done_v = registry_.values("sluice_snapshot_rows", want_done);
-    const auto total_v = registry_.values("sluice_snapshot_rows", want_total);
-    if (done_v.empty() || total_v.empty()) continue;
-    const int64_t d = as_int(done_v.front().second), t = as_int(total_v.front().second);
-    if (d >= 0 && t > 0) {
-      const double eta = d > 0 ? elapsed * double(t - std::min(d, t)) / double(d) : 0;
-      line +=
-          fmt::format("  snapshot {}/{} ({:.0f}%) ETA {}", thousands(uint64_t(d)),
-                      thousands(uint64_t(t)), 100.0 * double(d) / double(t), duration_text(eta));
-    }
+    if (lag >= 0) segment += fmt::format(" lag {:.1f}s", lag);
+    segment += snapshot_segment(pipeline, elapsed);
+    line += fmt::format("  | {}:{}", id, segment);
   }
   return line;
+}
+
+std::string ProgressLine::snapshot_segment(const MetricLabels& pipeline, double elapsed) const {
+  // A source that reports its phase says when the snapshot is over: the segment goes then.
+  MetricLabels in_snapshot = pipeline;
+  in_snapshot.emplace_back("phase", "snapshot");
+  const auto phase = registry_.values("sluice_source_phase", in_snapshot);
+  if (!phase.empty() && as_int(phase.front().second) == 0) return "";
+  MetricLabels want_done = pipeline, want_total = pipeline;
+  want_done.emplace_back("kind", "done");
+  want_total.emplace_back("kind", "total");
+  const auto done_v = registry_.values("sluice_snapshot_rows", want_done);
+  const auto total_v = registry_.values("sluice_snapshot_rows", want_total);
+  if (done_v.empty() || total_v.empty()) return "";
+  const int64_t d = as_int(done_v.front().second), t = as_int(total_v.front().second);
+  if (d < 0 || t <= 0) return "";
+  if (d >= t) {
+    // The total is an estimate (reltuples, table statistics): past it, the snapshot is not over
+    // until the source says so. Never more than 100 %, no ETA that would be a guess.
+    return fmt::format(" snapshot {} rows (~100%)", thousands(uint64_t(d)));
+  }
+  const double eta = d > 0 ? elapsed * double(t - d) / double(d) : 0;
+  return fmt::format(" snapshot {}/{} ({:.0f}%) ETA {}", thousands(uint64_t(d)),
+                     thousands(uint64_t(t)), std::min(99.0, 100.0 * double(d) / double(t)),
+                     duration_text(eta));
 }
 
 }  // namespace sluice

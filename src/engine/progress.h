@@ -24,6 +24,8 @@ class ProgressLine {
   std::string render(double elapsed);
 
  private:
+  std::string snapshot_segment(const MetricLabels& pipeline, double elapsed) const;
+
   const MetricsRegistry& registry_;
   uint64_t last_written_ = 0;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();

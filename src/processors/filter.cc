@@ -9,6 +9,7 @@
 // them.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -17,6 +18,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "processors/builtin.h"
 #include "processors/field_path.h"
@@ -259,6 +262,16 @@ std::optional<int> compare(const Value& v, const Operand& o) {
   return std::nullopt;
 }
 
+bool is_number_kind(ValueKind k) noexcept {
+  return k == ValueKind::int64 || k == ValueKind::uint64 || k == ValueKind::float64 ||
+         k == ValueKind::decimal;
+}
+
+// Whether the operand reads as a number in any form (NaN and infinities included).
+bool is_number_text(const Operand& o) noexcept {
+  return o.i64 || o.u64 || o.decimal || o.f64 || o.approx;
+}
+
 class Filter final : public Processor {
  public:
   Filter(uint8_t operations, std::optional<FieldPath> path, Cmp cmp,
@@ -269,33 +282,87 @@ class Filter final : public Processor {
         operands_(std::move(operands)),
         keep_(keep) {}
 
+  Status open(const ConnectorContext& ctx) override {
+    pipeline_ = ctx.pipeline_id;
+    if (ctx.metrics && path_)
+      registration_ = ctx.metrics->add({MetricDef::counter(
+          "sluice_filter_field_missing_total",
+          "Records a filter tested whose part (after, before, key, metadata) lacks the filter's "
+          "field; the condition treats them as null.",
+          {{"pipeline", ctx.pipeline_id}, {"field", path_->text}}, missing_)});
+    return ok_status();
+  }
+
   Status process(Batch& batch) override {
     // erase_if is remove_if + erase: one stable O(n) pass.
     std::erase_if(batch.records(), [this](const Record& r) { return !keeps(r); });
+    if (mismatch_) {
+      std::string problem = std::move(*mismatch_);
+      mismatch_.reset();
+      return Error(Errc::config, std::move(problem));
+    }
     return ok_status();
   }
 
  private:
-  bool keeps(const Record& r) const {
+  bool keeps(const Record& r) {
     if (is_control(r.op)) return true;  // schema changes and markers are not rows
     if (operations_ != 0 && (operations_ & operation_bit(r.op)) == 0) return false;
     if (!path_) return true;
     return holds(r) == keep_;
   }
 
-  bool holds(const Record& r) const {
+  // The field is missing although its part is there (a delete has no `after`: not counted).
+  void note_missing(const Record& r) {
+    if (!record_part(r, path_->part).is_object()) return;
+    missing_.fetch_add(1, std::memory_order_relaxed);
+    if (!warned_) {
+      warned_ = true;
+      spdlog::warn(
+          "pipeline {}: filter: field {} is missing from a record (table {}); it is treated as "
+          "null, so only op ne holds for it (counted in sluice_filter_field_missing_total; check "
+          "the field name)",
+          pipeline_.empty() ? "?" : pipeline_, path_->text,
+          r.meta(meta::kTable).empty() ? "?" : r.meta(meta::kTable));
+    }
+  }
+
+  // A number field against a value that is not a number in any form: no record can ever match,
+  // so the filter stops the pipeline (before the checkpoint passes the batch) instead of dropping
+  // every record. Other kinds keep "a value that does not read as the field's kind equals
+  // nothing" (a NaN is unordered, a text field compares as text).
+  void check_number_operands(const Value& v) {
+    if (mismatch_ || !is_number_kind(v.kind())) return;
+    for (const auto& o : operands_)
+      if (is_number_text(*o)) return;
+    mismatch_ = "filter: field " + path_->text + " is a number but value '" +
+                operands_.front()->text +
+                "' does not read as one, so no record can be compared with it (fix `value`, "
+                "or filter on a field of that kind)";
+  }
+
+  bool holds(const Record& r) {
     const Value v = lookup_field(r, *path_);
     if (cmp_ == Cmp::exists) return !v.is_absent();
     if (cmp_ == Cmp::missing) return v.is_absent();
+    if (v.is_absent()) note_missing(r);
     if (v.is_absent() || v.is_null())
       return cmp_ == Cmp::ne;  // null equals nothing, orders nowhere
     if (cmp_ == Cmp::in) {
-      for (const auto& o : operands_)
-        if (std::optional<int> c = compare(v, *o); c && *c == 0) return true;
+      bool comparable = false;
+      for (const auto& o : operands_) {
+        std::optional<int> c = compare(v, *o);
+        if (c && *c == 0) return true;
+        comparable = comparable || c.has_value();
+      }
+      if (!comparable) check_number_operands(v);
       return false;
     }
     const std::optional<int> c = compare(v, *operands_.front());
-    if (!c) return cmp_ == Cmp::ne;
+    if (!c) {
+      check_number_operands(v);
+      return cmp_ == Cmp::ne;
+    }
     switch (cmp_) {
       case Cmp::eq: return *c == 0;
       case Cmp::ne: return *c != 0;
@@ -312,6 +379,11 @@ class Filter final : public Processor {
   Cmp cmp_;
   std::vector<std::unique_ptr<Operand>> operands_;
   bool keep_;
+  std::string pipeline_;
+  std::atomic<uint64_t> missing_{0};
+  bool warned_ = false;  // once per pipeline and field: each pipeline has its own filter
+  std::optional<std::string> mismatch_;
+  MetricsRegistry::Registration registration_;  // last: unregisters before missing_ goes
 };
 
 // The cross-setting checks, in one place.
@@ -362,7 +434,9 @@ Status finalize(Options& o) {
       return bad_setting("action",
                          "drop needs a `field` condition; to drop operations, list the ones "
                          "to keep in `operations`");
-  } else if (o.cmp != Cmp::exists && o.cmp != Cmp::missing) {
+  } else if (o.cmp == Cmp::exists || o.cmp == Cmp::missing) {
+    if (o.value) return bad_setting("value", "has no effect with op " + o.op + " (remove it)");
+  } else {
     if (o.path->whole_part())
       return bad_setting("field", "'" + o.path->text + "' names the whole " +
                                       std::string(record_part_name(o.path->part)) +
@@ -379,6 +453,33 @@ Status finalize(Options& o) {
     } else {
       o.operands.push_back(*o.value);
     }
+    for (const std::string& operand : o.operands)
+      if (operand.empty())
+        return bad_setting("value", o.cmp == Cmp::in ? "an empty item in the list of op in"
+                                                     : "empty (give the constant to compare with)");
+    // Metadata values are always text: an ordering against a number would compare the digits
+    // lexicographically ("10" < "9"), never numerically.
+    const bool ordering =
+        o.cmp == Cmp::lt || o.cmp == Cmp::le || o.cmp == Cmp::gt || o.cmp == Cmp::ge;
+    double number = 0;
+    if (ordering && o.path->part == RecordPart::metadata &&
+        parse_float_text(o.operands.front(), &number))
+      return bad_setting("op", "metadata values are text, so " + o.op + " " + o.operands.front() +
+                                   " would compare digits as text, never as numbers (use eq, ne "
+                                   "or in on metadata)");
+  }
+  // A part the listed operations never carry: the condition could never see the field.
+  if (o.path && o.operation_bits != 0) {
+    const uint8_t with_before = operation_bit(Operation::update) | operation_bit(Operation::remove);
+    const uint8_t with_after = operation_bit(Operation::snapshot) |
+                               operation_bit(Operation::create) | operation_bit(Operation::update);
+    if (o.path->part == RecordPart::before && (o.operation_bits & with_before) == 0)
+      return bad_setting("field", "'" + o.path->text +
+                                      "': records of the listed operations have no `before` (only "
+                                      "update and delete do); filter on after or key");
+    if (o.path->part == RecordPart::after && (o.operation_bits & with_after) == 0)
+      return bad_setting(
+          "field", "'" + o.path->text + "': deletes have no `after`; filter on before or key");
   }
   return ok_status();
 }

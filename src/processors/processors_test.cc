@@ -10,6 +10,8 @@
 #include "processors/field_path.h"
 #include "processors/scalar_text.h"
 #include "sluice/batch.h"
+#include "sluice/connector.h"
+#include "sluice/metrics.h"
 #include "sluice/registry.h"
 #include "sluice/schema_change.h"
 #include "sluice/settings.h"
@@ -575,9 +577,71 @@ TEST(Filter, ComparesIntegersWithEveryOp) {
   EXPECT_EQ(kept_by("eq", "3.000"), (V{3}));
   EXPECT_EQ(kept_by("ge", "4e0"), (V{4, 5}));  // exponent form
   EXPECT_EQ(kept_by("lt", "-.inf"), (V{}));
-  EXPECT_EQ(kept_by("eq", "three"), (V{}));  // not a number: equals nothing
-  EXPECT_EQ(kept_by("ne", "three"), (V{1, 2, 3, 4, 5}));
-  EXPECT_EQ(kept_by("gt", "three"), (V{}));
+}
+
+// The batch's error when a number field meets a value that is not a number: the filter stops the
+// pipeline instead of dropping every record (issue 13, item 5).
+std::string mismatch_error(const std::string& op, const std::string& value) {
+  Batch b;
+  for (int64_t n = 1; n <= 3; ++n) add_numbered(b, Operation::create, n);
+  std::unique_ptr<Processor> p =
+      make(filter_processor(), {{"field", "after.n"}, {"op", op}, {"value", value}});
+  Status st = p->process(b);
+  return st.ok() ? "<no error>" : st.error().message();
+}
+
+TEST(Filter, ANumberFieldAgainstANonNumberStopsInsteadOfDroppingEverything) {
+  for (const char* op : {"eq", "ne", "gt", "in"}) {
+    const std::string err = mismatch_error(op, "three");
+    EXPECT_NE(err.find("filter: field after.n is a number but value 'three' does not read as one"),
+              std::string::npos)
+        << op << ": " << err;
+  }
+  EXPECT_EQ(mismatch_error("gt", "2"), "<no error>");
+}
+
+TEST(Filter, ImpossibleFiltersAreRefusedAtLoad) {
+  EXPECT_NE(make_error(filter_processor(), {{"field", "after.n"}, {"op", "exists"}, {"value", "1"}})
+                .find("filter: value: has no effect with op exists"),
+            std::string::npos);
+  EXPECT_NE(make_error(filter_processor(), {{"field", "after.n"}, {"op", "in"}, {"value", "1,,2"}})
+                .find("filter: value: an empty item"),
+            std::string::npos);
+  EXPECT_NE(make_error(filter_processor(), {{"field", "after.n"}, {"value", ""}})
+                .find("filter: value: empty"),
+            std::string::npos);
+  EXPECT_NE(make_error(filter_processor(),
+                       {{"operations", "delete"}, {"field", "after.n"}, {"value", "1"}})
+                .find("deletes have no `after`"),
+            std::string::npos);
+  EXPECT_NE(
+      make_error(filter_processor(),
+                 {{"operations", "[snapshot, create]"}, {"field", "before.n"}, {"value", "1"}})
+          .find("have no `before`"),
+      std::string::npos);
+  EXPECT_NE(
+      make_error(filter_processor(), {{"field", "metadata.lsn"}, {"op", "gt"}, {"value", "100"}})
+          .find("metadata values are text"),
+      std::string::npos);
+  // Still fine: text against metadata, before on updates, after on deletes with exists.
+  make(filter_processor(), {{"field", "metadata.table"}, {"op", "gt"}, {"value", "m"}});
+  make(filter_processor(), {{"operations", "update"}, {"field", "before.n"}, {"value", "1"}});
+}
+
+TEST(Filter, AFieldMissingFromRecordsWarnsOnceAndIsCounted) {
+  MetricsRegistry metrics;
+  std::unique_ptr<Processor> p =
+      make(filter_processor(), {{"field", "after.nosuch"}, {"op", "eq"}, {"value", "1"}});
+  ConnectorContext ctx{"p1", "processor", nullptr, &metrics};
+  ASSERT_TRUE(p->open(ctx).ok());
+  Batch b;
+  for (int64_t n = 1; n <= 4; ++n) add_numbered(b, Operation::create, n);
+  add_numbered(b, Operation::remove, 5);  // no `after` at all: not a missing field
+  run(*p, b);
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(metrics.sum("sluice_filter_field_missing_total",
+                        {{"pipeline", "p1"}, {"field", "after.nosuch"}}),
+            4);
 }
 
 TEST(Filter, DropActionDropsWhereTheConditionHolds) {
@@ -623,7 +687,8 @@ TEST(Filter, ComparesFloatsAsTheNearestDouble) {
   EXPECT_TRUE(holds(Value::float64(2.0), "eq", "2"));
   EXPECT_TRUE(holds(Value::float64(1e300), "lt", ".inf"));
   EXPECT_FALSE(holds(Value::float64(std::numeric_limits<double>::quiet_NaN()), "eq", "nan"));
-  EXPECT_FALSE(holds(Value::float64(1.0), "gt", "x"));
+  // A float against a value that is not a number stops the pipeline instead:
+  // ANumberFieldAgainstANonNumberStopsInsteadOfDroppingEverything.
 }
 
 TEST(Filter, ComparesTextLexicographically) {

@@ -208,6 +208,12 @@ Status Pipeline::run() {
     metrics_.state = static_cast<int>(PipelineState::failed);
     return st.error().with_context(options_.source_connector + " source: ");
   }
+  if (Status st = destination_->check_routing(source_->captured_tables()); !st.ok()) {
+    destination_->close();
+    source_->close();
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return st.error().with_context(options_.destination_connector + " destination: ");
+  }
   if (dlq_) {
     ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr, registry_};
     dlq_ctx.is_dead_letter_queue = true;
@@ -216,6 +222,16 @@ Status Pipeline::run() {
       source_->close();
       metrics_.state = static_cast<int>(PipelineState::failed);
       return st.error().with_context(options_.dlq_connector + " dead-letter destination: ");
+    }
+  }
+  for (auto& p : processors_) {
+    ConnectorContext processor_ctx{options_.id, "processor", nullptr, registry_};
+    if (Status st = p->open(processor_ctx); !st.ok()) {
+      destination_->close();
+      source_->close();
+      if (dlq_) dlq_->close();
+      metrics_.state = static_cast<int>(PipelineState::failed);
+      return st.error().with_context("processor: ");
     }
   }
   if (checkpoint) last_position_written_ = *checkpoint;

@@ -49,5 +49,48 @@ TEST(ProcessorsEndToEnd, ExcludeRenameSetAndFilterShapeTheOutput) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 13, item 5: a filter on a field no record has warns once per pipeline and field (and
+// counts them); a number field compared with a value that is not a number stops the pipeline
+// before its checkpoint passes the records, instead of dropping every one silently.
+TEST(ProcessorsEndToEnd, AFilterFieldMissingFromRecordsWarnsOnce) {
+  auto dir = make_temp_dir("proc-missing");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  test::PipelineYaml& p = f.pipeline("missing");
+  p.source("generator").set("count", 2000);
+  p.processor("filter").set("field", "after.salry").set("op", "gt").set("value", "1");
+  p.destination("file").set("path", "out.jsonl");
+  p.max_records(100);
+  f.write(dir / "p.yaml");
+  ASSERT_EQ(run_sluice({"run", "p.yaml"}, dir), 0) << read_file(dir / "stderr.txt");
+  const std::string err = read_file(dir / "stderr.txt");
+  const std::string warning =
+      "pipeline missing: filter: field after.salry is missing from a record";
+  const size_t first = err.find(warning);
+  EXPECT_NE(first, std::string::npos) << err;
+  EXPECT_EQ(err.find(warning, first + 1), std::string::npos) << "warned more than once:\n" << err;
+  EXPECT_NE(err.find("sluice_filter_field_missing_total"), std::string::npos) << err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProcessorsEndToEnd, ANumberComparedWithANonNumberStopsThePipeline) {
+  auto dir = make_temp_dir("proc-mismatch");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  test::PipelineYaml& p = f.pipeline("mismatch");
+  p.source("generator").set("count", 2000);
+  p.processor("filter").set("field", "after.salary").set("op", "gt").set("value", "lots");
+  p.destination("file").set("path", "out.jsonl");
+  f.write(dir / "p.yaml");
+  EXPECT_NE(run_sluice({"run", "p.yaml"}, dir), 0);
+  const std::string err = read_file(dir / "stderr.txt");
+  EXPECT_NE(err.find("filter: field after.salary is a number but value 'lots' does not read as "
+                     "one"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(test::stored_checkpoint(dir / "cp.db", "mismatch"), "") << err;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sluice::e2e

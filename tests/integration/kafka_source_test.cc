@@ -460,10 +460,13 @@ TEST(KafkaSource, AnUnknownTopicFailsAtOpenNamingIt) {
   auto dir2 = e2e::make_temp_dir("ks-badregex");
   KafkaSourcePipelineFile g = pipeline("ks_badregex", {"^ks_missing_(", "^ks_other"}, db.url());
   e2e::write_file(dir2 / "p.yaml", g.yaml());
-  EXPECT_NE(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir2, std::chrono::seconds(60)),
-            0);
+  // Refused before the pipeline starts (as `sluice validate` refuses it): one line, exit 2.
+  EXPECT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir2, std::chrono::seconds(60)),
+            2);
   const std::string err2 = e2e::read_file(dir2 / "stderr.txt");
-  EXPECT_NE(error_line(err2).find("'^ks_missing_(' is not a valid regular expression"),
+  EXPECT_EQ(lines_of(err2).size(), 1u) << err2;
+  EXPECT_NE(err2.find("sluice: pipeline ks_badregex: kafka source: setting 'topics': "
+                      "'^ks_missing_(' is not a valid regular expression"),
             std::string::npos)
       << err2;
 }

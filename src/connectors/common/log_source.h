@@ -224,6 +224,8 @@ class LogSourceDriver {
     return Error(Errc::unsupported,
                  fmt::format("the {} source has no incremental snapshots yet", name()));
   }
+  // The tables resolved by connect() (Source::captured_tables).
+  virtual std::vector<SourceTable> captured_tables() const { return {}; }
 };
 
 // Sleeps until `until` or a stop request, whichever comes first.
@@ -273,6 +275,8 @@ class LogSource final : public Source {
     driver_->opened(s_);
     return ok_status();
   }
+
+  std::vector<SourceTable> captured_tables() const override { return driver_->captured_tables(); }
 
   Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) override {
     s_.caches.reset();

@@ -12,7 +12,8 @@ using file::SourceOptions;
 
 constexpr auto kSourceSettings = settings_table<SourceOptions>(
     setting<&SourceOptions::path>("path", "JSON Lines file to read (one OpenCDC record per line).")
-        .mandatory(),
+        .mandatory()
+        .file_path(),
     setting<&SourceOptions::follow>(
         "follow",
         "Keep reading lines appended to the file instead of ending at its end (like `tail -f`).")
@@ -22,7 +23,8 @@ constexpr auto kDestinationSettings = settings_table<DestinationOptions>(
     setting<&DestinationOptions::path>(
         "path",
         "JSON Lines file to append records to (created if missing; its directory must exist).")
-        .mandatory(),
+        .mandatory()
+        .file_path(),
     setting<&DestinationOptions::sync>(
         "sync",
         "fsync the file after each batch before reporting it durable; false trades crash safety for speed.")

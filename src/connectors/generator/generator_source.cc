@@ -206,6 +206,8 @@ Result<std::unique_ptr<Source>> make_generator(const Settings& s) {
 
 }  // namespace
 
+constexpr std::string_view kGeneratorMetadata[] = {"table"};
+
 ConnectorSpec generator_connector() {
   return ConnectorSpec{
       .name = "generator",
@@ -216,6 +218,7 @@ ConnectorSpec generator_connector() {
       .destination_settings = {},
       .make_source = &make_generator,
       .make_destination = nullptr,
+      .source_metadata = kGeneratorMetadata,
   };
 }
 

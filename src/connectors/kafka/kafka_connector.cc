@@ -6,6 +6,10 @@
 
 namespace sluice {
 
+namespace {
+constexpr std::string_view kKafkaTemplateSettings[] = {"topic"};
+}  // namespace
+
 ConnectorSpec kafka_connector() {
   return ConnectorSpec{
       .name = "kafka",
@@ -17,6 +21,7 @@ ConnectorSpec kafka_connector() {
       .destination_settings = kafka_destination_settings(),
       .make_source = &make_kafka_source,
       .make_destination = &make_kafka_destination,
+      .template_settings = kKafkaTemplateSettings,
   };
 }
 

@@ -730,6 +730,10 @@ Status finalize(Options& o) {
     return Error(Errc::invalid_argument, "transactions need acks: all");
   if (o.positions_topic.empty()) return Error(Errc::invalid_argument, "positions.topic is empty");
   o.debezium = o.format == "debezium";
+  // librdkafka itself judges names and values, on a scratch configuration nothing uses, so that
+  // `sluice validate` refuses a misspelt rdkafka.* property as `run` would.
+  auto scratch = kafka::make_conf(o.brokers, "kafka destination", {}, o.rdkafka);
+  if (!scratch.ok()) return std::move(scratch).error();
   return ok_status();
 }
 

@@ -82,9 +82,30 @@ constexpr auto kSettings = settings_table<Options>(
         "rdkafka.fetch.max.bytes. enable.auto.commit and enable.auto.offset.store stay false."));
 
 // The cross-setting checks, in one place; derives the decoder's format.
+// Everything `open` would refuse before connecting is checked here, so `sluice validate` says it
+// too: no topic, a topic regex that does not compile, a librdkafka property it does not know.
 Status finalize(Options& o) {
   if (!kafka::parse_format(o.format, &o.decoder))
     return Error(Errc::config, "setting 'format': expected opencdc, debezium or raw");
+  if (o.topics.empty()) return Error(Errc::config, "setting 'topics' lists no topic");
+  for (const auto& t : o.topics) {
+    if (t.empty()) return Error(Errc::config, "setting 'topics': an empty topic name (remove it)");
+    if (t[0] != '^') continue;
+    regex_t re;
+    if (int rc = regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
+      char why[256];
+      regerror(rc, &re, why, sizeof why);
+      return Error(
+          Errc::config,
+          fmt::format("setting 'topics': {} is not a valid regular expression ({}); fix it, "
+                      "or list the topic without a leading ^",
+                      quote_user_text(t), why));
+    }
+    regfree(&re);
+  }
+  // librdkafka itself judges names and values, on a scratch configuration nothing uses.
+  auto scratch = kafka::make_conf(o.brokers, "kafka source", {}, o.rdkafka);
+  if (!scratch.ok()) return std::move(scratch).error();
   return ok_status();
 }
 
@@ -347,21 +368,7 @@ Status KafkaSource::open(const ConnectorContext& ctx,
                          const std::optional<std::string>& checkpoint) {
   ctx_ = ctx;
   group_ = group_setting_.empty() ? "sluice-" + ctx.pipeline_id : group_setting_;
-  if (topics_.empty()) return Error(Errc::config, "setting 'topics' lists no topic");
-  for (const auto& t : topics_) {
-    if (t.empty() || t[0] != '^') continue;
-    regex_t re;
-    if (int rc = regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
-      char why[256];
-      regerror(rc, &re, why, sizeof why);
-      return Error(
-          Errc::config,
-          fmt::format("setting 'topics': {} is not a valid regular expression ({}); fix it, "
-                      "or list the topic without a leading ^",
-                      quote_user_text(t), why));
-    }
-    regfree(&re);
-  }
+  // topics (and their regexes) were checked by finalize.
   if (checkpoint && !checkpoint->empty()) {
     auto p = parse_position(*checkpoint);
     if (!p)

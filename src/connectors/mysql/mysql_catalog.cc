@@ -75,6 +75,16 @@ Status MysqlDriver::resolve_tables() {
     if (MysqlResult res{mysql_store_result(conn_.get())}) {
     }
   }
+  for (const auto& [name, columns] : message_key_columns_) {
+    bool found = false;
+    for (const TableRef& r : tables_)
+      found = found || (r.db == name.first && r.table == name.second);
+    if (!found)
+      return Error(Errc::config,
+                   fmt::format("setting 'message.key.columns': {}.{} is not a captured table (add "
+                               "it to `tables`, or remove it)",
+                               quote_identifier(name.first), quote_identifier(name.second)));
+  }
   return ok_status();
 }
 
@@ -133,6 +143,33 @@ Result<std::shared_ptr<const TableSchema>> MysqlDriver::load_schema(const std::s
   for (const MysqlRow& r : pk.value())
     for (uint32_t i = 0; i < t->cols.size(); ++i)
       if (t->cols[i].name == r[0].value_or("")) t->key.push_back(i);
+  if (auto configured = message_key_columns_.find({db, table});
+      configured != message_key_columns_.end()) {
+    // message.key.columns: the key of a table that has none of its own.
+    if (!t->key.empty())
+      return Error(Errc::config,
+                   fmt::format("setting 'message.key.columns': {}.{} has a primary key, which is "
+                               "its records' key; remove the table from message.key.columns",
+                               quote_identifier(db), quote_identifier(table)));
+    for (const std::string& name : configured->second) {
+      uint32_t i = 0;
+      // MySQL column names compare case-insensitively.
+      auto same = [](std::string_view a, std::string_view b) {
+        if (a.size() != b.size()) return false;
+        for (size_t k = 0; k < a.size(); ++k)
+          if (std::tolower(uint8_t(a[k])) != std::tolower(uint8_t(b[k]))) return false;
+        return true;
+      };
+      while (i < t->cols.size() && !same(t->cols[i].name, name)) ++i;
+      if (i == t->cols.size())
+        return Error(
+            Errc::config,
+            fmt::format("setting 'message.key.columns': {}.{} has no column {}",
+                        quote_identifier(db), quote_identifier(table), quote_identifier(name)));
+      t->key.push_back(i);
+    }
+    t->key_from_setting = true;
+  }
   if (t->key.empty() && !t->cols.empty())
     spdlog::warn(
         "pipeline {}: table {}.{} has no primary key: its records carry no key, so destinations cannot upsert "
@@ -237,6 +274,7 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
         for (uint32_t k : schema->key)
           for (uint32_t i = 0; i < copy->cols.size(); ++i)
             if (copy->cols[i].name == schema->cols[k].name) copy->key.push_back(i);
+        copy->key_from_setting = schema->key_from_setting;
         schema = copy;
       }
     } else {

@@ -34,8 +34,8 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
         .one_of("disabled,preferred,required,verify_ca,verify_identity")
         .with_default("preferred"),
     setting<&MysqlDestinationOptions::tls_ca>(
-        "tls.ca",
-        "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
+        "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity.")
+        .file_path(),
     setting<&MysqlDestinationOptions::max_statement_size>(
         "max_statement_size",
         "Largest multi-row INSERT/DELETE statement sent; keep it below the server's "
@@ -85,6 +85,12 @@ Result<MysqlDestinationOptions> mysql_destination_options(const Settings& settin
   return bind_settings(kDestinationSettings, settings);
 }
 
+namespace {
+constexpr std::string_view kMysqlTemplateSettings[] = {"table"};
+constexpr std::string_view kMysqlSourceMetadata[] = {
+    "schema", "table", "binlog_file", "binlog_pos", "gtid", "commit_time", "server_id", "truncate"};
+}  // namespace
+
 ConnectorSpec mysql_connector() {
   return ConnectorSpec{
       .name = "mysql",
@@ -95,6 +101,8 @@ ConnectorSpec mysql_connector() {
       .destination_settings = kDestinationSettings,
       .make_source = &make_mysql_source,
       .make_destination = &make_destination,
+      .template_settings = kMysqlTemplateSettings,
+      .source_metadata = kMysqlSourceMetadata,
   };
 }
 

@@ -37,6 +37,9 @@ struct TableSchema {
   std::vector<std::string> column_types;  // COLUMN_TYPE (schema records' types; widening checks)
   std::vector<uint32_t> key;              // primary key columns (indexes into cols)
   std::string charset;                    // the table's default character set
+  // The key comes from message.key.columns (the table has no primary key): it is the records'
+  // key, but not unique, so the snapshot pages by offset rather than by it.
+  bool key_from_setting = false;
 };
 
 // A column's decoding facts from its type and character set (the table's when `charset` is empty).

@@ -118,7 +118,9 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     }
     std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols,
                                   quote_identifier(t.db), quote_identifier(t.table));
-    if (!t.key.empty()) {
+    // Keyset paging needs a unique key: a message.key.columns key may repeat, so offsets then.
+    const bool keyset = !t.key.empty() && !t.key_from_setting;
+    if (keyset) {
       if (pos_.cursor.kind == KeysetCursor::Kind::after_key) {
         // keyset: (k1, k2) > (v1, v2) spelled out so that the primary key index serves it.
         const std::vector<std::string>& vals = pos_.cursor.key;
@@ -199,7 +201,7 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       add_snapshot_marker(batch, t.db, t.table, false);
       ++pos_.table_index;
       pos_.cursor = KeysetCursor{};
-    } else if (!t.key.empty()) {
+    } else if (keyset) {
       pos_.cursor.kind = KeysetCursor::Kind::after_key;
       pos_.cursor.key = std::move(last_key);
     } else {

@@ -59,16 +59,26 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
         .one_of("disabled,preferred,required,verify_ca,verify_identity")
         .with_default("preferred"),
     setting<&MysqlSourceOptions::tls_ca>(
-        "tls.ca",
-        "PEM file of the certificate authority for tls.mode verify_ca / verify_identity."),
+        "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity.")
+        .file_path(),
     setting<&MysqlSourceOptions::connect_timeout>("connect_timeout",
                                                   "How long connecting may take.")
-        .with_default("10s"));
+        .with_default("10s"),
+    setting<&MysqlSourceOptions::message_key_columns>(
+        "message.key.columns",
+        "Record key of tables without a primary key, per table: a map of database.table to a comma-separated "
+        "list of its columns (`message.key.columns: {shop.events: \"device, ts\"}`; Debezium's setting of the "
+        "same name). Without it such records carry no key. A listed table must be captured and have no primary "
+        "key; its snapshot then pages by offset, as for any table without a primary key."));
 
 // The checks no single declaration expresses; parses the URL once.
 Status finalize(MysqlSourceOptions& o) {
   auto url = mysql::parse_mysql_url(o.url);
   if (!url.ok()) return std::move(url).error();
+  if (o.tables.empty())
+    return Error(Errc::config,
+                 "setting 'tables' lists no table (list database.table names, or \"*\" for every "
+                 "table of the URL's database)");
   for (const std::string& t : o.tables) {
     const size_t dot = t.find('.');
     if (t.empty() ||
@@ -85,6 +95,31 @@ Status finalize(MysqlSourceOptions& o) {
     return Error(
         Errc::config,
         fmt::format("setting 'tls.mode' {} needs tls.ca (the CA certificate file)", o.tls_mode));
+  for (const auto& [table, columns] : o.message_key_columns) {
+    const size_t dot = table.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == table.size() ||
+        table.find('.', dot + 1) != std::string::npos || table.find('*') != std::string::npos)
+      return Error(Errc::config,
+                   fmt::format("setting 'message.key.columns': {} is not database.table",
+                               quote_user_text(table)));
+    std::vector<std::string> list;
+    std::string_view rest = columns;
+    while (true) {
+      const size_t comma = rest.find(',');
+      std::string_view c = rest.substr(0, comma);
+      while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+      while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
+      if (c.empty())
+        return Error(Errc::config,
+                     fmt::format("setting 'message.key.columns': {}: an empty column name in {} "
+                                 "(list columns separated by commas)",
+                                 table, quote_user_text(columns)));
+      list.emplace_back(c);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    o.key_columns_by_table[{table.substr(0, dot), table.substr(dot + 1)}] = std::move(list);
+  }
   o.snapshot_chunk_size = std::max<int64_t>(1, o.snapshot_chunk_size);
   o.parsed_url = std::move(url.value());
   return ok_status();
@@ -94,6 +129,7 @@ Status finalize(MysqlSourceOptions& o) {
 
 MysqlDriver::MysqlDriver(MysqlSourceOptions o)
     : tables_setting_(std::move(o.tables)),
+      message_key_columns_(std::move(o.key_columns_by_table)),
       mode_(std::move(o.snapshot_mode)),
       chunk_size_(o.snapshot_chunk_size),
       server_id_setting_(o.server_id),

@@ -16,6 +16,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,7 +104,10 @@ struct MysqlSourceOptions {
   std::chrono::milliseconds heartbeat_interval{};
   std::string tls_mode, tls_ca;
   std::chrono::milliseconds connect_timeout{};
-  MysqlUrl parsed_url;  // derived by finalize()
+  std::map<std::string, std::string> message_key_columns;  // "db.table" -> "a, b"
+  MysqlUrl parsed_url;                                     // derived by finalize()
+  // Derived by finalize: (db, table) -> key column names, for tables without a primary key.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> key_columns_by_table;
 };
 
 class MysqlDriver final : public LogSourceDriver<PositionTraits> {
@@ -124,6 +128,11 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
                                  State& s) override;
   void stop_stream(State& s) noexcept override;
   void close() noexcept override;  // a binlog reader holds nothing on the server: no ack()
+  std::vector<SourceTable> captured_tables() const override {
+    std::vector<SourceTable> out;
+    for (const TableRef& t : tables_) out.push_back({t.db, t.table});
+    return out;
+  }
 
  private:
   Status check_server();
@@ -165,6 +174,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
     return o;
   }();
   std::vector<std::string> tables_setting_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> message_key_columns_;
   std::string mode_;
   int64_t chunk_size_;
   int64_t server_id_setting_;

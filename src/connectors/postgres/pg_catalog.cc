@@ -1,6 +1,7 @@
 // The catalogue side of the postgres source: which tables it captures, the publication that
 // carries them, the types of their columns and each relation's record key.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -174,7 +175,28 @@ Result<TableState*> PostgresDriver::table_from_relation(std::shared_ptr<const Re
   for (int i = 0; i < PQntuples(r.value().get()); ++i)
     pk.emplace_back(PQgetvalue(r.value().get(), i, 0));
   t.key_columns.clear();
-  for (uint32_t i = 0; i < rel->columns.size(); ++i) {
+  auto configured = message_key_columns_.find({rel->schema, rel->name});
+  if (configured != message_key_columns_.end()) {
+    // message.key.columns: the key of a table that has none of its own.
+    if (!pk.empty())
+      return Error(Errc::config,
+                   fmt::format("setting 'message.key.columns': {}.{} has a primary key ({}), which "
+                               "is its records' key; remove the table from message.key.columns",
+                               quote_identifier(rel->schema), quote_identifier(rel->name),
+                               fmt::join(pk, ", ")));
+    for (const std::string& name : configured->second) {
+      uint32_t i = 0;
+      while (i < rel->columns.size() && rel->columns[i].name != name) ++i;
+      if (i == rel->columns.size())
+        return Error(Errc::config,
+                     fmt::format("setting 'message.key.columns': {}.{} has no column {} (names are "
+                                 "case-sensitive)",
+                                 quote_identifier(rel->schema), quote_identifier(rel->name),
+                                 quote_identifier(name)));
+      t.key_columns.push_back(i);
+    }
+  }
+  for (uint32_t i = 0; configured == message_key_columns_.end() && i < rel->columns.size(); ++i) {
     const auto& c = rel->columns[i];
     const bool in_pk = std::find(pk.begin(), pk.end(), c.name) != pk.end();
     if (pk.empty() ? (c.key && rel->replica_identity != 'f') : in_pk) t.key_columns.push_back(i);

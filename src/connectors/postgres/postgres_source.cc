@@ -63,14 +63,48 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "Rows per chunk of an incremental snapshot (a table added to `tables` on restart, or named in a "
         "signal), read in primary-key order between two watermarks while changes stream.")
         .with_default("1024")
-        .at_least(1));
+        .at_least(1),
+    setting<&PostgresSourceOptions::message_key_columns>(
+        "message.key.columns",
+        "Record key of tables without a primary key, per table: a map of schema.table to a comma-separated "
+        "list of its columns (`message.key.columns: {public.events: \"device, ts\"}`; Debezium's setting of "
+        "the same name). Without it such records carry no key. A listed table must be captured and have no "
+        "primary key; give it REPLICA IDENTITY FULL so updates and deletes carry the old values."));
 
 // The checks no single declaration expresses.
 Status finalize(PostgresSourceOptions& o) {
+  if (o.tables.empty())
+    return Error(Errc::config,
+                 "setting 'tables' lists no table (list schema.table names, or \"*\" for every "
+                 "table)");
   for (const std::string& t : o.tables)
     if (t != "*" && !parse_table_name(t))
       return Error(Errc::config,
                    fmt::format("setting 'tables': '{}' is not a table name (schema.table)", t));
+  for (const auto& [table, columns] : o.message_key_columns) {
+    auto name = parse_table_name(table);
+    if (!name)
+      return Error(Errc::config, fmt::format("setting 'message.key.columns': '{}' is not a table "
+                                             "name (schema.table)",
+                                             table));
+    std::vector<std::string> list;
+    std::string_view rest = columns;
+    while (true) {
+      const size_t comma = rest.find(',');
+      std::string_view c = rest.substr(0, comma);
+      while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
+      while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
+      if (c.empty())
+        return Error(Errc::config,
+                     fmt::format("setting 'message.key.columns': {}: an empty column name in '{}' "
+                                 "(list columns separated by commas)",
+                                 table, columns));
+      list.emplace_back(c);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    o.key_columns_by_table[*name] = std::move(list);
+  }
   return ok_status();
 }
 
@@ -128,7 +162,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       logical_messages_(o.logical_messages),
       ddl_capture_(o.ddl_capture),
       signal_table_setting_(std::move(o.signal_table)),
-      chunk_size_(o.snapshot_chunk_size) {}
+      chunk_size_(o.snapshot_chunk_size),
+      message_key_columns_(std::move(o.key_columns_by_table)) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;
@@ -171,6 +206,16 @@ Status PostgresDriver::connect(State& s) {
   SLUICE_TRY(resolve_tables());
   if (tables_.empty() && !all_tables_)
     return Error(Errc::config, "setting 'tables' lists no table");
+  for (const auto& [name, columns] : message_key_columns_) {
+    bool captured = false;
+    for (const TableRef& t : tables_)
+      captured = captured || (t.schema == name.first && t.name == name.second);
+    if (!captured)
+      return Error(Errc::config,
+                   fmt::format("setting 'message.key.columns': {}.{} is not a captured table (add "
+                               "it to `tables`, or remove it)",
+                               quote_identifier(name.first), quote_identifier(name.second)));
+  }
   if (ddl_capture_ && mode_ != "initial_only") SLUICE_TRY(install_ddl_capture());
   return ok_status();
 }
@@ -352,6 +397,12 @@ Result<std::unique_ptr<Source>> make_postgres_source(const Settings& s) {
 }  // namespace
 }  // namespace pg
 
+namespace {
+constexpr std::string_view kPostgresTemplateSettings[] = {"table", "schema"};
+constexpr std::string_view kPostgresSourceMetadata[] = {
+    "schema", "table", "lsn", "commit_lsn", "commit_time", "xid", "truncate", "message.prefix"};
+}  // namespace
+
 ConnectorSpec postgres_connector() {
   // The destination (postgres_destination.h), declared here to keep this file's includes untouched.
   extern const std::span<const SettingSpec> kPostgresDestinationSettings;
@@ -365,6 +416,8 @@ ConnectorSpec postgres_connector() {
       .destination_settings = kPostgresDestinationSettings,
       .make_source = &pg::make_postgres_source,
       .make_destination = &make_postgres_destination,
+      .template_settings = kPostgresTemplateSettings,
+      .source_metadata = kPostgresSourceMetadata,
   };
 }
 

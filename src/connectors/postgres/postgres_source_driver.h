@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -76,6 +77,9 @@ struct PostgresSourceOptions {
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
   int64_t snapshot_chunk_size = 1024;
+  std::map<std::string, std::string> message_key_columns;  // "schema.table" -> "a, b"
+  // Derived by finalize: (schema, table) -> key column names, for tables without a primary key.
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> key_columns_by_table;
 };
 
 // One column as the DDL capture records it (sluice.ddl_columns()).
@@ -119,6 +123,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status cleanup(const ConnectorContext& ctx) override;
   Status request_snapshot(const ConnectorContext& ctx,
                           const std::vector<std::string>& tables) override;
+  std::vector<SourceTable> captured_tables() const override {
+    std::vector<SourceTable> out;
+    for (const TableRef& t : tables_) out.push_back({t.schema, t.name});
+    return out;
+  }
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -178,6 +187,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool ddl_capture_;
   std::string signal_table_setting_;
   int64_t chunk_size_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> message_key_columns_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;

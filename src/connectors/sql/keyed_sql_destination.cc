@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string_view>
+#include <utility>
 
+#include "sluice/batch.h"
 #include "sluice/schema_change.h"
 
 namespace sluice::sql {
@@ -398,7 +401,9 @@ Result<SqlTable*> KeyedSqlDestination::table_for(const Record& r) {
   } else {
     name = options_.table.render(r);
   }
-  return find_table(schema, name);
+  SLUICE_TRY_ASSIGN(SqlTable * table, find_table(schema, name));
+  if (options_.table.table_only()) SLUICE_TRY(check_one_source_schema(*table, r));
+  return table;
 }
 
 Result<SqlTable*> KeyedSqlDestination::find_table(std::string_view schema, std::string_view name) {
@@ -412,6 +417,61 @@ Result<SqlTable*> KeyedSqlDestination::find_table(std::string_view schema, std::
         SLUICE_TRY(load_columns(*table));
         return table;
       });
+}
+
+Status KeyedSqlDestination::check_routing(const std::vector<SourceTable>& tables) {
+  if (!options_.table.table_only()) return ok_status();  // a template of the user's own choosing
+  // Rendered (schema, table) -> the first source schema routed there.
+  std::map<std::pair<std::string, std::string>, std::string, std::less<>> owner;
+  std::string schema_buf;
+  for (const SourceTable& t : tables) {
+    Batch scratch;
+    Record r;
+    r.metadata = scratch.object(2)
+                     .add(meta::kSchema, Value::string(t.schema))
+                     .add(meta::kTable, Value::string(t.table))
+                     .build();
+    schema_buf.clear();
+    if (options_.schema) options_.schema->render(r, schema_buf, options_.default_schema);
+    std::string name = t.table;
+    if (dialect_.folds_case())
+      for (char& c : name) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+    auto [it, fresh] = owner.try_emplace({schema_buf, std::move(name)}, t.schema);
+    if (!fresh && it->second != t.schema)
+      return routing_collision(it->second, t.schema, t.table,
+                               dialect_.qualified_table(schema_buf, t.table));
+  }
+  return ok_status();
+}
+
+Error KeyedSqlDestination::routing_collision(std::string_view first_schema,
+                                             std::string_view second_schema, std::string_view table,
+                                             std::string_view destination_table) const {
+  const std::string separate =
+      options_.schema ? "set `schema: \"{{schema}}\"` (one destination schema per source schema) "
+                        "or `table: \"{{schema}}_{{table}}\"`"
+                      : "set `table: \"{{schema}}_{{table}}\"`";
+  return Error(
+      Errc::config,
+      fmt::format("{}: source tables {}.{} and {}.{} would both be written to table {} "
+                  "(table: {{{{table}}}}), where rows sharing a key merge; {} to keep "
+                  "them apart, or name one table explicitly (table: NAME) to merge them "
+                  "on purpose",
+                  options_.destination, first_schema.empty() ? "?" : first_schema, table,
+                  second_schema.empty() ? "?" : second_schema, table, destination_table, separate));
+}
+
+// With `table: {{table}}`, s1.t and s2.t of the source both render to t: rows sharing a key would
+// silently merge. The first source schema seen for a destination table owns it; another stops the
+// pipeline naming the setting that keeps them apart.
+Status KeyedSqlDestination::check_one_source_schema(SqlTable& t, const Record& r) {
+  const std::string_view schema = metadata_text(r, meta::kSchema);
+  if (!t.source_schema) {
+    t.source_schema = std::string(schema);
+    return ok_status();
+  }
+  if (*t.source_schema == schema) return ok_status();
+  return routing_collision(*t.source_schema, schema, t.name, t.quoted);
 }
 
 Status KeyedSqlDestination::evolve(size_t first, size_t end) {

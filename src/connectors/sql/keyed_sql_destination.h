@@ -88,6 +88,7 @@ class KeyedSqlDestination : public Destination {
   // Schema changes and snapshot markers are applied in order with the rows.
   bool accepts_control_records() const noexcept override { return true; }
   void close() noexcept override;
+  Status check_routing(const std::vector<SourceTable>& tables) override;
 
  protected:
   // ── the writer: what depends on the database's client library ──
@@ -145,6 +146,9 @@ class KeyedSqlDestination : public Destination {
   }
 
   const BatchPlan& plan() const noexcept { return plan_; }
+  Status check_one_source_schema(SqlTable& t, const Record& r);
+  Error routing_collision(std::string_view first_schema, std::string_view second_schema,
+                          std::string_view table, std::string_view destination_table) const;
   Error record_error(const SqlTable& t, const Record& r, Errc code, std::string_view what,
                      bool retriable = false) const {
     return sql::record_error(options_.destination, t, r, code, what, retriable);

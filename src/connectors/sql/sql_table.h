@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -44,6 +45,10 @@ struct SqlTable {
   std::string quoted;  // as statements (and errors) name it
   bool exists = false;
   ColumnMap columns;
+  // The source schema (record metadata `schema`) of the first record written here, while the name
+  // comes from {{table}} alone: records of a same-named table of another schema must not merge
+  // into it (KeyedSqlDestination::table_for refuses them).
+  std::optional<std::string> source_schema;
 
   bool has_column(std::string_view c) const { return columns.find(c) != columns.end(); }
 

@@ -13,7 +13,8 @@ namespace {
 constexpr auto kDestinationSettings = settings_table<SqliteDestinationOptions>(
     setting<&SqliteDestinationOptions::path>(
         "path", "SQLite database file; created, with its parent directories, if missing.")
-        .mandatory(),
+        .mandatory()
+        .file_path(),
     setting<&SqliteDestinationOptions::table>(
         "table",
         "Table each record is written to: a template where {{table}} and {{schema}} (or any "
@@ -76,6 +77,10 @@ Result<SqliteDestinationOptions> sqlite_destination_options(const Settings& sett
   return o;
 }
 
+namespace {
+constexpr std::string_view kSqliteTemplateSettings[] = {"table"};
+}  // namespace
+
 ConnectorSpec sqlite_connector() {
   return ConnectorSpec{
       .name = "sqlite",
@@ -85,6 +90,7 @@ ConnectorSpec sqlite_connector() {
       .destination_settings = kDestinationSettings,
       .make_source = nullptr,
       .make_destination = &make_destination,
+      .template_settings = kSqliteTemplateSettings,
   };
 }
 
