@@ -1,31 +1,41 @@
 #include "cli/logging.h"
 
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 namespace sluice {
 
 namespace {
 
-// %j: the message as a JSON string body (quotes, backslashes and control characters escaped).
+bool g_json = false;
+
+void append_json_escaped(std::string_view text, spdlog::memory_buf_t& dest) {
+  static const char* hex = "0123456789abcdef";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      dest.push_back('\\');
+      dest.push_back(c);
+    } else if (u < 0x20) {
+      const char esc[] = {'\\', 'u', '0', '0', hex[u >> 4], hex[u & 15]};
+      dest.append(esc, esc + 6);
+    } else {
+      dest.push_back(c);
+    }
+  }
+}
+
+// %j: the message as a JSON string body.
 class JsonMessageFlag final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
-    static const char* hex = "0123456789abcdef";
-    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
-      auto u = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        dest.push_back('\\');
-        dest.push_back(c);
-      } else if (u < 0x20) {
-        const char esc[] = {'\\', 'u', '0', '0', hex[u >> 4], hex[u & 15]};
-        dest.append(esc, esc + 6);
-      } else {
-        dest.push_back(c);
-      }
-    }
+    append_json_escaped(std::string_view(msg.payload.data(), msg.payload.size()), dest);
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<JsonMessageFlag>();
@@ -34,10 +44,47 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
+std::string json_escape(std::string_view text) {
+  spdlog::memory_buf_t buf;
+  append_json_escaped(text, buf);
+  return std::string(buf.data(), buf.size());
+}
+
+bool json_output() { return g_json; }
+
+void write_out(std::FILE* f, std::string_view text) noexcept {
+  if (text.empty()) return;
+  if (std::fwrite(text.data(), 1, text.size(), f) != text.size()) std::clearerr(f);
+  if (std::fflush(f) != 0) std::clearerr(f);
+}
+
+void cli_line(std::string_view level, std::string_view message,
+              const std::vector<std::pair<std::string, std::string>>& fields) noexcept {
+  try {
+    if (!g_json) {
+      write_out(stderr, fmt::format("sluice: {}\n", message));
+      return;
+    }
+    const auto now = std::chrono::system_clock::now();
+    const auto us =
+        std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+        1000000;
+    std::string line =
+        fmt::format(R"({{"time":"{:%Y-%m-%dT%H:%M:%S}.{:06d}Z","level":"{}","msg":"{}")",
+                    std::chrono::floor<std::chrono::seconds>(now), us, level, json_escape(message));
+    for (const auto& [k, v] : fields) line += fmt::format(R"(,"{}":{})", json_escape(k), v);
+    line += "}\n";
+    write_out(stderr, line);
+  } catch (...) {
+    // Out of memory formatting a line: nothing better to do than lose it.
+  }
+}
+
 bool setup_logging(const std::string& level, const std::string& format) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") return false;
   if (format != "text" && format != "json") return false;
+  g_json = format == "json";
   auto logger =
       std::make_shared<spdlog::logger>("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == "json") {
@@ -50,6 +97,9 @@ bool setup_logging(const std::string& level, const std::string& format) {
   }
   logger->set_level(lvl);
   logger->flush_on(spdlog::level::warn);
+  // A failed write (closed stderr, gone pipe reader) is not worth spdlog's own complaint on the
+  // same stderr.
+  logger->set_error_handler([](const std::string&) {});
   spdlog::set_default_logger(logger);
   return true;
 }

@@ -452,8 +452,10 @@ bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status stat
   Backoff& backoff = *attempt->backoff;
   const bool give_up =
       options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
-  spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
-               options_.destination_connector, status.error().message(),
+  spdlog::warn("{} (retrying in ~{} ms)",
+               prefix_context(fmt::format("pipeline {}: {} destination: ", options_.id,
+                                          options_.destination_connector),
+                              status.error().message()),
                backoff.next_delay().count());
   if (give_up || !backoff.wait(stop_.get_token())) {
     on_written(batch, attempt->started, std::move(status));
@@ -514,8 +516,10 @@ Status Pipeline::write_with_retry(Batch& batch) {
     Status st = result.get();
     if (st.ok() || !st.error().retriable()) return st;
     metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id,
-                 options_.destination_connector, st.error().message());
+    spdlog::warn("{} (retrying)",
+                 prefix_context(fmt::format("pipeline {}: {} destination: ", options_.id,
+                                            options_.destination_connector),
+                                st.error().message()));
     if (!backoff.wait(stop)) return st;
   }
 }
