@@ -3,10 +3,13 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <mutex>
+
+#include "sluice/secrets.h"
 
 namespace sluice {
 
@@ -35,10 +38,24 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
-    append_json_escaped(std::string_view(msg.payload.data(), msg.payload.size()), dest);
+    // Redacted before escaping: an escaped secret (a quote or backslash in it) would not match.
+    append_json_escaped(redact(std::string_view(msg.payload.data(), msg.payload.size())), dest);
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<JsonMessageFlag>();
+  }
+};
+
+// stderr, every line through redact(): no log line, at any level, shows a secret.
+class RedactingStderrSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    write_out(stderr, redact(std::string_view(formatted.data(), formatted.size())));
+  }
+  void flush_() override {
+    if (std::fflush(stderr) != 0) std::clearerr(stderr);
   }
 };
 
@@ -62,7 +79,7 @@ void cli_line(std::string_view level, std::string_view message,
               const std::vector<std::pair<std::string, std::string>>& fields) noexcept {
   try {
     if (!g_json) {
-      write_out(stderr, fmt::format("sluice: {}\n", message));
+      write_out(stderr, redact(fmt::format("sluice: {}\n", message)));
       return;
     }
     const auto now = std::chrono::system_clock::now();
@@ -74,7 +91,7 @@ void cli_line(std::string_view level, std::string_view message,
                     std::chrono::floor<std::chrono::seconds>(now), us, level, json_escape(message));
     for (const auto& [k, v] : fields) line += fmt::format(R"(,"{}":{})", json_escape(k), v);
     line += "}\n";
-    write_out(stderr, line);
+    write_out(stderr, redact(line));
   } catch (...) {
     // Out of memory formatting a line: nothing better to do than lose it.
   }
@@ -85,8 +102,7 @@ bool setup_logging(const std::string& level, const std::string& format) {
   if (lvl == spdlog::level::off && level != "off") return false;
   if (format != "text" && format != "json") return false;
   g_json = format == "json";
-  auto logger =
-      std::make_shared<spdlog::logger>("sluice", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger = std::make_shared<spdlog::logger>("sluice", std::make_shared<RedactingStderrSink>());
   if (format == "json") {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     f->add_flag<JsonMessageFlag>('j');

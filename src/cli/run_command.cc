@@ -136,9 +136,20 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   if (config.http_enabled) {
     http = std::make_unique<HttpServer>(engine);
     if (Status st = http->start(config.http_listen); !st.ok()) {
-      cli_error(st.error().message());
-      return 2;
+      if (config.http_listen_set) {
+        cli_error(st.error().message());
+        return 2;
+      }
+      // The default address taken (another sluice, another tool): this run goes on without
+      // HTTP rather than refuse; a listen address given in the file must be served.
+      spdlog::warn(
+          "http: the default address {} is in use: /metrics and /healthz are off for "
+          "this run (set http.listen to a free host:port, or http.enabled: false)",
+          config.http_listen);
+      http.reset();
     }
+  }
+  if (http) {
     spdlog::info("metrics on http://{}:{}/metrics",
                  config.http_listen.substr(0, config.http_listen.rfind(':')), http->port());
   }

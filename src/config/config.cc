@@ -3,6 +3,8 @@
 // node.
 #include "config/config.h"
 
+#include "sluice/secrets.h"
+
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/parser.h>
@@ -364,6 +366,7 @@ class Loader {
       if (const Entry* e = find(top, section))
         load_section(child(root, *e), kFileSettings, section, file_level);
     bind(kFileSettings, file_level, root, &config);
+    config.http_listen_set = file_level.has("http.listen");
     return config;
   }
 
@@ -684,9 +687,39 @@ bool interpolate_env(std::string_view in, std::string* out, std::string* missing
   return true;
 }
 
+namespace {
+
+// A key that names a credential whether or not its declaration says secret (pass-through
+// library properties: rdkafka.sasl.password, rdkafka.ssl.key.password, …).
+bool credential_key(std::string_view key) {
+  return key.ends_with("password") || key.find("secret") != std::string_view::npos;
+}
+
+void register_connector_secrets(const Settings& settings) {
+  for (const auto& [key, value] : settings.values()) {
+    const std::string* text = std::get_if<std::string>(&value);
+    if (!text) continue;
+    const SettingSpec* spec = find_setting(settings.spec(), key);
+    if ((spec && spec->secret) || credential_key(key)) register_secret(*text);
+    register_url_secret(*text);
+  }
+}
+
+}  // namespace
+
+void register_config_secrets(const Config& config) {
+  for (const PipelineConfig& p : config.pipelines) {
+    register_connector_secrets(p.source.settings);
+    register_connector_secrets(p.destination.settings);
+    if (p.dlq) register_connector_secrets(p.dlq->settings);
+  }
+}
+
 Config load_config_string(std::string_view yaml, const std::string& name,
                           const Registry& registry) {
-  return Loader(name, registry).load(yaml);
+  Config config = Loader(name, registry).load(yaml);
+  register_config_secrets(config);
+  return config;
 }
 
 Config load_config_file(const std::string& path, const Registry& registry) {

@@ -20,7 +20,8 @@ TEST(ErrorContext, DoesNotRepeatTheSegmentsTheMessageStartsWith) {
                            "pipeline p: postgres destination: connection refused"),
             "pipeline p: postgres destination: connection refused");
   Error e(Errc::connection, "sqlite destination: `path` is empty", true);
-  Error twice = e.with_context("sqlite destination: ").with_context("pipeline d: sqlite destination: ");
+  Error twice =
+      e.with_context("sqlite destination: ").with_context("pipeline d: sqlite destination: ");
   EXPECT_EQ(twice.message(), "pipeline d: sqlite destination: `path` is empty");
   EXPECT_EQ(twice.code(), Errc::connection);
   EXPECT_TRUE(twice.retriable());

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "sluice/result.h"
+#include "sluice/secrets.h"
 #include "support/backoff.h"
 
 namespace sluice {
@@ -570,7 +571,7 @@ Status Pipeline::dead_letter(const Record& record, const Error& error) {
   if (n) {
     for (const Field& f : record.metadata.fields()) m.add(f.name, f.value);
   }
-  m.add("sluice.error", Value::string(dl.copy(error.message())));
+  m.add("sluice.error", Value::string(dl.copy(redact(error.message()))));
   m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
   m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));
   r.metadata = m.build();

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "server/prometheus_text.h"
+#include "sluice/secrets.h"
 
 namespace sluice {
 
@@ -111,7 +112,7 @@ Status HttpServer::start(const std::string& listen) {
   server_->set_keep_alive_timeout(2);
   server_->set_read_timeout(5, 0);
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_prometheus(engine_.metrics()),
+    res.set_content(redact(render_prometheus(engine_.metrics())),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
@@ -123,7 +124,7 @@ Status HttpServer::start(const std::string& listen) {
       body += fmt::format("{} {}\n", p.id, failed ? "failed" : "ok");
     }
     res.status = healthy ? 200 : 503;
-    res.set_content(body, "text/plain");
+    res.set_content(redact(body), "text/plain");
   });
   if (port == 0) {
     port_ = server_->bind_to_any_port(host.c_str());

@@ -61,9 +61,9 @@ TEST(Robustness, SecondRunOnTheSameCheckpointStoreIsRefused) {
   EXPECT_NE(rc, 0) << second.stderr_text();
   EXPECT_NE(rc, -1) << "the second run did not stop";
   const std::string err = second.stderr_text();
-  EXPECT_NE(err.find("is in use by another sluice process (pid " + std::to_string(first.pid()) +
-                     ")"),
-            std::string::npos)
+  EXPECT_NE(
+      err.find("is in use by another sluice process (pid " + std::to_string(first.pid()) + ")"),
+      std::string::npos)
       << err;
   // So is a cleanup while the run goes on.
   Process cleanup({"cleanup", "p.yaml"}, dir.path());
@@ -218,7 +218,8 @@ TEST(Robustness, SighupDrainsLikeSigterm) {
   const std::string err = p.stderr_text();
   EXPECT_NE(err.find("received SIGHUP: draining"), std::string::npos) << err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(err, m, std::regex("pipeline g stopped: ([0-9,]+) read, ([0-9,]+) written")))
+  ASSERT_TRUE(std::regex_search(
+      err, m, std::regex("pipeline g stopped: ([0-9,]+) read, ([0-9,]+) written")))
       << err;
   EXPECT_EQ(m[1], m[2]);
   EXPECT_EQ(lines_of(read_file(dir / "out.jsonl")).size(),
@@ -259,9 +260,9 @@ TEST(Robustness, UsageErrorsExitTwoWithOneLine) {
 TEST(Robustness, JsonLogFormatMakesEveryLineJson) {
   TempDir dir("json-lines");
   generator_to_file(0, 100).write(dir / "p.yaml");
-  ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "0.2", "--log-format", "json"}, dir.path(),
-                       60s),
-            0)
+  ASSERT_EQ(
+      run_sluice({"run", "p.yaml", "--idle-exit", "0.2", "--log-format", "json"}, dir.path(), 60s),
+      0)
       << read_file(dir / "stderr.txt");
   const auto lines = lines_of(read_file(dir / "stderr.txt"));
   ASSERT_FALSE(lines.empty());

@@ -305,7 +305,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
 }  // namespace
 
 Result<std::unique_ptr<Destination>> make_mysql_destination(MysqlDestinationOptions options) {
-  auto url = mysql::parse_mysql_url(options.url);
+  auto url =
+      mysql::parse_mysql_url(options.url, {options.user, options.password, options.password_file});
   if (!url) return url.error().with_context("mysql destination: ");
   auto table = RecordTemplate::parse(options.table);
   if (!table) return table.error().with_context("mysql destination: ");

@@ -26,7 +26,8 @@ using pg::PostgresDialect;
 
 // The options the destination runs on; the table below writes their defaults.
 struct PostgresDestinationOptions {
-  std::string url;
+  std::string url;  // finalize() folds user/password/password_file into it
+  std::string user, password, password_file;
   std::string table;
   std::string schema;
   bool checkpoint_in_destination = false;
@@ -43,6 +44,9 @@ constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>
         "it has to create, and TEMPORARY on the database (staging tables).")
         .mandatory()
         .secret_value(),
+    setting<&PostgresDestinationOptions::user>("user", kUserDoc),
+    setting<&PostgresDestinationOptions::password>("password", kPasswordDoc).secret_value(),
+    setting<&PostgresDestinationOptions::password_file>("password_file", kPasswordFileDoc),
     setting<&PostgresDestinationOptions::table>(
         "table",
         "Table each record is written to: a template where {{table}} and {{schema}} (or any {{metadata-key}}) "
@@ -69,6 +73,8 @@ Status finalize(PostgresDestinationOptions& o) {
   if (o.url.empty())
     return Error(Errc::invalid_argument,
                  "postgres destination: `url` is empty; set the database URL");
+  if (Status s = pg::apply_credentials(o.url, {o.user, o.password, o.password_file}); !s)
+    return s.error().with_context("postgres destination: ");
   auto table = RecordTemplate::parse(o.table, "table");
   if (!table) return table.error().with_context("postgres destination: ");
   auto schema = RecordTemplate::parse(o.schema, "schema");

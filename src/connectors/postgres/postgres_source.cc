@@ -19,6 +19,9 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "every libpq option, TLS included, is passed through. The user needs the REPLICATION attribute.")
         .mandatory()
         .secret_value(),
+    setting<&PostgresSourceOptions::user>("user", kUserDoc),
+    setting<&PostgresSourceOptions::password>("password", kPasswordDoc).secret_value(),
+    setting<&PostgresSourceOptions::password_file>("password_file", kPasswordFileDoc),
     setting<&PostgresSourceOptions::tables>(
         "tables",
         "Tables to capture: schema-qualified names (public.employees, sales.\"Order Items\"; no schema = public), "
@@ -48,6 +51,7 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
 
 // The checks no single declaration expresses.
 Status finalize(PostgresSourceOptions& o) {
+  SLUICE_TRY(apply_credentials(o.url, {o.user, o.password, o.password_file}));
   for (const std::string& t : o.tables)
     if (t != "*" && !parse_table_name(t))
       return Error(Errc::config,

@@ -62,7 +62,8 @@ std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_
 // The settings the source runs on, bound by the table in postgres_source.cc (which writes the
 // defaults) and checked by its finalize().
 struct PostgresSourceOptions {
-  std::string url;
+  std::string url;  // finalize() folds user/password/password_file into it
+  std::string user, password, password_file;
   std::vector<std::string> tables;
   std::string slot;         // empty: sluice_<pipeline id>
   std::string publication;  // empty: sluice_<pipeline id>
