@@ -73,6 +73,9 @@ class Source {
   virtual void close() noexcept {}
   // Removes server-side state the source created (replication slot, publication): `sluice cleanup`.
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // What this source holds on a server between runs once it has created it ("replication slot
+  // \"sluice_p\""), empty if nothing: a failed run names it and `sluice cleanup`. Thread-safe.
+  virtual std::string server_state() const { return {}; }
 };
 
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
@@ -130,6 +133,9 @@ class Destination {
   virtual Result<std::optional<std::string>> stored_position(std::string_view /*pipeline_id*/) {
     return std::optional<std::string>();
   }
+  // Forgets the position stored for `pipeline_id` (after open(); `sluice cleanup`, a full reset):
+  // the next run starts afresh rather than resume from it.
+  virtual Status erase_stored_position(std::string_view /*pipeline_id*/) { return ok_status(); }
 };
 
 class Processor {

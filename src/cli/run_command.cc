@@ -198,6 +198,12 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
          {"records_dead_lettered", std::to_string(dead)},
          {"seconds", fmt::format("{:.3f}", elapsed)},
          {"checkpoint", "\"" + json_escape(printable_position(p.checkpoint)) + "\""}});
+    if (!ok && !p.source_server_state.empty())
+      cli_line(
+          "error",
+          fmt::format("pipeline {}: its {} source created a {}; run again to resume, or run "
+                      "`sluice cleanup {}` to drop it if you abandon the pipeline",
+                      p.id, p.source, p.source_server_state, file ? *file : std::string("<file>")));
   }
   return exit_code;
 }
@@ -278,6 +284,26 @@ int connectors_command(const std::optional<std::string>& name, bool markdown) {
   return 2;
 }
 
+namespace {
+
+// Opens the destination only when it stores positions itself, and erases the pipeline's.
+Status erase_destination_position(const PipelineConfig& pc, bool* erased) {
+  *erased = false;
+  auto made = pc.destination.spec->make_destination(pc.destination.settings);
+  if (!made.ok()) return std::move(made).error();
+  Destination& d = *made.value();
+  if (!d.stores_positions()) return ok_status();
+  ConnectorContext ctx{pc.id, pc.destination.connector, nullptr};
+  SLUICE_TRY(d.open(ctx));
+  Status st = d.erase_stored_position(pc.id);
+  if (st.ok()) st = d.flush(std::chrono::seconds(30));
+  d.close();
+  *erased = st.ok();
+  return st;
+}
+
+}  // namespace
+
 int cleanup_command(const std::string& file) {
   Config config;
   std::unique_ptr<CheckpointStore> checkpoints;
@@ -296,6 +322,17 @@ int cleanup_command(const std::string& file) {
       rc = 1;
       continue;
     }
+    // A full reset: a position the destination stores itself (checkpoint_in_destination, Kafka
+    // transactions) would otherwise resume the next run from where this one was.
+    bool erased_in_destination = false;
+    if (Status st = erase_destination_position(pc, &erased_in_destination); !st.ok()) {
+      cli_error(fmt::format("{} (run sluice cleanup again once the destination is reachable)",
+                            prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
+                                                       pc.destination.connector),
+                                           st.error().message())));
+      rc = 1;
+      continue;
+    }
     if (Status st = checkpoints->erase(pc.id); !st.ok()) {
       cli_error(fmt::format("pipeline {}: checkpoint: {}", pc.id, st.error().message()));
       rc = 1;
@@ -303,8 +340,8 @@ int cleanup_command(const std::string& file) {
     }
     write_out(
         stdout,
-        fmt::format("pipeline {}: cleaned up (server-side state dropped, checkpoint removed)\n",
-                    pc.id));
+        fmt::format("pipeline {}: cleaned up (server-side state dropped, {}checkpoint removed)\n",
+                    pc.id, erased_in_destination ? "position stored in the destination and " : ""));
   }
   return rc;
 }

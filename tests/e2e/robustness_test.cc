@@ -307,3 +307,35 @@ TEST(Robustness, ErrorPrefixesAreNotDoubled) {
 
 }  // namespace
 }  // namespace sluice::e2e
+
+namespace sluice::e2e {
+namespace {
+
+// Item 7: `sluice cleanup` is a full reset: a position the destination stores itself
+// (checkpoint_in_destination) is removed too, so the next run starts over instead of resuming.
+TEST(Robustness, CleanupAlsoErasesThePositionStoredInTheDestination) {
+  TempDir dir("cleanup-destination");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  f.pipeline("c").source("generator").set("count", 50);
+  f.pipeline("c")
+      .destination("sqlite")
+      .set("path", "out.db")
+      .set("checkpoint_in_destination", true);
+  f.write(dir / "p.yaml");
+  ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "0.2"}, dir.path(), 60s), 0)
+      << read_file(dir / "stderr.txt");
+  auto stored = [&] {
+    Db db(dir / "out.db");
+    return db.scalar("SELECT COUNT(*) FROM sluice_checkpoints WHERE pipeline = 'c'");
+  };
+  ASSERT_EQ(stored(), 1);
+  ASSERT_EQ(run_sluice({"cleanup", "p.yaml"}, dir.path(), 60s), 0) << read_file(dir / "stderr.txt");
+  EXPECT_NE(read_file(dir / "stdout.txt").find("position stored in the destination"),
+            std::string::npos)
+      << read_file(dir / "stdout.txt");
+  EXPECT_EQ(stored(), 0);
+}
+
+}  // namespace
+}  // namespace sluice::e2e

@@ -65,10 +65,10 @@ class SecretRedaction : public ::testing::Test {
     role_ = unique_name("secret_role", 40);
     ASSERT_TRUE(pg_.admin().exec("CREATE ROLE " + role_ + " LOGIN REPLICATION PASSWORD " +
                                  sql_literal(kPassword)));
-    ASSERT_TRUE(pg_.sql().exec("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t "
-                               "VALUES (1, 'one'), (2, 'two'); ALTER TABLE t OWNER TO " +
-                               role_ + "; GRANT CREATE ON DATABASE " + pg_ident(pg_.name()) +
-                               " TO " + role_));
+    ASSERT_TRUE(pg_.sql().exec(
+        "CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t "
+        "VALUES (1, 'one'), (2, 'two'); ALTER TABLE t OWNER TO " +
+        role_ + "; GRANT CREATE ON DATABASE " + pg_ident(pg_.name()) + " TO " + role_));
   }
   void TearDown() override {
     // The role owns the publication and slot: drop them first (PgDatabase drops the database).
@@ -91,8 +91,8 @@ TEST_F(SecretRedaction, PasswordSettingsAndFileNeverShowThePassword) {
   MysqlDatabase my(unique_name("secret", 60));
   ASSERT_TRUE(my.ok());
   MyUrl mu = MyUrl::parse(my.user_url("secret", {"GRANT ALL ON {db}.* TO {user}"}));
-  ASSERT_TRUE(my.admin().exec("ALTER USER '" + mu.user + "'@'%' IDENTIFIED BY " +
-                              my_literal(kPassword)));
+  ASSERT_TRUE(
+      my.admin().exec("ALTER USER '" + mu.user + "'@'%' IDENTIFIED BY " + my_literal(kPassword)));
   mu.password.clear();
 
   TempDir dir("secret-settings"), secrets("secret-file");
@@ -145,8 +145,7 @@ TEST_F(SecretRedaction, RawPasswordInsideThePostgresUrlWorksAndIsNeverShown) {
   u.userinfo = role_ + ":" + raw;
   PipelineFile f;
   f.checkpoints_path = "cp.db";
-  f.pipeline("u").source("postgres").set("url", u.str()).set("tables",
-                                                            Yaml::strings({"public.t"}));
+  f.pipeline("u").source("postgres").set("url", u.str()).set("tables", Yaml::strings({"public.t"}));
   f.pipeline("u").destination("sqlite").set("path", "out.db");
   f.write(dir / "p.yaml");
   const int rc = run_sluice(

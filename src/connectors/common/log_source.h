@@ -217,6 +217,7 @@ class LogSourceDriver {
   virtual void ack(const Position&) {}
   virtual void close() noexcept = 0;
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  virtual std::string server_state() const { return {}; }  // Source::server_state()
 };
 
 // Sleeps until `until` or a stop request, whichever comes first.
@@ -289,6 +290,7 @@ class LogSource final : public Source {
   }
 
   Status cleanup(const ConnectorContext& ctx) override { return driver_->cleanup(ctx); }
+  std::string server_state() const override { return driver_->server_state(); }
 
   // The position the next batch covers while streaming.
   std::string stream_position() const {

@@ -293,6 +293,17 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     return std::optional<std::string>(rows.value()[0][0].value_or(std::string()));
   }
 
+  Status erase_position(std::string_view pipeline_id) override {
+    std::string pipeline;
+    conn_.append_quoted(pipeline, pipeline_id);
+    if (Status s = conn_.exec(
+            kDialect.checkpoint_delete(kDialect.quote_identifier(sql::kCheckpointTable), pipeline),
+            "");
+        !s)
+      return server_error("cannot erase the stored position");
+    return ok_status();
+  }
+
   MysqlDestinationOptions settings_;
   mysql::MysqlUrl url_;
   mysql::MysqlConn conn_;

@@ -447,6 +447,15 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
         std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
   }
 
+  Status erase_position(std::string_view pipeline_id) override {
+    const std::string sql = kDialect.checkpoint_delete(checkpoint_table_, "$1");
+    const std::string id(pipeline_id);
+    const char* params[] = {id.c_str()};
+    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
+    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
+    return failure(r.get(), nullptr);
+  }
+
   // `first`..`end`: the plan rows the statement wrote (to name the failing record).
   Status exec(const std::string& sql, const sql::SqlTable* t, size_t first = 0, size_t end = 0) {
     PgResult r(PQexec(conn_.get(), sql.c_str()));

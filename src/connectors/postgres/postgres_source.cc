@@ -156,6 +156,20 @@ Status PostgresDriver::connect(State& s) {
   return ok_status();
 }
 
+// The slot exists (found or created): a failed run names it, with `sluice cleanup`.
+void PostgresDriver::note_slot_held() {
+  std::lock_guard lock(server_state_mu_);
+  server_state_ = fmt::format(
+      "replication slot {} (it retains WAL on the server while the "
+      "pipeline is stopped)",
+      quote_identifier(slot_));
+}
+
+std::string PostgresDriver::server_state() const {
+  std::lock_guard lock(server_state_mu_);
+  return server_state_;
+}
+
 // Where the pipeline starts: the checkpoint's position when the slot still serves it; else a new
 // slot, created with an exported snapshot when a snapshot is due, so that snapshot and stream meet.
 Status PostgresDriver::plan_start(State& s) {
@@ -193,6 +207,7 @@ Status PostgresDriver::plan_start(State& s) {
                         "different `slot`",
                         slot_, PQgetvalue(res, 0, 3)));
       auto confirmed = Lsn::parse(PQgetvalue(res, 0, 2));
+      note_slot_held();
       if (pos.phase == LogPhase::none) {
         // A previous run created the slot but never checkpointed: nothing was acknowledged, so the
         // stream from the slot's position covers everything a fresh snapshot could miss.
@@ -227,6 +242,7 @@ Status PostgresDriver::plan_start(State& s) {
         exported = PQgetvalue(created.value().get(), 0, 2);
       spdlog::info("pipeline {}: created replication slot {} at {}", ctx_.pipeline_id, slot_,
                    point.value_or(Lsn{}).to_string());
+      note_slot_held();
       if (pos.phase == LogPhase::none || pos.phase == LogPhase::snapshot) {
         // A snapshot resumed without its slot (slot dropped mid-snapshot) restarts from scratch.
         pos = SourcePosition{};

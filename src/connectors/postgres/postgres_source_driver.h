@@ -92,6 +92,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void ack(const Position& p) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
+  std::string server_state() const override;
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -128,6 +129,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
   std::string slot_, publication_;
+  void note_slot_held();
+  mutable std::mutex server_state_mu_;
+  std::string server_state_;  // set once the slot exists (server_state())
   std::vector<TableRef> tables_;
   bool all_tables_ = false;
 

@@ -35,6 +35,12 @@ Result<std::optional<std::string>> KeyedSqlDestination::stored_position(
   return load_position(pipeline_id);
 }
 
+Status KeyedSqlDestination::erase_stored_position(std::string_view pipeline_id) {
+  if (!options_.checkpoint_in_destination) return ok_status();
+  if (!connected()) SLUICE_TRY(connect());
+  return erase_position(pipeline_id);
+}
+
 void KeyedSqlDestination::write(Batch& batch, WriteDone done) {
   Status s = write_batch(batch, SIZE_MAX);
   if (!s && options_.isolate_rejected_rows && s.error().code() == Errc::data &&

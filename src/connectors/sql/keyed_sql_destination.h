@@ -50,6 +50,7 @@ class KeyedSqlDestination : public Destination {
   void write(Batch& batch, WriteDone done) override;
   bool stores_positions() const noexcept override { return options_.checkpoint_in_destination; }
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
+  Status erase_stored_position(std::string_view pipeline_id) override;
   void close() noexcept override;
 
  protected:
@@ -81,6 +82,8 @@ class KeyedSqlDestination : public Destination {
   // Inside the batch's transaction: the position commits (or rolls back) with the rows.
   virtual Status save_position(std::string_view position) = 0;
   virtual Result<std::optional<std::string>> load_position(std::string_view pipeline_id) = 0;
+  // Deletes the stored position of `pipeline_id` (its own transaction).
+  virtual Status erase_position(std::string_view pipeline_id) = 0;
   // Drops what the writer caches besides the catalogue (prepared statements, staging tables).
   virtual void forget() noexcept {}
 
