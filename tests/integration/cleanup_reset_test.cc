@@ -24,8 +24,9 @@ TEST(CleanupReset, AFailureAfterTheSlotWasCreatedNamesCleanup) {
   // The role may replicate but not read the table: the snapshot fails after the slot exists. The
   // publication is made by the owner beforehand (sluice uses an existing one).
   ASSERT_TRUE(pg.admin().exec("CREATE ROLE " + role + " LOGIN REPLICATION PASSWORD 'pw'"));
-  ASSERT_TRUE(pg.sql().exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1); "
-                            "CREATE PUBLICATION sluice_f FOR TABLE t"));
+  ASSERT_TRUE(
+      pg.sql().exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1); "
+                    "CREATE PUBLICATION sluice_f FOR TABLE t"));
   TempDir dir("cleanup-slot");
   PipelineFile f;
   f.checkpoints_path = "cp.db";
@@ -69,7 +70,8 @@ TEST(CleanupReset, CleanupErasesThePositionInTheKafkaPositionsTopic) {
   f.write(dir / "p.yaml");
   auto written = [&](const std::string& err) -> int64_t {
     std::smatch m;
-    if (!std::regex_search(err, m, std::regex("pipeline k stopped: [0-9,]+ read, ([0-9,]+) written")))
+    if (!std::regex_search(err, m,
+                           std::regex("pipeline k stopped: [0-9,]+ read, ([0-9,]+) written")))
       return -1;
     return std::stoll(std::regex_replace(m[1].str(), std::regex(","), ""));
   };

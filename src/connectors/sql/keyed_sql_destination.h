@@ -83,7 +83,11 @@ class KeyedSqlDestination : public Destination {
   virtual Status save_position(std::string_view position) = 0;
   virtual Result<std::optional<std::string>> load_position(std::string_view pipeline_id) = 0;
   // Deletes the stored position of `pipeline_id` (its own transaction).
-  virtual Status erase_position(std::string_view pipeline_id) = 0;
+  virtual Status erase_position(std::string_view /*pipeline_id*/) {
+    return Error(Errc::unsupported, options_.destination +
+                                        ": cannot erase the stored position; drop the "
+                                        "sluice_checkpoints table by hand");
+  }
   // Drops what the writer caches besides the catalogue (prepared statements, staging tables).
   virtual void forget() noexcept {}
 
