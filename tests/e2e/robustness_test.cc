@@ -339,3 +339,26 @@ TEST(Robustness, CleanupAlsoErasesThePositionStoredInTheDestination) {
 
 }  // namespace
 }  // namespace sluice::e2e
+
+namespace sluice::e2e {
+namespace {
+
+// Item 15: a MySQL connection error names its fix, as PostgreSQL's do (and shows no password).
+TEST(Robustness, MysqlConnectionErrorsNameTheFix) {
+  TempDir dir("mysql-hint");
+  test::PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  f.pipeline("m").source("generator").set("count", 1);
+  // Port 1 on loopback: nothing listens there.
+  f.pipeline("m").destination("mysql").set("url", "mysql://u:hunter2-pw@127.0.0.1:1/db");
+  f.write(dir / "p.yaml");
+  EXPECT_EQ(run_sluice({"run", "p.yaml"}, dir.path(), 60s), 1);
+  const std::string err = read_file(dir / "stderr.txt");
+  EXPECT_NE(err.find("is MySQL/MariaDB running there? check host and port in `url`"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("hunter2-pw"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace sluice::e2e
