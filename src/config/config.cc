@@ -157,7 +157,10 @@ constexpr auto kFileSettings = settings_table<Config>(
         .with_default(".sluice/checkpoints.db")
         .checked_by(check_file_path),
     setting<&Config::http_listen>("http.listen",
-                                  "host:port of the HTTP server (/metrics, /healthz).")
+                                  "host:port of the HTTP server (/metrics, /healthz). The port is "
+                                  "never shared: an address given here that another process holds "
+                                  "is an error; the default one in use only turns HTTP off for "
+                                  "the run, with a warning.")
         .with_default("127.0.0.1:8080")
         .checked_by(check_listen),
     setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"));
