@@ -111,6 +111,9 @@ class Source {
   // The tables known after open() (empty: the source does not know them up front). The runtime
   // hands them to Destination::check_routing before the first read.
   virtual std::vector<SourceTable> captured_tables() const { return {}; }
+  // What this source holds on a server between runs once it has created it ("replication slot
+  // \"sluice_p\""), empty if nothing: a failed run names it and `sluice cleanup`. Thread-safe.
+  virtual std::string server_state() const { return {}; }
 };
 
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.
@@ -197,6 +200,9 @@ class Destination {
   virtual Result<std::optional<std::string>> stored_position(std::string_view /*pipeline_id*/) {
     return std::optional<std::string>();
   }
+  // Forgets the position stored for `pipeline_id` (after open(); `sluice cleanup`, a full reset):
+  // the next run starts afresh rather than resume from it.
+  virtual Status erase_stored_position(std::string_view /*pipeline_id*/) { return ok_status(); }
 };
 
 class Processor {

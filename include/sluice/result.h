@@ -29,6 +29,11 @@ enum class Errc {
 
 std::string_view errc_name(Errc code) noexcept;
 
+// `context` + `message`, where `context` is ": "-separated segments ("pipeline p: postgres
+// destination: "): when `message` already starts with the context's last segments ("postgres
+// destination: …", added by the connector itself), those are not repeated.
+std::string prefix_context(std::string_view context, std::string_view message);
+
 class [[nodiscard]] Error {
  public:
   Error(Errc code, std::string message, bool retriable = false)
@@ -38,9 +43,10 @@ class [[nodiscard]] Error {
   const std::string& message() const noexcept { return message_; }
   bool retriable() const noexcept { return retriable_; }
 
-  // Prefix context ("sqlite destination: ") keeping code and retriable.
+  // Prefix context ("sqlite destination: ") keeping code and retriable; a message that already
+  // starts with the context's last segments is not given them twice (see prefix_context).
   Error with_context(std::string_view context) const {
-    return Error(code_, std::string(context) + message_, retriable_);
+    return Error(code_, prefix_context(context, message_), retriable_);
   }
 
  private:

@@ -1,6 +1,10 @@
 // The sluice binary.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <csignal>
 
 #include "cli/commands.h"
 #include "cli/logging.h"
@@ -9,7 +13,57 @@
 #define SLUICE_VERSION "dev"
 #endif
 
+namespace {
+
+// A closed stdin/stdout/stderr would hand its number to the next file sluice opens (a checkpoint
+// lock, a socket), and log lines would land in it: keep 0-2 open, on /dev/null if need be.
+void keep_standard_fds_open() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1) continue;
+    const int null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0 && null_fd != fd) {
+      dup2(null_fd, fd);
+      close(null_fd);
+    }
+  }
+}
+
+// A usage error: one line naming the fix, exit 2 (CLI11's own codes are 1xx).
+int usage_error(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  // The first word that is not an option is the subcommand.
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a.starts_with("-")) {
+      if ((a == "--log-level" || a == "--log-format") && i + 1 < argc) ++i;
+      continue;
+    }
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == a;
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      sluice::cli_error(
+          fmt::format("unknown command '{}' (commands: {}; see sluice --help)", a, names));
+      return 2;
+    }
+    break;
+  }
+  std::string what = e.what();
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  for (char& c : what)
+    if (c == '\n') c = ' ';
+  sluice::cli_error(fmt::format("{} (see sluice --help)", what));
+  return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  keep_standard_fds_open();
+  // A gone pipe reader is an EPIPE on the next write (ignored there), never a kill.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "sluice — change data capture and data integration.\n"
       "Streams rows and changes out of databases into Kafka, databases and files."};
@@ -63,13 +117,20 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    sluice::setup_logging("info", log_format == "json" ? "json" : "text");
+    return usage_error(app, e, argc, argv);
   }
   if (!sluice::setup_logging(log_level, log_format)) {
-    fmt::print(
-        stderr,
-        "sluice: --log-level must be trace|debug|info|warn|error|off and --log-format text|json\n");
+    sluice::cli_error(
+        "--log-level must be trace|debug|info|warn|error|off and --log-format text|json");
     return 2;
   }
   if (*run) return sluice::run_command(run_file, idle_exit);

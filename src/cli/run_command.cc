@@ -1,6 +1,7 @@
 // `sluice run`: loads the file (or the embedded quickstart), hands every pipeline to the engine,
-// serves /metrics, shows live progress on a terminal, stops gracefully on the first SIGINT/SIGTERM
-// and aborts on the second (thread model: docs/development/engine.md).
+// serves /metrics, shows live progress on a terminal, stops gracefully on the first
+// SIGINT/SIGTERM/SIGHUP (SIGHUP drains too until configuration reload exists) and aborts on the
+// second (thread model: docs/development/engine.md).
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/logging.h"
 #include "cli/pipeline_factory.h"
 #include "config/config.h"
 #include "engine/engine.h"
@@ -36,7 +38,7 @@ std::string printable_position(const std::string& p) {
   return p.size() > 80 ? p.substr(0, 77) + "..." : p;
 }
 
-// Blocks SIGINT/SIGTERM in every thread and handles them on one: first = graceful stop,
+// Blocks SIGINT/SIGTERM/SIGHUP in every thread and handles them on one: first = graceful stop,
 // second = abort.
 class SignalWatcher {
  public:
@@ -45,6 +47,7 @@ class SignalWatcher {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set_, nullptr);
     std::thread([set = set_, state = state_] { loop(set, state); }).detach();
   }
@@ -70,12 +73,14 @@ class SignalWatcher {
       if (state->count.fetch_add(1) == 0) {
         spdlog::info(
             "received {}: draining in-flight batches and checkpointing (send again to abort)",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+            sig == SIGINT   ? "SIGINT"
+            : sig == SIGHUP ? "SIGHUP"
+                            : "SIGTERM");
         std::lock_guard lock(state->mu);
         if (state->engine) state->engine->stop_all();
       } else {
         spdlog::error("received a second signal: aborting without waiting for in-flight batches");
-        std::fflush(stderr);
+        spdlog::default_logger()->flush();
         std::_Exit(130);
       }
     }
@@ -92,12 +97,12 @@ bool load_config_and_checkpoints(const std::optional<std::string>& file, Config*
     *config = file ? load_config_file(*file, Registry::builtin())
                    : load_config_string(kQuickstartYaml, "<quickstart>", Registry::builtin());
   } catch (const ConfigError& e) {
-    fmt::print(stderr, "sluice: {}\n", e.what());
+    cli_error(e.what());
     return false;
   }
   auto store = open_sqlite_checkpoint_store(config->checkpoints_path);
   if (!store.ok()) {
-    fmt::print(stderr, "sluice: checkpoints: {}\n", store.error().message());
+    cli_error(store.error().message());
     return false;
   }
   *checkpoints = std::move(store.value());
@@ -117,11 +122,11 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   for (const PipelineConfig& pc : config.pipelines) {
     auto p = build_pipeline(pc, checkpoints.get());
     if (!p.ok()) {
-      fmt::print(stderr, "sluice: {}\n", p.error().message());
+      cli_error(p.error().message());
       return 2;
     }
     if (Status st = engine.add(std::move(p.value())); !st.ok()) {
-      fmt::print(stderr, "sluice: {}\n", st.error().message());
+      cli_error(st.error().message());
       return 2;
     }
   }
@@ -132,9 +137,20 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   if (config.http_enabled) {
     http = std::make_unique<HttpServer>(engine);
     if (Status st = http->start(config.http_listen); !st.ok()) {
-      fmt::print(stderr, "sluice: {}\n", st.error().message());
-      return 2;
+      if (config.http_listen_set) {
+        cli_error(st.error().message());
+        return 2;
+      }
+      // The default address taken (another sluice, another tool): this run goes on without
+      // HTTP rather than refuse; a listen address given in the file must be served.
+      spdlog::warn(
+          "http: the default address {} is in use: /metrics and /healthz are off for "
+          "this run (set http.listen to a free host:port, or http.enabled: false)",
+          config.http_listen);
+      http.reset();
     }
+  }
+  if (http) {
     spdlog::info("metrics on http://{}:{}/metrics",
                  config.http_listen.substr(0, config.http_listen.rfind(':')), http->port());
   }
@@ -142,7 +158,8 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   const auto started = Clock::now();
   engine.start_all();
 
-  const bool tty = isatty(STDERR_FILENO) == 1;
+  // JSON lines only with --log-format json: no progress line then.
+  const bool tty = isatty(STDERR_FILENO) == 1 && !json_output();
   ProgressLine progress(engine.metrics());
   auto last_progress = Clock::now();
   bool progress_shown = false;
@@ -164,14 +181,29 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     if (!ok) exit_code = 1;
     const uint64_t written = p.records_written;
     const uint64_t dead = p.records_dead_lettered;
-    fmt::print(
-        stderr,
-        "sluice: pipeline {} {}: {} read, {} written, {} filtered{} in {:.2f} s ({} rec/s); checkpoint {}\n",
-        p.id, ok ? "stopped" : "FAILED", thousands(p.records_read), thousands(written),
-        thousands(p.records_filtered),
-        dead ? fmt::format(", {} to the dead-letter queue", thousands(dead)) : "", elapsed,
-        thousands(uint64_t(elapsed > 0 ? double(written) / elapsed : 0)),
-        printable_position(p.checkpoint));
+    const auto rate = uint64_t(elapsed > 0 ? double(written) / elapsed : 0);
+    cli_line(
+        ok ? "info" : "error",
+        fmt::format("pipeline {} {}: {} read, {} written, {} filtered{} in {:.2f} s ({} rec/s); "
+                    "checkpoint {}",
+                    p.id, ok ? "stopped" : "FAILED", thousands(p.records_read), thousands(written),
+                    thousands(p.records_filtered),
+                    dead ? fmt::format(", {} to the dead-letter queue", thousands(dead)) : "",
+                    elapsed, thousands(rate), printable_position(p.checkpoint)),
+        {{"pipeline", "\"" + json_escape(p.id) + "\""},
+         {"state", ok ? "\"stopped\"" : "\"failed\""},
+         {"records_read", std::to_string(p.records_read)},
+         {"records_written", std::to_string(written)},
+         {"records_filtered", std::to_string(p.records_filtered)},
+         {"records_dead_lettered", std::to_string(dead)},
+         {"seconds", fmt::format("{:.3f}", elapsed)},
+         {"checkpoint", "\"" + json_escape(printable_position(p.checkpoint)) + "\""}});
+    if (!ok && !p.source_server_state.empty())
+      cli_line(
+          "error",
+          fmt::format("pipeline {}: its {} source created a {}; run again to resume, or run "
+                      "`sluice cleanup {}` to drop it if you abandon the pipeline",
+                      p.id, p.source, p.source_server_state, file ? *file : std::string("<file>")));
   }
   return exit_code;
 }
@@ -182,33 +214,38 @@ int validate_command(const std::string& file) {
     for (const PipelineConfig& pc : config.pipelines) {
       // Constructing the connectors runs their own cross-setting checks (nothing is opened).
       if (auto s = build_source(pc); !s.ok()) {
-        fmt::print(stderr, "sluice: {}: {}\n", file, s.error().message());
+        cli_error(fmt::format("{}: {}", file, s.error().message()));
         return 2;
       }
       if (pc.dlq) {
         if (auto d = pc.dlq->spec->make_destination(pc.dlq->settings); !d.ok()) {
-          fmt::print(stderr, "sluice: {}: pipeline {}: dlq ({}): {}\n", file, pc.id,
-                     pc.dlq->connector, d.error().message());
+          cli_error(fmt::format(
+              "{}: {}", file,
+              prefix_context(fmt::format("pipeline {}: dlq ({}): ", pc.id, pc.dlq->connector),
+                             d.error().message())));
           return 2;
         }
       }
       for (const ProcessorConfig& proc : pc.processors)
         if (auto p = proc.spec->make(proc.settings); !p.ok()) {
-          fmt::print(stderr, "sluice: {}: pipeline {}: {}: {}\n", file, pc.id, proc.type,
-                     p.error().message());
+          cli_error(fmt::format("{}: {}", file,
+                                prefix_context(fmt::format("pipeline {}: {}: ", pc.id, proc.type),
+                                               p.error().message())));
           return 2;
         }
       if (auto d = pc.destination.spec->make_destination(pc.destination.settings); !d.ok()) {
-        fmt::print(stderr, "sluice: {}: pipeline {}: {} destination: {}\n", file, pc.id,
-                   pc.destination.connector, d.error().message());
+        cli_error(fmt::format("{}: {}", file,
+                              prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
+                                                         pc.destination.connector),
+                                             d.error().message())));
         return 2;
       }
     }
-    fmt::print("{}: ok ({} pipeline{})\n", file, config.pipelines.size(),
-               config.pipelines.size() == 1 ? "" : "s");
+    write_out(stdout, fmt::format("{}: ok ({} pipeline{})\n", file, config.pipelines.size(),
+                                  config.pipelines.size() == 1 ? "" : "s"));
     return 0;
   } catch (const ConfigError& e) {
-    fmt::print(stderr, "sluice: {}\n", e.what());
+    cli_error(e.what());
     return 2;
   }
 }
@@ -225,34 +262,55 @@ int connectors_command(const std::optional<std::string>& name, bool markdown, bo
   }
   if (!name) {
     if (markdown) {
-      fmt::print("{}", render_reference_markdown(r));
+      write_out(stdout, render_reference_markdown(r));
       return 0;
     }
-    fmt::print("Connectors:\n");
+    std::string text = "Connectors:\n";
     for (const auto& c : r.connectors()) {
       std::string kind = c.make_source && c.make_destination ? "source, destination"
                          : c.make_source                     ? "source"
                                                              : "destination";
-      fmt::print("  {:<12} {:<20} {}\n", c.name, kind, c.summary);
+      text += fmt::format("  {:<12} {:<20} {}\n", c.name, kind, c.summary);
     }
-    fmt::print("Processors:\n");
-    for (const auto& p : r.processors()) fmt::print("  {:<14} {}\n", p.name, p.summary);
-    fmt::print("\n`sluice connectors NAME` shows a connector's settings.\n");
+    text += "Processors:\n";
+    for (const auto& p : r.processors()) text += fmt::format("  {:<14} {}\n", p.name, p.summary);
+    text += "\n`sluice connectors NAME` shows a connector's settings.\n";
+    write_out(stdout, text);
     return 0;
   }
   if (const ConnectorSpec* c = r.connector(*name)) {
-    fmt::print("{}", markdown ? render_connector_markdown(*c) : render_connector_text(*c));
+    write_out(stdout, markdown ? render_connector_markdown(*c) : render_connector_text(*c));
     return 0;
   }
   if (const ProcessorSpec* p = r.processor(*name)) {
-    fmt::print("{}", render_processor_markdown(*p));
+    write_out(stdout, render_processor_markdown(*p));
     return 0;
   }
   std::string known;
   for (const auto& c : r.connectors()) known += (known.empty() ? "" : ", ") + std::string(c.name);
-  fmt::print(stderr, "sluice: unknown connector '{}' (known: {})\n", *name, known);
+  cli_error(fmt::format("unknown connector '{}' (known: {})", *name, known));
   return 2;
 }
+
+namespace {
+
+// Opens the destination only when it stores positions itself, and erases the pipeline's.
+Status erase_destination_position(const PipelineConfig& pc, bool* erased) {
+  *erased = false;
+  auto made = pc.destination.spec->make_destination(pc.destination.settings);
+  if (!made.ok()) return std::move(made).error();
+  Destination& d = *made.value();
+  if (!d.stores_positions()) return ok_status();
+  ConnectorContext ctx{pc.id, pc.destination.connector, nullptr};
+  SLUICE_TRY(d.open(ctx));
+  Status st = d.erase_stored_position(pc.id);
+  if (st.ok()) st = d.flush(std::chrono::seconds(30));
+  d.close();
+  *erased = st.ok();
+  return st;
+}
+
+}  // namespace
 
 int cleanup_command(const std::string& file) {
   Config config;
@@ -262,24 +320,38 @@ int cleanup_command(const std::string& file) {
   for (const PipelineConfig& pc : config.pipelines) {
     auto source = build_source(pc);
     if (!source.ok()) {
-      fmt::print(stderr, "sluice: {}\n", source.error().message());
+      cli_error(source.error().message());
       return 2;
     }
     ConnectorContext ctx{pc.id, pc.source.connector, nullptr};
     if (Status st = source.value()->cleanup(ctx); !st.ok()) {
-      fmt::print(stderr, "sluice: pipeline {}: {} source: {}\n", pc.id, pc.source.connector,
-                 st.error().message());
+      cli_error(prefix_context(fmt::format("pipeline {}: {} source: ", pc.id, pc.source.connector),
+                               st.error().message()));
+      rc = 1;
+      continue;
+    }
+    // A full reset: a position the destination stores itself (checkpoint_in_destination, Kafka
+    // transactions) would otherwise resume the next run from where this one was.
+    bool erased_in_destination = false;
+    if (Status st = erase_destination_position(pc, &erased_in_destination); !st.ok()) {
+      cli_error(fmt::format("{} (run sluice cleanup again once the destination is reachable)",
+                            prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
+                                                       pc.destination.connector),
+                                           st.error().message())));
       rc = 1;
       continue;
     }
     Status erased = checkpoints->erase(pc.id);
     if (erased.ok()) erased = checkpoints->erase(source_history_key(pc.id));
     if (Status st = std::move(erased); !st.ok()) {
-      fmt::print(stderr, "sluice: pipeline {}: checkpoint: {}\n", pc.id, st.error().message());
+      cli_error(fmt::format("pipeline {}: checkpoint: {}", pc.id, st.error().message()));
       rc = 1;
       continue;
     }
-    fmt::print("pipeline {}: cleaned up (server-side state dropped, checkpoint removed)\n", pc.id);
+    write_out(
+        stdout,
+        fmt::format("pipeline {}: cleaned up (server-side state dropped, {}checkpoint removed)\n",
+                    pc.id, erased_in_destination ? "position stored in the destination and " : ""));
   }
   return rc;
 }

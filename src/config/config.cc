@@ -4,6 +4,7 @@
 #include "config/config.h"
 
 #include "connectors/record_template.h"
+#include "sluice/secrets.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
@@ -159,7 +160,10 @@ constexpr auto kFileSettings = settings_table<Config>(
         .checked_by(check_file_path)
         .file_path(),
     setting<&Config::http_listen>("http.listen",
-                                  "host:port of the HTTP server (/metrics, /healthz).")
+                                  "host:port of the HTTP server (/metrics, /healthz). The port is "
+                                  "never shared: an address given here that another process holds "
+                                  "is an error; the default one in use only turns HTTP off for "
+                                  "the run, with a warning.")
         .with_default("127.0.0.1:8080")
         .checked_by(check_listen),
     setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"));
@@ -370,6 +374,7 @@ class Loader {
         load_section(child(root, *e), kFileSettings, section, file_level);
     resolve_paths(file_level);
     bind(kFileSettings, file_level, root, &config);
+    config.http_listen_set = file_level.has("http.listen");
     return config;
   }
 
@@ -819,9 +824,39 @@ bool interpolate_env(std::string_view in, std::string* out, std::string* missing
   return true;
 }
 
+namespace {
+
+// A key that names a credential whether or not its declaration says secret (pass-through
+// library properties: rdkafka.sasl.password, rdkafka.ssl.key.password, …).
+bool credential_key(std::string_view key) {
+  return key.ends_with("password") || key.find("secret") != std::string_view::npos;
+}
+
+void register_connector_secrets(const Settings& settings) {
+  for (const auto& [key, value] : settings.values()) {
+    const std::string* text = std::get_if<std::string>(&value);
+    if (!text) continue;
+    const SettingSpec* spec = find_setting(settings.spec(), key);
+    if ((spec && spec->secret) || credential_key(key)) register_secret(*text);
+    register_url_secret(*text);
+  }
+}
+
+}  // namespace
+
+void register_config_secrets(const Config& config) {
+  for (const PipelineConfig& p : config.pipelines) {
+    register_connector_secrets(p.source.settings);
+    register_connector_secrets(p.destination.settings);
+    if (p.dlq) register_connector_secrets(p.dlq->settings);
+  }
+}
+
 Config load_config_string(std::string_view yaml, const std::string& name,
                           const Registry& registry) {
-  return Loader(name, registry).load(yaml);
+  Config config = Loader(name, registry).load(yaml);
+  register_config_secrets(config);
+  return config;
 }
 
 Config load_config_file(const std::string& path, const Registry& registry) {

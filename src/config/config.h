@@ -61,11 +61,17 @@ struct Config {
   std::string checkpoints_path;  // checkpoints.path
   bool http_enabled = false;     // http.enabled
   std::string http_listen;       // http.listen, host:port
+  bool http_listen_set = false;  // http.listen given in the file (else the default)
 };
 
 // The declared pipeline-level settings: file-level (`checkpoints.path`, `http.*`), per pipeline
 // (`on_error`) and the pipeline's `batch` map. They drive the loader and the generated reference.
 std::span<const SettingSpec> file_settings() noexcept;
+
+// Registers every secret of `config` for redaction (sluice/secrets.h): values of settings declared
+// secret or named like a credential (…password, …secret…), and the password of every URL.
+// load_config_* call it.
+void register_config_secrets(const Config& config);
 std::span<const SettingSpec> pipeline_settings() noexcept;
 std::span<const SettingSpec> batch_settings() noexcept;
 

@@ -2,6 +2,19 @@
 
 namespace sluice {
 
+std::string prefix_context(std::string_view context, std::string_view message) {
+  // Try the longest tail of `context` (at a segment boundary) that `message` starts with.
+  for (size_t start = 0; start < context.size();) {
+    const std::string_view tail = context.substr(start);
+    if (message.starts_with(tail))
+      return std::string(context.substr(0, start)) + std::string(message);
+    const size_t next = context.find(": ", start);
+    if (next == std::string_view::npos) break;
+    start = next + 2;
+  }
+  return std::string(context) + std::string(message);
+}
+
 std::string_view errc_name(Errc code) noexcept {
   switch (code) {
     case Errc::invalid_argument: return "invalid_argument";

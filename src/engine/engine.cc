@@ -104,6 +104,7 @@ PipelineStatus Engine::status_of(const Entry& e) const {
   s.records_dead_lettered = m.dlq_records.load();
   s.records_in_flight = p.in_flight_records();
   s.checkpoint = p.checkpoint_position();
+  s.source_server_state = p.source_server_state();
   s.idle_since = p.idle_since();
   return s;
 }

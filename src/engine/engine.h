@@ -35,7 +35,8 @@ struct PipelineStatus {
   uint64_t records_filtered = 0;
   uint64_t records_dead_lettered = 0;
   uint64_t records_in_flight = 0;
-  std::string checkpoint;  // last checkpointed position (opaque bytes)
+  std::string checkpoint;           // last checkpointed position (opaque bytes)
+  std::string source_server_state;  // Source::server_state(): a failed run names it
   // Since when the source has had nothing to read with everything acknowledged.
   std::optional<std::chrono::steady_clock::time_point> idle_since;
 };

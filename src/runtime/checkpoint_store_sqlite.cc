@@ -5,9 +5,18 @@
 //
 // WAL with synchronous=NORMAL: a committed save is in the WAL before save() returns, so it
 // survives a crash of the process (not necessarily a power loss), without an fsync per save.
+//
+// One process per store: opening takes an exclusive flock on "<path>.lock" (holding the owner's
+// pid, for the error a second process prints) for as long as the store is open. Two runs on one
+// checkpoint file would otherwise both read and both advance it, duplicating every record.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 
 #include "sluice/checkpoint.h"
@@ -17,9 +26,58 @@ namespace sluice {
 
 namespace {
 
+// The exclusive lock on "<path>.lock"; released (closed) with the store.
+class StoreLock {
+ public:
+  StoreLock() = default;
+  StoreLock(StoreLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  StoreLock& operator=(StoreLock&&) = delete;
+  StoreLock(const StoreLock&) = delete;
+  StoreLock& operator=(const StoreLock&) = delete;
+  ~StoreLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  static Result<StoreLock> acquire(const std::string& db_path) {
+    StoreLock lock;
+    if (db_path.empty() || db_path == ":memory:" || db_path.starts_with("file:")) return lock;
+    const std::string path = db_path + ".lock";
+    lock.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock.fd_ < 0)
+      return Error(Errc::io, fmt::format("checkpoint store \"{}\": cannot open the lock file "
+                                         "\"{}\": {}; check that its directory is writable",
+                                         db_path, path, std::strerror(errno)));
+    if (::flock(lock.fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (err != EWOULDBLOCK)
+        return Error(Errc::io, fmt::format("checkpoint store \"{}\": cannot lock \"{}\": {}",
+                                           db_path, path, std::strerror(err)));
+      char buf[32] = {};
+      const ssize_t n = ::pread(lock.fd_, buf, sizeof(buf) - 1, 0);
+      std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+      while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+      return Error(Errc::conflict,
+                   fmt::format("checkpoint store \"{}\" is in use by another sluice process{}; "
+                               "stop that process first, or give this run its own "
+                               "checkpoints.path",
+                               db_path, pid.empty() ? "" : " (pid " + pid + ")"));
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    if (::ftruncate(lock.fd_, 0) == 0 &&
+        ::pwrite(lock.fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      // The pid is only for the other process's message; the lock itself holds.
+    }
+    return lock;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 class SqliteCheckpointStore final : public CheckpointStore {
  public:
-  explicit SqliteCheckpointStore(sqlite::Db db) : db_(std::move(db)) {}
+  SqliteCheckpointStore(sqlite::Db db, StoreLock lock)
+      : lock_(std::move(lock)), db_(std::move(db)) {}
 
   Status prepare() {
     auto prep = [&](sqlite::Stmt& out, std::string_view sql, std::string_view what) -> Status {
@@ -98,7 +156,8 @@ class SqliteCheckpointStore final : public CheckpointStore {
     return Error(Errc::io, e.message(), e.retriable());
   }
 
-  std::mutex mu_;  // the acker saves while the pipeline thread may load or erase
+  std::mutex mu_;   // the acker saves while the pipeline thread may load or erase
+  StoreLock lock_;  // declared before db_: released after the database is closed
   sqlite::Db db_;
   sqlite::Stmt load_, save_, erase_;
 };
@@ -106,6 +165,10 @@ class SqliteCheckpointStore final : public CheckpointStore {
 }  // namespace
 
 Result<std::unique_ptr<CheckpointStore>> open_sqlite_checkpoint_store(const std::string& path) {
+  if (Status s = sqlite::create_parent_directories(path); !s)
+    return Error(Errc::io, "checkpoint store: " + s.error().message(), s.error().retriable());
+  auto lock = StoreLock::acquire(path);
+  if (!lock) return std::move(lock).error();
   sqlite::OpenOptions options;  // WAL, synchronous=NORMAL, 5 s busy timeout
   auto db = sqlite::Db::open(path, options);
   if (!db) {
@@ -117,7 +180,8 @@ Result<std::unique_ptr<CheckpointStore>> open_sqlite_checkpoint_store(const std:
                           "create the checkpoints table");
       !s)
     return Error(Errc::io, "checkpoint store: " + s.error().message(), s.error().retriable());
-  auto store = std::make_unique<SqliteCheckpointStore>(std::move(db.value()));
+  auto store =
+      std::make_unique<SqliteCheckpointStore>(std::move(db.value()), std::move(lock.value()));
   if (Status s = store->prepare(); !s)
     return Error(Errc::io, "checkpoint store: " + s.error().message(), s.error().retriable());
   return std::unique_ptr<CheckpointStore>(std::move(store));

@@ -177,5 +177,25 @@ TEST_F(CheckpointStoreTest, NotASqliteFileIsAnIoError) {
   EXPECT_NE(r.error().message().find("garbage.db"), std::string::npos) << r.error().message();
 }
 
+// One process per store (issue 13, item 6): a second open of the same file is refused while the
+// first is open, naming the holder's pid, and allowed again once it is closed.
+TEST_F(CheckpointStoreTest, SecondOpenOfTheSameStoreIsAConflictNamingThePid) {
+  auto first = open(dir_ / "cp.db");
+  ASSERT_TRUE(first);
+  auto second = open_sqlite_checkpoint_store((dir_ / "cp.db").string());
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code(), Errc::conflict);
+  EXPECT_NE(second.error().message().find("in use by another sluice process (pid " +
+                                          std::to_string(::getpid()) + ")"),
+            std::string::npos)
+      << second.error().message();
+  EXPECT_NE(second.error().message().find("checkpoints.path"), std::string::npos);
+  ASSERT_TRUE(first->save("p", "x").ok());
+  first.reset();
+  auto again = open(dir_ / "cp.db");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->load("p").value(), std::optional<std::string>("x"));
+}
+
 }  // namespace
 }  // namespace sluice

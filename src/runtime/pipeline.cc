@@ -7,6 +7,7 @@
 #include <future>
 
 #include "sluice/result.h"
+#include "sluice/secrets.h"
 #include "support/backoff.h"
 
 namespace sluice {
@@ -493,8 +494,10 @@ bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status stat
   Backoff& backoff = *attempt->backoff;
   const bool give_up =
       options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
-  spdlog::warn("pipeline {}: {} destination: {} (retrying in ~{} ms)", options_.id,
-               options_.destination_connector, status.error().message(),
+  spdlog::warn("{} (retrying in ~{} ms)",
+               prefix_context(fmt::format("pipeline {}: {} destination: ", options_.id,
+                                          options_.destination_connector),
+                              status.error().message()),
                backoff.next_delay().count());
   if (give_up || !backoff.wait(stop_.get_token())) {
     on_written(batch, attempt->started, std::move(status));
@@ -555,8 +558,10 @@ Status Pipeline::write_with_retry(Batch& batch) {
     Status st = result.get();
     if (st.ok() || !st.error().retriable()) return st;
     metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id,
-                 options_.destination_connector, st.error().message());
+    spdlog::warn("{} (retrying)",
+                 prefix_context(fmt::format("pipeline {}: {} destination: ", options_.id,
+                                            options_.destination_connector),
+                                st.error().message()));
     if (!backoff.wait(stop)) return st;
   }
 }
@@ -674,7 +679,7 @@ Status Pipeline::send_dead_letters(std::vector<DeadLetter>& letters, size_t batc
       for (const Field& f : d.record->metadata.fields())
         if (f.name != meta::kError) m.add(f.name, f.value);
     }
-    m.add(meta::kError, Value::string(dl.copy(d.reason)));
+    m.add(meta::kError, Value::string(dl.copy(redact(d.reason))));
     m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
     if (d.by_source) m.add("sluice.source", Value::string(dl.copy(options_.source_connector)));
     else m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));

@@ -85,6 +85,8 @@ class Pipeline {
   std::optional<std::chrono::steady_clock::time_point> idle_since() const;
   uint64_t in_flight_records() const noexcept;
   std::string checkpoint_position() const;
+  // Source::server_state(): what the source holds on its server between runs.
+  std::string source_server_state() const { return source_ ? source_->server_state() : ""; }
 
  private:
   void reader_loop(std::stop_token stop);

@@ -3,15 +3,89 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "server/prometheus_text.h"
+#include "sluice/secrets.h"
 
 namespace sluice {
+
+namespace {
+
+// httplib serves one connection per task until it closes or idles out, so a fixed pool of 8
+// (its default) stops answering /healthz once 8 idle clients hold it. This pool starts a worker
+// whenever none is free, up to kMaxWorkers (idle clients are then also timed out, below).
+class GrowingThreadPool final : public httplib::TaskQueue {
+ public:
+  static constexpr size_t kMaxWorkers = 128;
+
+  ~GrowingThreadPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock lock(mu_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < jobs_.size() && workers_.size() < kMaxWorkers)
+      workers_.emplace_back([this] { work(); });
+    lock.unlock();
+    cv_.notify_one();
+  }
+
+  void shutdown() override {
+    std::vector<std::thread> workers;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      workers.swap(workers_);
+    }
+    cv_.notify_all();
+    for (std::thread& t : workers) t.join();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock lock(mu_);
+        ++idle_;
+        cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        --idle_;
+        if (jobs_.empty()) return;  // stopping, nothing left to serve
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      fn();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> workers_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+// httplib's default sets SO_REUSEPORT, which lets a second process bind the same port and take
+// half the connections: keep SO_REUSEADDR only (a restart may rebind at once; a live listener
+// still refuses a second one).
+void listener_socket_options(int sock) {
+  int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+}  // namespace
 
 HttpServer::HttpServer(const Engine& engine) : engine_(engine) {}
 
@@ -32,8 +106,13 @@ Status HttpServer::start(const std::string& listen) {
     host = host.substr(1, host.size() - 2);
 
   server_ = std::make_unique<httplib::Server>();
+  server_->new_task_queue = [] { return new GrowingThreadPool(); };
+  server_->set_socket_options(listener_socket_options);
+  // An idle client gives its worker back after this long (a scraper reconnects at no cost).
+  server_->set_keep_alive_timeout(2);
+  server_->set_read_timeout(5, 0);
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_prometheus(engine_.metrics()),
+    res.set_content(redact(render_prometheus(engine_.metrics())),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
@@ -45,7 +124,7 @@ Status HttpServer::start(const std::string& listen) {
       body += fmt::format("{} {}\n", p.id, failed ? "failed" : "ok");
     }
     res.status = healthy ? 200 : 503;
-    res.set_content(body, "text/plain");
+    res.set_content(redact(body), "text/plain");
   });
   if (port == 0) {
     port_ = server_->bind_to_any_port(host.c_str());

@@ -226,6 +226,7 @@ class LogSourceDriver {
   }
   // The tables resolved by connect() (Source::captured_tables).
   virtual std::vector<SourceTable> captured_tables() const { return {}; }
+  virtual std::string server_state() const { return {}; }  // Source::server_state()
 };
 
 // Sleeps until `until` or a stop request, whichever comes first.
@@ -304,6 +305,7 @@ class LogSource final : public Source {
                           const std::vector<std::string>& tables) override {
     return driver_->request_snapshot(ctx, tables);
   }
+  std::string server_state() const override { return driver_->server_state(); }
 
   // The position the next batch covers while streaming.
   std::string stream_position() const {

@@ -219,6 +219,7 @@ class KafkaDestination final : public Destination {
   void close() noexcept override;
   bool stores_positions() const noexcept override { return o_.transactions; }
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
+  Status erase_stored_position(std::string_view pipeline_id) override;
 
  private:
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque);
@@ -721,6 +722,28 @@ Result<std::optional<std::string>> KafkaDestination::stored_position(std::string
   }
   rd_kafka_consumer_close(c.get());
   return found;
+}
+
+// A tombstone for the pipeline's key in its own transaction: stored_position() then finds none.
+Status KafkaDestination::erase_stored_position(std::string_view pipeline_id) {
+  if (!o_.transactions) return ok_status();
+  if (!rk_) return Error(Errc::internal, "kafka destination: erase before open");
+  if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get()))
+    return txn_error(e, "beginning a transaction");
+  rd_kafka_resp_err_t err =
+      rd_kafka_producev(rk_.get(), RD_KAFKA_V_TOPIC(o_.positions_topic.c_str()),
+                        RD_KAFKA_V_PARTITION(0), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                        RD_KAFKA_V_KEY(const_cast<char*>(pipeline_id.data()), pipeline_id.size()),
+                        RD_KAFKA_V_VALUE(nullptr, 0), RD_KAFKA_V_END);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
+      rd_kafka_error_destroy(e);
+    return kafka::error_from(
+        err, fmt::format("erasing the position in topic '{}': ", o_.positions_topic));
+  }
+  if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
+    return txn_error(e, "committing the erased position");
+  return ok_status();
 }
 
 // The cross-setting checks, in one place; derives `debezium`.

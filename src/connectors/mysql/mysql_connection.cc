@@ -67,9 +67,36 @@ Error server_error(MYSQL* conn, std::string_view doing) {
   const ErrnoClass c = classify_errno(no);
   std::string msg =
       fmt::format("{}: {} ({})", doing, conn ? mysql_error(conn) : "no connection", no);
-  if (no == ER_ACCESS_DENIED_ERROR) msg += "; check the user and password in `url`";
+  if (no == ER_ACCESS_DENIED_ERROR)
+    msg += "; check the user and password (`url`, or the `user` and `password` settings)";
   return Error(c.code, std::move(msg), c.retriable);
 }
+
+namespace {
+
+// The fix for a failed connect, as PostgreSQL's connection errors name theirs.
+std::string connect_hint(unsigned no) {
+  switch (no) {
+    case CR_CONNECTION_ERROR:
+    case CR_CONN_HOST_ERROR:
+    case CR_UNKNOWN_HOST:
+    case CR_SERVER_LOST:
+    case CR_SERVER_GONE_ERROR:
+      return " (is MySQL/MariaDB running there? check host and port in `url`)";
+    case ER_BAD_DB_ERROR: return " (create the database, or fix the database name in `url`)";
+    case ER_DBACCESS_DENIED_ERROR:
+      return " (grant the user access to the database: GRANT ... ON <db>.* TO <user>)";
+    case ER_CON_COUNT_ERROR:
+      return " (the server is at max_connections: close idle clients or raise max_connections)";
+    case ER_HOST_NOT_PRIVILEGED:
+      return " (the user may not connect from this host: CREATE USER '<user>'@'<this host>')";
+    case CR_SSL_CONNECTION_ERROR:
+      return " (check tls.mode and tls.ca against the server's TLS set-up)";
+    default: return "";
+  }
+}
+
+}  // namespace
 
 Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
   MysqlConn c;
@@ -96,7 +123,8 @@ Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
                           o.url.database.c_str(), o.url.port, nullptr, 0)) {
     Error e = server_error(c.conn_, fmt::format("cannot connect to {}", o.url.redacted()));
     const bool unclassified = e.code() == Errc::data;
-    return Error(unclassified ? Errc::connection : e.code(), e.message(),
+    return Error(unclassified ? Errc::connection : e.code(),
+                 e.message() + connect_hint(mysql_errno(c.conn_)),
                  e.retriable() || (unclassified && o.retry_unclassified_connect_errors));
   }
   // Some libmariadb versions fall back to plain text when the server lacks TLS even when

@@ -1,6 +1,7 @@
 // The `mysql` connector: its settings table and factory. The destination is in
 // mysql_destination.cc (its value/column type mapping is documented in mysql_destination.h).
 #include "connectors/builtin.h"
+#include "connectors/common/credentials.h"
 #include "connectors/mysql/mysql_destination.h"
 #include "connectors/mysql/mysql_source.h"
 
@@ -19,6 +20,9 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
         "User, password and database are percent-decoded; the port defaults to 3306.")
         .mandatory()
         .secret_value(),
+    setting<&MysqlDestinationOptions::user>("user", kUserDoc),
+    setting<&MysqlDestinationOptions::password>("password", kPasswordDoc).secret_value(),
+    setting<&MysqlDestinationOptions::password_file>("password_file", kPasswordFileDoc),
     setting<&MysqlDestinationOptions::table>(
         "table",
         "Table each record is written to: a template where {{table}} and {{schema}} (or any "

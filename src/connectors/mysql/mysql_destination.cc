@@ -343,6 +343,17 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     return std::optional<std::string>(rows.value()[0][0].value_or(std::string()));
   }
 
+  Status erase_position(std::string_view pipeline_id) override {
+    std::string pipeline;
+    conn_.append_quoted(pipeline, pipeline_id);
+    if (Status s = conn_.exec(
+            kDialect.checkpoint_delete(kDialect.quote_identifier(sql::kCheckpointTable), pipeline),
+            "");
+        !s)
+      return server_error("cannot erase the stored position");
+    return ok_status();
+  }
+
   MysqlDestinationOptions settings_;
   mysql::MysqlUrl url_;
   mysql::MysqlConn conn_;
@@ -355,7 +366,8 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
 }  // namespace
 
 Result<std::unique_ptr<Destination>> make_mysql_destination(MysqlDestinationOptions options) {
-  auto url = mysql::parse_mysql_url(options.url);
+  auto url =
+      mysql::parse_mysql_url(options.url, {options.user, options.password, options.password_file});
   if (!url) return url.error().with_context("mysql destination: ");
   auto table = RecordTemplate::parse(options.table);
   if (!table) return table.error().with_context("mysql destination: ");

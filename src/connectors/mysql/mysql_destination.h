@@ -68,7 +68,8 @@
 namespace sluice {
 
 struct MysqlDestinationOptions {
-  std::string url;                  // mysql://user:password@host:port/database
+  std::string url;                            // mysql://user:password@host:port/database
+  std::string user, password, password_file;  // override the URL's user and password
   std::string table = "{{table}}";  // template: {{table}}, {{schema}}, any {{metadata-key}}
   std::string tls_mode =
       "preferred";     // disabled | preferred | required | verify_ca | verify_identity

@@ -21,6 +21,9 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
         "REPLICATION CLIENT (MariaDB: BINLOG MONITOR), and RELOAD on MySQL for the snapshot lock.")
         .mandatory()
         .secret_value(),
+    setting<&MysqlSourceOptions::user>("user", kUserDoc),
+    setting<&MysqlSourceOptions::password>("password", kPasswordDoc).secret_value(),
+    setting<&MysqlSourceOptions::password_file>("password_file", kPasswordFileDoc),
     setting<&MysqlSourceOptions::tables>(
         "tables",
         "Tables to capture: database.table, database.* (every table of a database), a bare table name (in "
@@ -73,7 +76,7 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
 
 // The checks no single declaration expresses; parses the URL once.
 Status finalize(MysqlSourceOptions& o) {
-  auto url = mysql::parse_mysql_url(o.url);
+  auto url = mysql::parse_mysql_url(o.url, {o.user, o.password, o.password_file});
   if (!url.ok()) return std::move(url).error();
   if (o.tables.empty())
     return Error(Errc::config,

@@ -97,6 +97,7 @@ class EventQueue {
 // defaults) and checked by its finalize().
 struct MysqlSourceOptions {
   std::string url;
+  std::string user, password, password_file;  // override the URL's (finalize)
   std::vector<std::string> tables;
   std::string snapshot_mode;
   int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1

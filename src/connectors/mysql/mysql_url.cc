@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "sluice/secrets.h"
+
 namespace sluice::mysql {
 
 namespace {
@@ -47,16 +49,21 @@ std::string MysqlUrl::redacted() const {
                      database);
 }
 
-Result<MysqlUrl> parse_mysql_url(std::string_view url) {
+Result<MysqlUrl> parse_mysql_url(std::string_view url, Credentials credentials) {
   MysqlUrl u;
   std::string_view rest;
   if (url.starts_with("mysql://")) rest = url.substr(8);
   else if (url.starts_with("mariadb://")) rest = url.substr(10);
   else return url_error("the scheme must be mysql:// or mariadb://");
 
-  if (rest.find('?') != std::string_view::npos)
+  // Only after the user info: a password may hold '?' and '#'.
+  const size_t last_at = rest.rfind('@');
+  const std::string_view after_userinfo =
+      last_at == std::string_view::npos ? rest : rest.substr(last_at + 1);
+  if (after_userinfo.find('?') != std::string_view::npos)
     return url_error("query parameters are not supported (set TLS with tls.mode and tls.ca)");
-  if (rest.find('#') != std::string_view::npos) return url_error("a fragment ('#') is not allowed");
+  if (after_userinfo.find('#') != std::string_view::npos)
+    return url_error("a fragment ('#') is not allowed");
 
   // The last '@' ends the user info, so that an unencoded '@' in the password still parses. The
   // path starts at the first '/' after it.
@@ -79,7 +86,11 @@ Result<MysqlUrl> parse_mysql_url(std::string_view url) {
     if (colon != std::string_view::npos && !percent_decode(userinfo.substr(colon + 1), &u.password))
       return url_error("the password has a malformed %-escape");
   }
-  if (u.user.empty()) return url_error("the user is missing");
+  if (Status st = resolve_credentials(credentials); !st) return std::move(st).error();
+  if (!credentials.user.empty()) u.user = credentials.user;
+  if (!credentials.password.empty()) u.password = credentials.password;
+  if (u.user.empty()) return url_error("the user is missing (give it in the URL or in `user`)");
+  register_secret(u.password);
 
   if (hostport.starts_with('[')) {
     size_t close = hostport.find(']');

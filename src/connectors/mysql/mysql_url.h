@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "connectors/common/credentials.h"
 #include "sluice/result.h"
 
 namespace sluice::mysql {
@@ -25,8 +26,10 @@ struct MysqlUrl {
   std::string redacted() const;
 };
 
-// Errors (invalid_argument) never contain the password.
-Result<MysqlUrl> parse_mysql_url(std::string_view url);
+// Errors (invalid_argument) never contain the password. `credentials` (the `user`, `password`,
+// `password_file` settings) override the URL's user and password; a URL may then omit its user
+// info. The password is registered for redaction (sluice/secrets.h).
+Result<MysqlUrl> parse_mysql_url(std::string_view url, Credentials credentials = {});
 
 // Percent-decodes `in`; false on a malformed escape ("%zz", a trailing "%").
 bool percent_decode(std::string_view in, std::string* out);

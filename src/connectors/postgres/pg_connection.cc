@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cstring>
+
+#include "sluice/secrets.h"
+
 namespace sluice::pg {
 
 namespace {
@@ -23,7 +28,88 @@ bool contains(std::string_view hay, std::string_view needle) {
   return hay.find(needle) != std::string_view::npos;
 }
 
+bool is_hex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+// Percent-encodes what RFC 3986 does not allow raw in user info, keeping valid %XX escapes.
+std::string encode_userinfo_part(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto u = static_cast<unsigned char>(s[i]);
+    const bool escape = s[i] == '%' && i + 2 < s.size() && is_hex(s[i + 1]) && is_hex(s[i + 2]);
+    if (escape || std::isalnum(u) || std::strchr("-._~!$&'()*+,;=", s[i]) != nullptr) {
+      out += s[i];
+    } else {
+      out += fmt::format("%{:02X}", u);
+    }
+  }
+  return out;
+}
+
+// postgres[ql]://user:pass@host/db with the user info encoded (see apply_credentials).
+std::string encode_url_userinfo(const std::string& url) {
+  std::string_view scheme;
+  for (std::string_view s : {"postgresql://", "postgres://"})
+    if (url.starts_with(s)) scheme = s;
+  if (scheme.empty()) return url;  // a key=value DSN: libpq quotes values itself
+  std::string_view rest = std::string_view(url).substr(scheme.size());
+  const size_t at = rest.rfind('@');
+  if (at == std::string_view::npos) return url;
+  const std::string_view userinfo = rest.substr(0, at);
+  const size_t colon = userinfo.find(':');
+  std::string out(scheme);
+  out += encode_userinfo_part(userinfo.substr(0, colon));
+  if (colon != std::string_view::npos)
+    out += ":" + encode_userinfo_part(userinfo.substr(colon + 1));
+  out += rest.substr(at);
+  return out;
+}
+
+// A value of a key=value DSN: single-quoted, with ' and \ escaped.
+std::string dsn_value(std::string_view v) {
+  std::string out = "'";
+  for (char c : v) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
 }  // namespace
+
+Status apply_credentials(std::string& url, Credentials c) {
+  SLUICE_TRY(resolve_credentials(c));
+  url = encode_url_userinfo(url);
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  if (err) PQfreemem(err);  // may quote the URL: not shown
+  if (opts) {               // a DSN's password=… is as secret as a URL's
+    for (PQconninfoOption* o = opts; o->keyword; ++o)
+      if (o->val && std::string_view(o->keyword) == "password") register_secret(o->val);
+  }
+  if (c.user.empty() && c.password.empty()) {
+    if (opts) PQconninfoFree(opts);
+    return ok_status();
+  }
+  if (!opts)
+    return Error(Errc::config,
+                 "setting 'url' is neither a postgresql:// URL nor a key=value DSN that libpq can "
+                 "read; check its syntax (the password can go in `password` instead)");
+  std::string dsn;
+  for (PQconninfoOption* o = opts; o->keyword; ++o) {
+    const std::string_view k = o->keyword;
+    if (!o->val || (k == "user" && !c.user.empty()) || (k == "password" && !c.password.empty()))
+      continue;
+    dsn += fmt::format("{}={} ", k, dsn_value(o->val));
+  }
+  PQconninfoFree(opts);
+  if (!c.user.empty()) dsn += "user=" + dsn_value(c.user) + " ";
+  if (!c.password.empty()) dsn += "password=" + dsn_value(c.password) + " ";
+  if (!dsn.empty()) dsn.pop_back();
+  url = std::move(dsn);
+  return ok_status();
+}
 
 std::string quote_identifier(std::string_view ident) {
   std::string out = "\"";
@@ -56,7 +142,10 @@ Error classify_error(std::string_view raw, std::string_view doing) {
   const std::string prefix = doing.empty() ? "" : std::string(doing) + ": ";
   if (contains(msg, "password authentication failed") || contains(msg, "no password supplied") ||
       contains(msg, "authentication failed"))
-    return Error(Errc::auth, prefix + msg + " (check the user and password in `url`)");
+    return Error(
+        Errc::auth,
+        prefix + msg +
+            " (check the user and password: `url`, or the `user` and `password` settings)");
   if (contains(msg, "must be superuser or replication role") ||
       contains(msg, "permission denied to start WAL sender") ||
       contains(msg, "must have REPLICATION") ||

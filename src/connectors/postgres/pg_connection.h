@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connectors/common/credentials.h"
 #include "sluice/result.h"
 
 namespace sluice::pg {
@@ -61,6 +62,12 @@ class PgConn {
   PGconn* conn_ = nullptr;
 };
 
+// Resolves `c` (password_file) and folds it into `url`: a URL whose user info holds characters
+// that need percent-encoding ('/', '@', '?', '#', ':', a stray '%') is encoded first, so libpq
+// reads the password the user meant (and no fragment of it turns up as a host or port in an
+// error); a `user`/`password` setting makes `url` a key=value DSN with them in place of the URL's.
+// Errors never show the URL or the password.
+Status apply_credentials(std::string& url, Credentials c);
 // "host:port" of a URL/DSN for messages (never the password).
 std::string describe_target(const std::string& url);
 // Turns a server error into an Error with a code and a fix where one is known.

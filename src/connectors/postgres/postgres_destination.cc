@@ -26,7 +26,8 @@ using pg::PostgresDialect;
 
 // The options the destination runs on; the table below writes their defaults.
 struct PostgresDestinationOptions {
-  std::string url;
+  std::string url;  // finalize() folds user/password/password_file into it
+  std::string user, password, password_file;
   std::string table;
   std::string schema;
   bool checkpoint_in_destination = false;
@@ -45,6 +46,9 @@ constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>
         "it has to create, and TEMPORARY on the database (staging tables).")
         .mandatory()
         .secret_value(),
+    setting<&PostgresDestinationOptions::user>("user", kUserDoc),
+    setting<&PostgresDestinationOptions::password>("password", kPasswordDoc).secret_value(),
+    setting<&PostgresDestinationOptions::password_file>("password_file", kPasswordFileDoc),
     setting<&PostgresDestinationOptions::table>(
         "table",
         "Table each record is written to: a template where {{table}} and {{schema}} (or any {{metadata-key}}) "
@@ -80,6 +84,8 @@ Status finalize(PostgresDestinationOptions& o) {
   if (o.url.empty())
     return Error(Errc::invalid_argument,
                  "postgres destination: `url` is empty; set the database URL");
+  if (Status s = pg::apply_credentials(o.url, {o.user, o.password, o.password_file}); !s)
+    return s.error().with_context("postgres destination: ");
   auto table = RecordTemplate::parse(o.table, "table");
   if (!table) return table.error().with_context("postgres destination: ");
   auto schema = RecordTemplate::parse(o.schema, "schema");
@@ -555,6 +561,15 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     if (PQntuples(r.get()) == 0) return std::optional<std::string>();
     return std::optional<std::string>(
         std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0))));
+  }
+
+  Status erase_position(std::string_view pipeline_id) override {
+    const std::string sql = kDialect.checkpoint_delete(checkpoint_table_, "$1");
+    const std::string id(pipeline_id);
+    const char* params[] = {id.c_str()};
+    PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
+    if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
+    return failure(r.get(), nullptr);
   }
 
   // `first`..`end`: the plan rows the statement wrote (to name the failing record).

@@ -19,6 +19,9 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "every libpq option, TLS included, is passed through. The user needs the REPLICATION attribute.")
         .mandatory()
         .secret_value(),
+    setting<&PostgresSourceOptions::user>("user", kUserDoc),
+    setting<&PostgresSourceOptions::password>("password", kPasswordDoc).secret_value(),
+    setting<&PostgresSourceOptions::password_file>("password_file", kPasswordFileDoc),
     setting<&PostgresSourceOptions::tables>(
         "tables",
         "Tables to capture: schema-qualified names (public.employees, sales.\"Order Items\"; no schema = public), "
@@ -77,6 +80,7 @@ Status finalize(PostgresSourceOptions& o) {
     return Error(Errc::config,
                  "setting 'tables' lists no table (list schema.table names, or \"*\" for every "
                  "table)");
+  SLUICE_TRY(apply_credentials(o.url, {o.user, o.password, o.password_file}));
   for (const std::string& t : o.tables)
     if (t != "*" && !parse_table_name(t))
       return Error(Errc::config,
@@ -220,6 +224,20 @@ Status PostgresDriver::connect(State& s) {
   return ok_status();
 }
 
+// The slot exists (found or created): a failed run names it, with `sluice cleanup`.
+void PostgresDriver::note_slot_held() {
+  std::lock_guard lock(server_state_mu_);
+  server_state_ = fmt::format(
+      "replication slot {} (it retains WAL on the server while the "
+      "pipeline is stopped)",
+      quote_identifier(slot_));
+}
+
+std::string PostgresDriver::server_state() const {
+  std::lock_guard lock(server_state_mu_);
+  return server_state_;
+}
+
 // Where the pipeline starts: the checkpoint's position when the slot still serves it; else a new
 // slot, created with an exported snapshot when a snapshot is due, so that snapshot and stream meet.
 Status PostgresDriver::plan_start(State& s) {
@@ -258,6 +276,7 @@ Status PostgresDriver::plan_start(State& s) {
                         "different `slot`",
                         slot_, PQgetvalue(res, 0, 3)));
       auto confirmed = Lsn::parse(PQgetvalue(res, 0, 2));
+      note_slot_held();
       // The slot only moves forward on our acknowledgements, sent after the checkpoint (or the
       // destination's stored position) is durable: a slot ahead of the checkpoint was dropped and
       // re-created, or advanced by someone else, and the changes in between are gone.
@@ -304,6 +323,7 @@ Status PostgresDriver::plan_start(State& s) {
         exported = PQgetvalue(created.value().get(), 0, 2);
       spdlog::info("pipeline {}: created replication slot {} at {}", ctx_.pipeline_id, slot_,
                    point.value_or(Lsn{}).to_string());
+      note_slot_held();
       if (pos.phase == LogPhase::none || pos.phase == LogPhase::snapshot) {
         // A snapshot resumed without its slot (slot dropped mid-snapshot) restarts from scratch.
         pos = SourcePosition{};

@@ -67,7 +67,8 @@ std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_
 // The settings the source runs on, bound by the table in postgres_source.cc (which writes the
 // defaults) and checked by its finalize().
 struct PostgresSourceOptions {
-  std::string url;
+  std::string url;  // finalize() folds user/password/password_file into it
+  std::string user, password, password_file;
   std::vector<std::string> tables;
   std::string slot;         // empty: sluice_<pipeline id>
   std::string publication;  // empty: sluice_<pipeline id>
@@ -128,6 +129,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     for (const TableRef& t : tables_) out.push_back({t.schema, t.name});
     return out;
   }
+  std::string server_state() const override;
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -192,6 +194,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
   std::string slot_, publication_;
+  void note_slot_held();
+  mutable std::mutex server_state_mu_;
+  std::string server_state_;  // set once the slot exists (server_state())
   std::vector<TableRef> tables_;
   bool all_tables_ = false;
   uint32_t ddl_log_oid_ = 0, ddl_state_oid_ = 0;  // ddl.capture: sluice.ddl_log, sluice.ddl_state

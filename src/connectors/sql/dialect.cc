@@ -48,6 +48,16 @@ std::string Dialect::checkpoint_select(std::string_view table, std::string_view 
   return sql;
 }
 
+std::string Dialect::checkpoint_delete(std::string_view table, std::string_view pipeline) const {
+  std::string sql = "DELETE FROM ";
+  sql += table;
+  sql += " WHERE ";
+  append_identifier(sql, "pipeline");
+  sql += " = ";
+  sql += pipeline;
+  return sql;
+}
+
 void Dialect::append_column_definition(std::string& out, const ColumnDef& c) const {
   append_identifier(out, c.name);
   const std::string type = column_type(*c.sample, c.key);

@@ -152,6 +152,7 @@ class Dialect {
   std::string checkpoint_upsert(std::string_view table, std::string_view pipeline,
                                 std::string_view position) const;
   std::string checkpoint_select(std::string_view table, std::string_view pipeline) const;
+  std::string checkpoint_delete(std::string_view table, std::string_view pipeline) const;
 };
 
 }  // namespace sluice::sql

@@ -155,6 +155,12 @@ Result<std::optional<std::string>> KeyedSqlDestination::stored_position(
   return position;
 }
 
+Status KeyedSqlDestination::erase_stored_position(std::string_view pipeline_id) {
+  if (!options_.checkpoint_in_destination) return ok_status();
+  if (!connected()) SLUICE_TRY(connect());
+  return erase_position(pipeline_id);
+}
+
 void KeyedSqlDestination::write(Batch& batch, WriteDone done) {
   if (dead_letter_queue_) add_reason_column(batch);
   Status s = write_batch(batch, SIZE_MAX);

@@ -87,6 +87,7 @@ class KeyedSqlDestination : public Destination {
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
   // Schema changes and snapshot markers are applied in order with the rows.
   bool accepts_control_records() const noexcept override { return true; }
+  Status erase_stored_position(std::string_view pipeline_id) override;
   void close() noexcept override;
   Status check_routing(const std::vector<SourceTable>& tables) override;
 
@@ -122,6 +123,12 @@ class KeyedSqlDestination : public Destination {
   // Inside the batch's transaction: the position commits (or rolls back) with the rows.
   virtual Status save_position(std::string_view position) = 0;
   virtual Result<std::optional<std::string>> load_position(std::string_view pipeline_id) = 0;
+  // Deletes the stored position of `pipeline_id` (its own transaction).
+  virtual Status erase_position(std::string_view /*pipeline_id*/) {
+    return Error(Errc::unsupported, options_.destination +
+                                        ": cannot erase the stored position; drop the "
+                                        "sluice_checkpoints table by hand");
+  }
   // Drops what the writer caches besides the catalogue (prepared statements, staging tables).
   virtual void forget() noexcept {}
   // Savepoints inside the batch's transaction (write_isolating): runs `sql` (SAVEPOINT x,

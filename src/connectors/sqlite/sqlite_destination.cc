@@ -304,6 +304,18 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     return std::optional<std::string>(std::string(static_cast<const char*>(p), p ? size_t(n) : 0));
   }
 
+  Status erase_position(std::string_view pipeline_id) override {
+    const std::string sql =
+        kDialect.checkpoint_delete(kDialect.quote_identifier(sql::kCheckpointTable), "?1");
+    auto stmt = db_.prepare(sql, "prepare the position delete");
+    if (!stmt) return stmt.error().with_context("sqlite destination: ");
+    sqlite3_stmt* st = stmt.value().get();
+    sqlite3_bind_text64(st, 1, pipeline_id.data(), pipeline_id.size(), SQLITE_STATIC, SQLITE_UTF8);
+    if (int rc = sqlite3_step(st); rc != SQLITE_DONE)
+      return db_failure(rc, "cannot erase the stored position");
+    return ok_status();
+  }
+
   Error db_failure(int rc, std::string_view what) const {
     return sqlite::make_error(rc,
                               fmt::format("{}: {}: {}", options_.destination, what, db_.errmsg()));
