@@ -55,7 +55,8 @@ class StatusLineSink final : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t formatted;
     formatter_->format(msg, formatted);
-    StatusLine::stderr_line().write_log(redact(std::string_view(formatted.data(), formatted.size())));
+    StatusLine::stderr_line().write_log(
+        redact(std::string_view(formatted.data(), formatted.size())));
   }
   void flush_() override {
     if (std::fflush(stderr) != 0) std::clearerr(stderr);
@@ -82,7 +83,8 @@ void cli_line(std::string_view level, std::string_view message,
               const std::vector<std::pair<std::string, std::string>>& fields) noexcept {
   try {
     if (!g_json) {
-      write_out(stderr, redact(fmt::format("sluice: {}\n", message)));
+      // The program's own name is not a secret, even when a test server's password spells it.
+      write_out(stderr, fmt::format("sluice: {}\n", redact(message)));
       return;
     }
     const auto now = std::chrono::system_clock::now();

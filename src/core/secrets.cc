@@ -19,6 +19,10 @@ Registry& registry() {
   return r;
 }
 
+bool is_word(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -93,8 +97,22 @@ std::string redact(std::string_view text) {
     Registry& r = registry();
     std::shared_lock lock(r.mu);
     for (const std::string& v : r.values) {
-      for (size_t pos = out.find(v); pos != std::string::npos; pos = out.find(v, pos + 3))
+      for (size_t pos = out.find(v); pos != std::string::npos;) {
+        // A secret that is also an ordinary word (a test server's password "sluice") is masked
+        // where it stands alone, not inside a longer name ("sluice_slot"): masking every
+        // substring would garble every line and hide which slot or table an error names.
+        // Secrets with other characters are masked everywhere.
+        const size_t end = pos + v.size();
+        const bool joined =
+            std::all_of(v.begin(), v.end(), is_word) &&
+            ((pos > 0 && is_word(out[pos - 1])) || (end < out.size() && is_word(out[end])));
+        if (joined) {
+          pos = out.find(v, pos + 1);
+          continue;
+        }
         out.replace(pos, v.size(), "***");
+        pos = out.find(v, pos + 3);
+      }
     }
   }
   for (size_t scheme = out.find("://"); scheme != std::string::npos;

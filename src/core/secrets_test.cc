@@ -20,6 +20,13 @@ TEST_F(Secrets, RegisteredValuesAreMaskedEverywhere) {
   EXPECT_FALSE(contains_secret("nothing here"));
 }
 
+TEST_F(Secrets, AWordLikeSecretIsMaskedWhereItStandsAloneNotInsideLongerNames) {
+  register_secret("sluice");
+  EXPECT_EQ(redact("slot sluice_p of db sluice_t: password \"sluice\" (user=sluice)"),
+            "slot sluice_p of db sluice_t: password \"***\" (user=***)");
+  EXPECT_EQ(redact("sluice"), "***");
+}
+
 TEST_F(Secrets, PercentEncodedFormsAreMaskedToo) {
   register_secret("a%2Fb%40c");
   EXPECT_EQ(redact("a/b@c"), "***");

@@ -440,8 +440,8 @@ std::string schema(const std::string& change) {
          change + "}}\n";
 }
 std::string marker(const std::string& what, const std::string& table = "items") {
-  return "{\"operation\":\"marker\",\"metadata\":{\"table\":" + json_str(table) +
-         ",\"marker\":\"" + what + "\"},\"payload\":{}}\n";
+  return "{\"operation\":\"marker\",\"metadata\":{\"table\":" + json_str(table) + ",\"marker\":\"" +
+         what + "\"},\"payload\":{}}\n";
 }
 
 TEST_P(KeyedDestinationContract, SchemaChangesApplyInOrderWithTheRowsAndReplayTheSame) {
@@ -535,13 +535,13 @@ TEST_P(KeyedDestinationContract, ResnapshotSweepRemovesTheRowsTheSnapshotDidNotS
   EXPECT_EQ(dest_->column_names(dir_.path(), "sluice_sweep_items"), "");
   // A first snapshot still running (no end yet) keeps no side table: it costs no key copies.
   std::filesystem::remove_all(dir_ / "state");
-  run(marker("snapshot_begin", "fresh") +
-      record("snapshot", "fresh", id_key(8), item(8, "h", 8)));
+  run(marker("snapshot_begin", "fresh") + record("snapshot", "fresh", id_key(8), item(8, "h", 8)));
   EXPECT_EQ(dest_->column_names(dir_.path(), "sluice_sweep_fresh"), "");
   // Rows before the marker create the table in the same batch: nothing to sweep, none removed.
   std::filesystem::remove_all(dir_ / "state");
   run(record("create", "fresh2", id_key(1), item(1, "a", 1)) + marker("snapshot_begin", "fresh2") +
-          record("snapshot", "fresh2", id_key(2), item(2, "b", 2)) + marker("snapshot_end", "fresh2"),
+          record("snapshot", "fresh2", id_key(2), item(2, "b", 2)) +
+          marker("snapshot_end", "fresh2"),
       pipeline(100));
   auto fresh2 = dest_->read(dir_.path(), "fresh2", {"id", "v", "n"});
   ASSERT_TRUE(fresh2.has_value());

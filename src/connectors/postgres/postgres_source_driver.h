@@ -200,7 +200,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::vector<TableRef> tables_;
   bool all_tables_ = false;
   uint32_t ddl_log_oid_ = 0, ddl_state_oid_ = 0;  // ddl.capture: sluice.ddl_log, sluice.ddl_state
-  std::vector<TableRef> added_to_publication_;  // by ensure_publication() in this run
+  std::vector<TableRef> added_to_publication_;    // by ensure_publication() in this run
 
   PgConn conn_;  // catalog queries and the snapshot transaction
   PgConn repl_;  // replication protocol
