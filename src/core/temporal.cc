@@ -151,6 +151,8 @@ bool parse_date_prefix(std::string_view& s, int32_t* days) {
   if (neg) c.year = -c.year;
   // Years whose day count does not fit the int32 of a date would wrap into another date.
   if (c.year < kMinYear || c.year > kMaxYear) return false;
+  // 2024-02-31 is no date (days_from_civil would make it 2 March).
+  if (c.day > days_in_month(c.year, c.month)) return false;
   *days = days_from_civil(c.year, c.month, c.day);
   return true;
 }

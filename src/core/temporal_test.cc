@@ -164,8 +164,12 @@ TEST(Temporal, ParsesOffsetsAndSeparatorsAndRejectsMalformedText) {
   ASSERT_TRUE(parse_date("+12345-01-01", &d));
   EXPECT_EQ(format_date(d), "+12345-01-01");
   for (const char* bad : {"2024-13-01", "2024-00-10", "2024-01-00", "24-01-01", "2024/01/01",
-                          "2024-01-01x", "99999999999-01-01", "1234567890123456789012-01-01", ""})
+                          "2024-01-01x", "99999999999-01-01", "1234567890123456789012-01-01", "",
+                          "2024-02-30", "2023-02-29", "2024-04-31", "1900-02-29"})
     EXPECT_FALSE(parse_date(bad, &d)) << bad;
+  ASSERT_TRUE(parse_date("2000-02-29", &d));
+  EXPECT_EQ(format_date(d), "2000-02-29");
+  EXPECT_FALSE(parse_timestamp("2024-02-31 00:00:00", &us));
   for (const char* bad : {"25:00:00", "12:60", "12:00:00.", "1:00", "12:00:00Z"})
     EXPECT_FALSE(parse_time(bad, &t)) << bad;
   EXPECT_FALSE(parse_timestamp("2024-01-01", &us));
