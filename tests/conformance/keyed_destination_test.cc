@@ -559,6 +559,22 @@ TEST_P(KeyedDestinationContract, ResnapshotSweepRemovesTheRowsTheSnapshotDidNotS
   EXPECT_EQ(items(), Rows{});
 }
 
+TEST_P(KeyedDestinationContract, ResnapshotSweepIsOffWhenSourceTablesShareADestinationTable) {
+  // `table: merged` gathers the source tables a and b into one table: a re-snapshot of b must not
+  // remove a's rows (a sweep needs one source table per destination table).
+  PipelineFile f = pipeline();
+  f.pipeline(kId).destination_.set("table", "merged");
+  auto rec = [](const std::string& op, const std::string& table, int id) {
+    return record(op, table, id_key(id), item(id, table, id));
+  };
+  run(rec("create", "a", 1) + rec("create", "b", 2), f);
+  std::filesystem::remove_all(dir_ / "state");
+  run(marker("snapshot_begin", "b") + rec("snapshot", "b", 2) + marker("snapshot_end", "b"), f);
+  auto rows = dest_->read(dir_.path(), "merged", {"id", "v", "n"});
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_EQ(*rows, (Rows{row({"1", "a", "1"}), row({"2", "b", "2"})}));
+}
+
 TEST_P(KeyedDestinationContract, ResnapshotTruncateAndNone) {
   const std::string lines = create(1, "a", 1) + create(2, "b", 2) + marker("snapshot_begin") +
                             record("snapshot", "items", id_key(2), item(2, "b2", 2)) +

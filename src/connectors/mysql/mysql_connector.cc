@@ -54,7 +54,7 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
         .with_default("false"),
     setting<&MysqlDestinationOptions::reconcile>(
         "snapshot.reconcile",
-        "What a re-snapshot of a table (between the markers snapshot_begin and snapshot_end) does to rows the snapshot did not see. sweep: the keys written meanwhile are kept in a side table sluice_sweep_<table>, and at snapshot_end the rows with any other key are deleted; truncate: the table is emptied at snapshot_begin (it is incomplete until the snapshot ends); none: rows stay. docs/schema-changes.md.")
+        "What a re-snapshot of a table (between the markers snapshot_begin and snapshot_end) does to rows the snapshot did not see. sweep: the keys written meanwhile are kept in a side table sluice_sweep_<table>, and at snapshot_end the rows with any other key are deleted (off when the `table` template has no {{table}}: one destination table then holds several source tables' rows); truncate: the table is emptied at snapshot_begin (it is incomplete until the snapshot ends); none: rows stay. docs/schema-changes.md.")
         .one_of("sweep,truncate,none")
         .with_default("sweep"),
     setting<&MysqlDestinationOptions::checkpoint_in_destination>(

@@ -1,6 +1,7 @@
 #include "connectors/sql/keyed_sql_destination.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -111,10 +112,28 @@ KeyedSqlDestination::KeyedSqlDestination(const Dialect& dialect, KeyedSqlOptions
     : dialect_(dialect),
       options_(std::move(options)),
       plan_(dialect.folds_case(), options_.destination),
-      catalogue_(dialect.folds_case()) {}
+      catalogue_(dialect.folds_case()) {
+  // A sweep removes every row of the destination table that one source table's snapshot did not
+  // see: only right when the table holds one source table's rows. A `table` template without
+  // {{table}} (a fixed name, {{schema}} alone) gathers several source tables into one, and a
+  // sweep after one of them would delete the others' rows.
+  if (options_.reconcile == Reconcile::sweep) {
+    const auto names = options_.table.placeholders();
+    if (std::find(names.begin(), names.end(), "table") == names.end()) {
+      options_.reconcile = Reconcile::none;
+      sweep_off_by_template_ = true;
+    }
+  }
+}
 
 Status KeyedSqlDestination::open(const ConnectorContext& ctx) {
   pipeline_id_ = ctx.pipeline_id;
+  if (sweep_off_by_template_)
+    spdlog::info(
+        "pipeline {}: {}: snapshot.reconcile sweep is off: the `table` template has no "
+        "{{{{table}}}}, so one destination table may hold several source tables' rows (set "
+        "snapshot.reconcile: truncate to reload on a re-snapshot)",
+        pipeline_id_, options_.destination);
   dead_letter_queue_ = ctx.is_dead_letter_queue;
   if (has_server_connection()) probe_.register_into(ctx, "destination", /*with_phase=*/false);
   SLUICE_TRY(ensure_connected());

@@ -210,6 +210,7 @@ class KeyedSqlDestination : public Destination {
   // snapshot_begin markers of this batch whose table did not exist when planned: nothing to
   // sweep, so no side table and no key copies.
   std::vector<const Record*> sweepless_begins_;
+  bool sweep_off_by_template_ = false;  // reconcile sweep turned off: see the constructor
 };
 
 }  // namespace sluice::sql
