@@ -75,16 +75,9 @@ Status MysqlDriver::resolve_tables() {
     if (MysqlResult res{mysql_store_result(conn_.get())}) {
     }
   }
-  for (const auto& [name, columns] : message_key_columns_) {
-    bool found = false;
-    for (const TableRef& r : tables_)
-      found = found || (r.db == name.first && r.table == name.second);
-    if (!found)
-      return Error(Errc::config,
-                   fmt::format("setting 'message.key.columns': {}.{} is not a captured table (add "
-                               "it to `tables`, or remove it)",
-                               quote_identifier(name.first), quote_identifier(name.second)));
-  }
+  std::vector<std::pair<std::string, std::string>> captured;
+  for (const TableRef& r : tables_) captured.emplace_back(r.db, r.table);
+  SLUICE_TRY(check_key_columns_captured(message_key_columns_, captured, quote_identifier));
   return ok_status();
 }
 

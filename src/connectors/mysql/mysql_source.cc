@@ -105,22 +105,7 @@ Status finalize(MysqlSourceOptions& o) {
       return Error(Errc::config,
                    fmt::format("setting 'message.key.columns': {} is not database.table",
                                quote_user_text(table)));
-    std::vector<std::string> list;
-    std::string_view rest = columns;
-    while (true) {
-      const size_t comma = rest.find(',');
-      std::string_view c = rest.substr(0, comma);
-      while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
-      while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
-      if (c.empty())
-        return Error(Errc::config,
-                     fmt::format("setting 'message.key.columns': {}: an empty column name in {} "
-                                 "(list columns separated by commas)",
-                                 table, quote_user_text(columns)));
-      list.emplace_back(c);
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
+    SLUICE_TRY_ASSIGN(std::vector<std::string> list, parse_key_column_list(table, columns));
     o.key_columns_by_table[{table.substr(0, dot), table.substr(dot + 1)}] = std::move(list);
   }
   o.snapshot_chunk_size = std::max<int64_t>(1, o.snapshot_chunk_size);

@@ -30,6 +30,7 @@
 #include <mariadb_rpl.h>
 
 #include "connectors/builtin.h"
+#include "connectors/common/key_columns.h"
 #include "connectors/common/log_source.h"
 #include "connectors/mysql/binlog.h"
 #include "connectors/mysql/mysql_connection.h"
@@ -108,7 +109,7 @@ struct MysqlSourceOptions {
   std::map<std::string, std::string> message_key_columns;  // "db.table" -> "a, b"
   MysqlUrl parsed_url;                                     // derived by finalize()
   // Derived by finalize: (db, table) -> key column names, for tables without a primary key.
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> key_columns_by_table;
+  KeyColumnsByTable key_columns_by_table;
 };
 
 class MysqlDriver final : public LogSourceDriver<PositionTraits> {
@@ -175,7 +176,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
     return o;
   }();
   std::vector<std::string> tables_setting_;
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> message_key_columns_;
+  KeyColumnsByTable message_key_columns_;
   std::string mode_;
   int64_t chunk_size_;
   int64_t server_id_setting_;

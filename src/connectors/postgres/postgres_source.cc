@@ -91,22 +91,7 @@ Status finalize(PostgresSourceOptions& o) {
       return Error(Errc::config, fmt::format("setting 'message.key.columns': '{}' is not a table "
                                              "name (schema.table)",
                                              table));
-    std::vector<std::string> list;
-    std::string_view rest = columns;
-    while (true) {
-      const size_t comma = rest.find(',');
-      std::string_view c = rest.substr(0, comma);
-      while (!c.empty() && c.front() == ' ') c.remove_prefix(1);
-      while (!c.empty() && c.back() == ' ') c.remove_suffix(1);
-      if (c.empty())
-        return Error(Errc::config,
-                     fmt::format("setting 'message.key.columns': {}: an empty column name in '{}' "
-                                 "(list columns separated by commas)",
-                                 table, columns));
-      list.emplace_back(c);
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
+    SLUICE_TRY_ASSIGN(std::vector<std::string> list, parse_key_column_list(table, columns));
     o.key_columns_by_table[*name] = std::move(list);
   }
   return ok_status();
@@ -210,16 +195,9 @@ Status PostgresDriver::connect(State& s) {
   SLUICE_TRY(resolve_tables());
   if (tables_.empty() && !all_tables_)
     return Error(Errc::config, "setting 'tables' lists no table");
-  for (const auto& [name, columns] : message_key_columns_) {
-    bool captured = false;
-    for (const TableRef& t : tables_)
-      captured = captured || (t.schema == name.first && t.name == name.second);
-    if (!captured)
-      return Error(Errc::config,
-                   fmt::format("setting 'message.key.columns': {}.{} is not a captured table (add "
-                               "it to `tables`, or remove it)",
-                               quote_identifier(name.first), quote_identifier(name.second)));
-  }
+  std::vector<std::pair<std::string, std::string>> captured;
+  for (const TableRef& t : tables_) captured.emplace_back(t.schema, t.name);
+  SLUICE_TRY(check_key_columns_captured(message_key_columns_, captured, quote_identifier));
   if (ddl_capture_ && mode_ != "initial_only") SLUICE_TRY(install_ddl_capture());
   return ok_status();
 }

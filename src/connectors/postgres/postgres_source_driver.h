@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "connectors/builtin.h"
+#include "connectors/common/key_columns.h"
 #include "connectors/common/log_source.h"
 #include "connectors/postgres/pg_connection.h"
 #include "connectors/postgres/pg_types.h"
@@ -80,7 +81,7 @@ struct PostgresSourceOptions {
   int64_t snapshot_chunk_size = 1024;
   std::map<std::string, std::string> message_key_columns;  // "schema.table" -> "a, b"
   // Derived by finalize: (schema, table) -> key column names, for tables without a primary key.
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> key_columns_by_table;
+  KeyColumnsByTable key_columns_by_table;
 };
 
 // One column as the DDL capture records it (sluice.ddl_columns()).
@@ -189,7 +190,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool ddl_capture_;
   std::string signal_table_setting_;
   int64_t chunk_size_;
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> message_key_columns_;
+  KeyColumnsByTable message_key_columns_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
