@@ -5,6 +5,9 @@
 //   sluice_source_connected{pipeline,connector}            1 connected, 0 down
 //   sluice_source_reconnects_total{pipeline,connector}     connections re-established after a loss
 //   sluice_source_down_seconds{pipeline,connector}         length of the current outage (0: up)
+//   sluice_source_connection_timeouts_total{pipeline,connector}
+//                                                          connections given up as dead: the server
+//                                                          stayed silent beyond the timeout
 //   sluice_source_phase{pipeline,connector,phase=...}      1 for the current phase, else 0
 //
 // (`role` "destination" gives the same series named sluice_destination_*, without the phase.)
@@ -48,6 +51,11 @@ class ConnectionProbe {
             p + "reconnects_total",
             "Connections to the server re-established after the " + role + " lost one.", labels,
             reconnects_),
+        MetricDef::counter(p + "connection_timeouts_total",
+                           "Connections the " + role +
+                               " gave up as dead because the server stayed silent beyond the "
+                               "timeout (then reconnected).",
+                           labels, timeouts_),
         MetricDef::gauge(p + "down_seconds",
                          "Length of the current outage of the " + role + " (0: connected).", labels,
                          [this] { return MetricValue(down_seconds()); }),
@@ -87,10 +95,16 @@ class ConnectionProbe {
     if (down_since_ms_.load(std::memory_order_relaxed) == 0)
       down_since_ms_.store(now_ms(), std::memory_order_relaxed);
   }
+  // The connection was given up as dead: the server stayed silent beyond the timeout.
+  void timed_out() noexcept {
+    timeouts_.fetch_add(1, std::memory_order_relaxed);
+    lost();
+  }
   void set_phase(ConnectionPhase p) noexcept { phase_.store(int(p), std::memory_order_relaxed); }
 
   int64_t is_connected() const noexcept { return connected_.load(std::memory_order_relaxed); }
   uint64_t reconnects() const noexcept { return reconnects_.load(std::memory_order_relaxed); }
+  uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
   double down_seconds() const noexcept {
     const int64_t since = down_since_ms_.load(std::memory_order_relaxed);
     return since == 0 ? 0.0 : double(now_ms() - since) / 1000.0;
@@ -109,6 +123,7 @@ class ConnectionProbe {
 
   std::atomic<int64_t> connected_{0};
   std::atomic<uint64_t> reconnects_{0};
+  std::atomic<uint64_t> timeouts_{0};
   std::atomic<int64_t> down_since_ms_{0};
   std::atomic<int> phase_{0};
   std::atomic<bool> lost_{false};  // a loss not yet followed by a connection

@@ -179,7 +179,9 @@ struct LogState {
 };
 
 enum class SnapshotRead { more, finished };
-enum class StreamRead { more, idle, lost };
+// lost: the stream broke (reconnect); timed_out: the driver gave the stream up as dead because
+// the server stayed silent beyond its timeout (reconnect, and counted as a timeout).
+enum class StreamRead { more, idle, lost, timed_out };
 
 // What a connector implements. Calls come from the reader thread (ack: the acker thread).
 template <class Traits>
@@ -208,7 +210,8 @@ class LogSourceDriver {
   virtual bool start_stream_on_open() const { return false; }
   // Opens the change stream at s.position.point. A retriable error is retried with backoff.
   virtual Status start_stream(State& s) = 0;
-  // Reads and decodes events into `batch` within `req`; `lost` when the stream broke (retriable).
+  // Reads and decodes events into `batch` within `req`; `lost` when the stream broke (retriable),
+  // `timed_out` when the driver closed it because the server went silent beyond its timeout.
   virtual Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop,
                                          State& s) = 0;
   // Closes a broken stream before the skeleton reconnects.
@@ -227,6 +230,8 @@ class LogSourceDriver {
   // The tables resolved by connect() (Source::captured_tables).
   virtual std::vector<SourceTable> captured_tables() const { return {}; }
   virtual std::string server_state() const { return {}; }  // Source::server_state()
+  // The reconnect schedule (the connector's reconnect.* settings), read once by open().
+  virtual BackoffPolicy reconnect_backoff() const { return {}; }
 };
 
 // Sleeps until `until` or a stop request, whichever comes first.
@@ -243,6 +248,7 @@ class LogSource final : public Source {
 
   Status open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) override {
     s_.ctx = ctx;
+    reconnect_ = Backoff(driver_->reconnect_backoff());
     probe_.register_into(ctx, "source", /*with_phase=*/true);
     if (checkpoint) {
       auto p = Position::decode(*checkpoint);
@@ -360,12 +366,13 @@ class LogSource final : public Source {
       probe_.connected();
     }
     SLUICE_TRY_ASSIGN(const StreamRead r, driver_->read_stream(batch, req, stop, s_));
-    if (r == StreamRead::lost) {
+    if (r == StreamRead::lost || r == StreamRead::timed_out) {
       // Restart from exactly what this and earlier batches cover.
       driver_->stop_stream(s_);
       s_.tx.connection_lost();
       streaming_ = false;
-      probe_.lost();
+      if (r == StreamRead::timed_out) probe_.timed_out();
+      else probe_.lost();
     }
     std::string position = stream_position();
     if (!batch.empty() || position != last_returned_position_) {
@@ -387,7 +394,7 @@ class LogSource final : public Source {
   std::unique_ptr<Driver> driver_;
   LogState<Traits> s_;
   bool streaming_ = false;
-  Backoff reconnect_{std::chrono::milliseconds(200), std::chrono::seconds(30)};
+  Backoff reconnect_;  // driver_->reconnect_backoff(), set by open()
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_returned_position_;
   ConnectionProbe probe_;

@@ -28,7 +28,7 @@ using FakePosition = LogPosition<FakeTraits>;
 
 // One event of the fake change stream.
 struct Event {
-  enum Kind { begin, change, commit, lose_connection } kind;
+  enum Kind { begin, change, commit, lose_connection, time_out } kind;
   uint64_t lsn = 0;  // begin: the transaction's name; commit: the new point
   std::string value;
   Event(Kind k, uint64_t l = 0, std::string v = {}) : kind(k), lsn(l), value(std::move(v)) {}
@@ -94,6 +94,7 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
           s.position.point = Lsn{e.lsn};
           break;
         case Event::lose_connection: return StreamRead::lost;
+        case Event::time_out: return StreamRead::timed_out;
       }
     }
     return StreamRead::idle;
@@ -104,6 +105,7 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
   }
   void ack(const Position& p) override { acked.push_back(p.point.value); }
   void close() noexcept override { ++closes; }
+  BackoffPolicy reconnect_backoff() const override { return backoff; }
 
   int snapshot_rows = 0;
   bool only_snapshot = false;
@@ -111,6 +113,7 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
   bool down = false;
   bool refuse = false;
   bool streaming = false;
+  BackoffPolicy backoff;
   std::deque<Event> events;
   int connects = 0, plans = 0, finishes = 0, stream_starts = 0, stream_stops = 0, closes = 0;
   std::vector<uint64_t> acked;
@@ -395,6 +398,48 @@ TEST(LogSourceProbe, ReportsConnectedThenDownThenTheReconnectAndIsIdleWhileDown)
   f.source->close();
   EXPECT_TRUE(f.registry.values("sluice_source_connected").empty());
   EXPECT_TRUE(f.registry.values("sluice_source_phase").empty());
+}
+
+TEST(LogSourceProbe, AStreamTimedOutByTheDriverIsCountedAndReconnectedFromWhatWasReturned) {
+  ProbeFixture f;
+  ASSERT_TRUE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
+  EXPECT_EQ(f.get("sluice_source_connection_timeouts_total"), 0);
+  f.driver->events = {
+      {Event::begin, 0x20}, {Event::change, 0, "a"}, {Event::change, 0, "b"}, {Event::time_out}};
+  Batch b;
+  ASSERT_EQ(f.read(b).value(), ReadStatus::more);
+  EXPECT_EQ(f.values(b), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(b.position(), "cdc 0/10 0/20 2");  // restart inside the transaction
+  EXPECT_EQ(f.driver->stream_stops, 1);
+  EXPECT_EQ(f.get("sluice_source_connection_timeouts_total"), 1);
+  EXPECT_EQ(f.get("sluice_source_connected"), 0);
+  // The transaction comes again from its start: its first two changes are skipped.
+  f.driver->events = {{Event::begin, 0x20},
+                      {Event::change, 0, "a"},
+                      {Event::change, 0, "b"},
+                      {Event::change, 0, "c"},
+                      {Event::commit, 0x30}};
+  Batch c;
+  ASSERT_EQ(f.read(c).value(), ReadStatus::idle);
+  EXPECT_EQ(f.values(c), std::vector<std::string>{"c"});
+  EXPECT_EQ(f.get("sluice_source_connected"), 1);
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 1);
+  EXPECT_EQ(f.get("sluice_source_connection_timeouts_total"), 1);
+}
+
+TEST(LogSourceReconnect, TheDriversBackoffPolicySpacesTheAttempts) {
+  Fixture f;
+  f.driver->backoff =
+      BackoffPolicy{std::chrono::milliseconds(60000), std::chrono::milliseconds(60000)};
+  f.driver->down = true;
+  ASSERT_TRUE(f.source->open(f.ctx, std::string("cdc 0/10")).ok());
+  // The first attempt is immediate and fails; the next is due 30-60 s later, not within the
+  // default schedule's 200 ms.
+  for (int i = 0; i < 20; ++i) {
+    Batch b;
+    ASSERT_EQ(f.read(b).value(), ReadStatus::idle);
+  }
+  EXPECT_EQ(f.driver->stream_starts, 1);
 }
 
 TEST(LogSourceProbe, AServerDownAtTheFirstStreamStartIsDownUntilItComes) {

@@ -50,6 +50,7 @@ struct Options {
   uint64_t batch_size = 0;
   int64_t batch_num_messages = 0;
   std::chrono::milliseconds delivery_timeout{};
+  std::chrono::milliseconds socket_timeout{};
   bool headers = false;
   bool tombstones = false;
   bool transactions = false;
@@ -101,6 +102,13 @@ constexpr auto kSettings = settings_table<Options>(
         "restarts shorter than this are absorbed by the producer's own in-order retries, longer outages stop "
         "the pipeline (a restart re-sends from the checkpoint).")
         .with_default("300s"),
+    setting<&Options::socket_timeout>(
+        "socket_timeout",
+        "How long a request to a broker may wait for its answer before librdkafka takes the connection for dead (a partition, a broker that stopped answering but keeps TCP open), closes it and reconnects (socket.timeout.ms); TCP keepalives are on (socket.keepalive.enable). Messages in flight are retried on the new connection (idempotent producer, in order); "
+        "with transactions on, a transaction the broker aborts meanwhile fails the batch, which is "
+        "written again in a new transaction.")
+        .with_default("30s")
+        .at_least(10),
     setting<&Options::headers>(
         "headers", "Write the record's metadata as message headers (one header per metadata key).")
         .with_default("true"),
@@ -271,6 +279,9 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
       {"message.timeout.ms", std::to_string(o_.delivery_timeout.count())},
       {"queue.buffering.max.kbytes", "65536"},
       {"statistics.interval.ms", kafka::kBrokerStatsInterval},  // broker state for the probe
+      // A dead connection (no answer, TCP still open) is closed and reconnected.
+      {"socket.timeout.ms", std::to_string(o_.socket_timeout.count())},
+      {"socket.keepalive.enable", "true"},
   };
   if (o_.acks == "all") defaults["enable.idempotence"] = "true";
   if (o_.transactions) {

@@ -43,6 +43,7 @@ struct Options {
   std::string format;
   Format decoder = Format::opencdc;  // derived by finalize from `format`
   std::chrono::milliseconds connect_timeout{};
+  std::chrono::milliseconds socket_timeout{};
   std::map<std::string, std::string> rdkafka;
 };
 
@@ -76,6 +77,11 @@ constexpr auto kSettings = settings_table<Options>(
     setting<&Options::connect_timeout>(
         "connect_timeout", "How long open may wait for the brokers' metadata before failing.")
         .with_default("10s"),
+    setting<&Options::socket_timeout>(
+        "socket_timeout",
+        "How long a request to a broker may wait for its answer before librdkafka takes the connection for dead (a partition, a broker that stopped answering but keeps TCP open), closes it and reconnects (socket.timeout.ms); TCP keepalives are on (socket.keepalive.enable). Fetches resume on the new connection from the last offset read.")
+        .with_default("30s")
+        .at_least(10),
     setting<&Options::rdkafka>(
         "rdkafka.*",
         "Any librdkafka consumer property (CONFIGURATION.md), e.g. rdkafka.security.protocol: SASL_SSL, "
@@ -134,6 +140,7 @@ class KafkaSource final : public Source {
         group_setting_(std::move(o.group)),
         start_(std::move(o.start)),
         connect_timeout_(o.connect_timeout),
+        socket_timeout_(o.socket_timeout),
         properties_(std::move(o.rdkafka)),
         decoder_(o.decoder) {}
   ~KafkaSource() override { close(); }
@@ -160,6 +167,7 @@ class KafkaSource final : public Source {
   std::vector<std::string> topics_;
   std::string group_setting_, start_;
   std::chrono::milliseconds connect_timeout_;
+  std::chrono::milliseconds socket_timeout_;
   std::map<std::string, std::string> properties_;
 
   ConnectorContext ctx_;
@@ -393,6 +401,9 @@ Status KafkaSource::open(const ConnectorContext& ctx,
       // the partitions again: keep that short (the broker's minimum is 6 s by default).
       {"session.timeout.ms", "10000"},
       {"statistics.interval.ms", kafka::kBrokerStatsInterval},  // broker state for the probe
+      // A dead connection (no answer, TCP still open) is closed and reconnected.
+      {"socket.timeout.ms", std::to_string(socket_timeout_.count())},
+      {"socket.keepalive.enable", "true"},
   };
   auto conf = kafka::make_conf(brokers_, "kafka source", defaults, properties_);
   if (!conf.ok()) return std::move(conf).error();

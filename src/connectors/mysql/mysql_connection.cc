@@ -3,6 +3,9 @@
 #include <errmsg.h>
 #include <fmt/format.h>
 #include <mysqld_error.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 
@@ -98,6 +101,21 @@ std::string connect_hint(unsigned no) {
 
 }  // namespace
 
+// libmariadb has no option for them: set on the socket. Best effort (a UNIX socket has none).
+static void set_tcp_keepalive(int fd, std::chrono::milliseconds user_timeout) {
+  if (fd < 0) return;
+  const int on = 1;
+  const int idle_s = int(std::max<int64_t>(1, user_timeout.count() / 2000));
+  const int interval_s = std::max(1, idle_s / 3);
+  const int count = 3;
+  const unsigned timeout_ms = unsigned(user_timeout.count());
+  (void)::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeout_ms, sizeof(timeout_ms));
+}
+
 Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
   MysqlConn c;
   c.conn_ = mysql_init(nullptr);
@@ -105,6 +123,7 @@ Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
   unsigned timeout = unsigned(std::max<int64_t>(1, o.connect_timeout.count() / 1000));
   mysql_optionsv(c.conn_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
   if (o.read_timeout_s) mysql_optionsv(c.conn_, MYSQL_OPT_READ_TIMEOUT, &o.read_timeout_s);
+  if (o.write_timeout_s) mysql_optionsv(c.conn_, MYSQL_OPT_WRITE_TIMEOUT, &o.write_timeout_s);
   mysql_optionsv(c.conn_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
   my_bool yes = 1, no = 0;
   if (o.tls_mode == "preferred") {
@@ -127,6 +146,8 @@ Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
                  e.message() + connect_hint(mysql_errno(c.conn_)),
                  e.retriable() || (unclassified && o.retry_unclassified_connect_errors));
   }
+  if (o.tcp_user_timeout.count() > 0)
+    set_tcp_keepalive(int(mysql_get_socket(c.conn_)), o.tcp_user_timeout);
   // Some libmariadb versions fall back to plain text when the server lacks TLS even when
   // enforced: check the outcome rather than trust the option.
   if (o.tls_mode != "disabled" && o.tls_mode != "preferred" &&

@@ -30,7 +30,11 @@ struct ConnectOptions {
   std::string tls_mode = "preferred";  // one of kTlsModes
   std::string tls_ca;                  // CA file for verify_ca / verify_identity
   std::chrono::milliseconds connect_timeout{10000};
-  unsigned read_timeout_s = 0;  // 0: the client library's default (the binlog stream sets one)
+  unsigned read_timeout_s = 0;   // 0: the client library's default (the binlog stream sets one)
+  unsigned write_timeout_s = 0;  // 0: the client library's default
+  // > 0: TCP keepalives (first probe after half of it) and TCP_USER_TIMEOUT on the socket, so a
+  // blackholed link fails within about this long instead of the kernel's minutes.
+  std::chrono::milliseconds tcp_user_timeout{0};
   // A refusal that classify_errno() counts as Errc::data is retriable at connect time when true
   // (a server still starting up answers oddly); otherwise it stops the pipeline.
   bool retry_unclassified_connect_errors = false;

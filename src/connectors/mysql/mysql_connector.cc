@@ -48,6 +48,24 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
     setting<&MysqlDestinationOptions::connect_timeout>("connect_timeout",
                                                        "How long connecting may take.")
         .with_default("10s"),
+    setting<&MysqlDestinationOptions::query_timeout>(
+        "query_timeout",
+        "How long the destination waits for the server to answer (or accept) one statement before "
+        "it takes the connection for dead (a partition, a server that stopped answering but keeps "
+        "TCP open): libmariadb's read and write timeouts, whole seconds. The batch is then retried "
+        "on a new connection, and the timeout counted "
+        "(sluice_destination_connection_timeouts_total). A statement that legitimately takes "
+        "longer (a lock held by another session) is retried the same way: raise it then. 0: wait "
+        "forever.")
+        .with_default("60s")
+        .at_least(0),
+    setting<&MysqlDestinationOptions::tcp_user_timeout>(
+        "tcp_user_timeout",
+        "TCP keepalives and TCP_USER_TIMEOUT of the connection: the kernel drops a connection whose "
+        "data or keepalive probes stay unacknowledged this long (a blackholed link). 0: the "
+        "system's defaults.")
+        .with_default("30s")
+        .at_least(0),
     setting<&MysqlDestinationOptions::keep_dropped_columns>(
         "schema.keep_dropped_columns",
         "What a dropped source column does at the destination (a schema record drop_column): false drops the column too; true keeps it with its values (rows written later read NULL in it, and a column re-added under its name is backfilled with NULL or the source default, never the old values). docs/schema-changes.md.")

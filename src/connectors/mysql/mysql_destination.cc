@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <mysqld_error.h>
 
+#include <chrono>
 #include <cmath>
 #include <vector>
 
@@ -55,6 +56,12 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     o.tls_mode = settings_.tls_mode;
     o.tls_ca = settings_.tls_ca;
     o.connect_timeout = settings_.connect_timeout;
+    if (settings_.query_timeout.count() > 0) {
+      o.read_timeout_s =
+          unsigned(std::max<int64_t>(1, (settings_.query_timeout.count() + 999) / 1000));
+      o.write_timeout_s = o.read_timeout_s;
+    }
+    o.tcp_user_timeout = settings_.tcp_user_timeout;
     auto c = mysql::MysqlConn::connect(o);
     if (!c) return c.error().with_context("mysql destination: ");
     conn_ = std::move(c.value());
@@ -85,7 +92,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   Status begin() override { return exec_plain("START TRANSACTION", "cannot begin a transaction"); }
   Status commit() override { return exec_plain("COMMIT", "cannot commit"); }
   void abort() noexcept override {
-    if (conn_ && mysql_real_query(conn_.get(), "ROLLBACK", 8) != 0 &&
+    if (conn_ && mysql_real_query(sending(), "ROLLBACK", 8) != 0 &&
         mysql::classify_errno(conn_.last_errno()).connection_lost)
       conn_.reset();
   }
@@ -95,15 +102,38 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
 
   // Runs a statement that returns no rows; on failure an error naming `what`.
   Status exec_plain(std::string_view sql, std::string_view what) {
-    if (mysql_real_query(conn_.get(), sql.data(), sql.size()) == 0) return ok_status();
+    if (mysql_real_query(sending(), sql.data(), sql.size()) == 0) return ok_status();
     return server_error(what);
   }
 
   Error server_error(std::string_view what) {
     Error e = mysql::server_error(conn_.get(),
                                   fmt::format("mysql destination {}: {}", url_.redacted(), what));
-    if (mysql::classify_errno(conn_.last_errno()).connection_lost) conn_.reset();
+    if (mysql::classify_errno(conn_.last_errno()).connection_lost) return lost(std::move(e));
     return e;
+  }
+
+  // The statement about to be sent: when it started (a lost connection after query_timeout was
+  // the read/write timeout).
+  MYSQL* sending() {
+    sent_at_ = std::chrono::steady_clock::now();
+    return conn_.get();
+  }
+
+  // The connection is lost (dropped here); when that came after query_timeout, it was the read
+  // or write timeout: said so, and counted.
+  Error lost(Error e) {
+    conn_.reset();
+    const auto timeout = settings_.query_timeout;
+    if (timeout.count() <= 0 ||
+        std::chrono::steady_clock::now() - sent_at_ < timeout - std::chrono::milliseconds(100))
+      return e;
+    connection_timed_out();
+    return Error(Errc::connection,
+                 fmt::format("mysql destination {}: no reply within query_timeout ({} ms): taking "
+                             "the connection for dead and reconnecting",
+                             url_.redacted(), timeout.count()),
+                 true);
   }
 
   // ---- schema --------------------------------------------------------------------------------
@@ -111,6 +141,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   Status load_columns(sql::SqlTable& t) override {
     t.columns.clear();
     t.exists = false;
+    sending();
     auto rows = conn_.query("SHOW COLUMNS FROM " + t.quoted, "");
     if (!rows) {
       if (conn_.last_errno() == ER_NO_SUCH_TABLE) return ok_status();
@@ -124,7 +155,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
 
   Status ddl(const std::string& sql, sql::SqlTable& t, const Record& r, std::string_view what,
              bool adding_column) override {
-    if (mysql_real_query(conn_.get(), sql.data(), sql.size()) == 0) return ok_status();
+    if (mysql_real_query(sending(), sql.data(), sql.size()) == 0) return ok_status();
     const unsigned no = conn_.last_errno();
     if (adding_column && no == ER_DUP_FIELDNAME)
       return ok_status();  // another writer added it meanwhile
@@ -132,12 +163,13 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     Error e = record_error(t, r, c.code,
                            fmt::format("cannot {}: {} ({})", what, mysql_error(conn_.get()), no),
                            c.retriable);
-    if (c.connection_lost) conn_.reset();
+    if (c.connection_lost) return lost(std::move(e));
     return e;
   }
 
   Status load_key_columns(sql::SqlTable& t, std::vector<std::string>& out) override {
     out.clear();
+    sending();
     auto rows = conn_.query("SHOW KEYS FROM " + t.quoted + " WHERE Key_name = 'PRIMARY'", "");
     if (!rows) return server_error(fmt::format("cannot read the key of table `{}`", t.name));
     // Columns: Table, Non_unique, Key_name, Seq_in_index, Column_name, ... in key order.
@@ -153,7 +185,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     const sql::SqlTable& t = *head.table;
     if (head.action == sql::RowAction::truncate) {
       sql_ = kDialect.truncate(t.quoted);
-      if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0)
+      if (mysql_real_query(sending(), sql_.data(), sql_.size()) != 0)
         return statement_error(first, first + 1);
       return ok_status();
     }
@@ -166,7 +198,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     }
     for (size_t i = first; i < end;) {
       SLUICE_TRY_ASSIGN(size_t next, build(i, end));
-      if (mysql_real_query(conn_.get(), sql_.data(), sql_.size()) != 0)
+      if (mysql_real_query(sending(), sql_.data(), sql_.size()) != 0)
         return statement_error(i, next);
       i = next;
     }
@@ -313,7 +345,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
                                       row.table->quoted, end - first,
                                       sql::record_key_text(*row.record), msg),
                           c.retriable);
-    if (c.connection_lost) conn_.reset();
+    if (c.connection_lost) return lost(std::move(e));
     return e;
   }
 
@@ -336,6 +368,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   Result<std::optional<std::string>> load_position(std::string_view pipeline_id) override {
     std::string pipeline;
     conn_.append_quoted(pipeline, pipeline_id);
+    sending();
     auto rows = conn_.query(
         kDialect.checkpoint_select(kDialect.quote_identifier(sql::kCheckpointTable), pipeline), "");
     if (!rows) return server_error("cannot read the stored position");
@@ -346,6 +379,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   Status erase_position(std::string_view pipeline_id) override {
     std::string pipeline;
     conn_.append_quoted(pipeline, pipeline_id);
+    sending();
     if (Status s = conn_.exec(
             kDialect.checkpoint_delete(kDialect.quote_identifier(sql::kCheckpointTable), pipeline),
             "");
@@ -357,6 +391,7 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
   MysqlDestinationOptions settings_;
   mysql::MysqlUrl url_;
   mysql::MysqlConn conn_;
+  std::chrono::steady_clock::time_point sent_at_{};  // the last statement sent (sending())
   // Per-run working memory, reused across batches.
   std::vector<sql::ColumnRef> refs_;
   std::string sql_;

@@ -76,6 +76,9 @@ struct MysqlDestinationOptions {
   std::string tls_ca;  // CA file for verify_ca / verify_identity
   uint64_t max_statement_size = 4u << 20;
   std::chrono::milliseconds connect_timeout{10000};
+  // A statement's reply (or a send) that takes longer: the connection is taken for dead.
+  std::chrono::milliseconds query_timeout{60000};
+  std::chrono::milliseconds tcp_user_timeout{30000};  // TCP keepalives + TCP_USER_TIMEOUT
   // Commit each batch's source position into table sluice_checkpoints (in the URL's database) in
   // the batch's transaction; stored_position() reads it back.
   bool checkpoint_in_destination = false;

@@ -67,6 +67,26 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
     setting<&MysqlSourceOptions::connect_timeout>("connect_timeout",
                                                   "How long connecting may take.")
         .with_default("10s"),
+    setting<&MysqlSourceOptions::tcp_user_timeout>(
+        "tcp_user_timeout",
+        "TCP keepalives and TCP_USER_TIMEOUT of every connection: the kernel drops a connection "
+        "whose data or keepalive probes stay unacknowledged this long (a blackholed link). A "
+        "silent binlog stream is taken for dead after 3 x heartbeat.interval (at least 30s) "
+        "either way. 0: the system's defaults.")
+        .with_default("30s")
+        .at_least(0),
+    setting<&MysqlSourceOptions::reconnect_initial_backoff>(
+        "reconnect.initial_backoff",
+        "First delay before reconnecting after the binlog stream broke (later ones double, "
+        "jittered).")
+        .with_default("200ms")
+        .at_least(1),
+    setting<&MysqlSourceOptions::reconnect_max_backoff>(
+        "reconnect.max_backoff",
+        "Longest delay between two reconnect attempts: a server back after an outage is "
+        "reconnected at most this long later.")
+        .with_default("5s")
+        .at_least(1),
     setting<&MysqlSourceOptions::message_key_columns>(
         "message.key.columns",
         "Record key of tables without a primary key, per table: a map of database.table to a comma-separated "
@@ -78,6 +98,10 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
 Status finalize(MysqlSourceOptions& o) {
   auto url = mysql::parse_mysql_url(o.url, {o.user, o.password, o.password_file});
   if (!url.ok()) return std::move(url).error();
+  if (o.reconnect_max_backoff < o.reconnect_initial_backoff)
+    return Error(Errc::config,
+                 "setting 'reconnect.max_backoff' is below 'reconnect.initial_backoff' (raise it, "
+                 "or lower the initial backoff)");
   if (o.tables.empty())
     return Error(Errc::config,
                  "setting 'tables' lists no table (list database.table names, or \"*\" for every "
@@ -121,8 +145,10 @@ MysqlDriver::MysqlDriver(MysqlSourceOptions o)
       mode_(std::move(o.snapshot_mode)),
       chunk_size_(o.snapshot_chunk_size),
       server_id_setting_(o.server_id),
-      heartbeat_(o.heartbeat_interval) {
+      heartbeat_(o.heartbeat_interval),
+      reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff} {
   opts_.url = std::move(o.parsed_url);
+  opts_.tcp_user_timeout = o.tcp_user_timeout;
   opts_.tls_mode = std::move(o.tls_mode);
   opts_.tls_ca = std::move(o.tls_ca);
   opts_.connect_timeout = o.connect_timeout;

@@ -106,6 +106,8 @@ struct MysqlSourceOptions {
   std::chrono::milliseconds heartbeat_interval{};
   std::string tls_mode, tls_ca;
   std::chrono::milliseconds connect_timeout{};
+  std::chrono::milliseconds tcp_user_timeout{};
+  std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};
   std::map<std::string, std::string> message_key_columns;  // "db.table" -> "a, b"
   MysqlUrl parsed_url;                                     // derived by finalize()
   // Derived by finalize: (db, table) -> key column names, for tables without a primary key.
@@ -119,6 +121,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
 
   std::string_view name() const override { return "mysql"; }
   bool snapshot_only() const override { return mode_ == "initial_only"; }
+  BackoffPolicy reconnect_backoff() const override { return reconnect_; }
   Status connect(State& s) override;
   Status plan_start(State& s) override;
   Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
@@ -181,6 +184,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   int64_t chunk_size_;
   int64_t server_id_setting_;
   std::chrono::milliseconds heartbeat_;
+  BackoffPolicy reconnect_;
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;

@@ -63,6 +63,8 @@ TEST(MysqlSettings, DestinationDefaultsMatchTheOptionsStruct) {
   EXPECT_EQ(bound->tls_ca, direct.tls_ca);
   EXPECT_EQ(bound->max_statement_size, direct.max_statement_size);
   EXPECT_EQ(bound->connect_timeout, direct.connect_timeout);
+  EXPECT_EQ(bound->query_timeout, direct.query_timeout);
+  EXPECT_EQ(bound->tcp_user_timeout, direct.tcp_user_timeout);
   EXPECT_EQ(bound->checkpoint_in_destination, direct.checkpoint_in_destination);
   EXPECT_EQ(bound->unrepresentable_values, direct.unrepresentable_values);
 }

@@ -129,13 +129,29 @@ Status MysqlDriver::start_stream(State&) {
   queue_ = queue_owner_.get();
   queue_->push(std::move(first));
   EventQueue* q2 = queue_;
-  reader_ = std::jthread([m, q2, dump_error](std::stop_token st) {
+  const auto read_timeout = std::chrono::seconds(dump_options.read_timeout_s);
+  reader_ = std::jthread([m, q2, dump_error, read_timeout](std::stop_token st) {
+    auto last_packet = Clock::now();
     while (!st.stop_requested()) {
       const unsigned long n = mysql_net_read_packet(m);
       if (n == packet_error || n == 0) {
+        const auto silent = Clock::now() - last_packet;
+        if (!st.stop_requested() && silent >= read_timeout - std::chrono::milliseconds(500)) {
+          // Not even a heartbeat for the read timeout: the connection is taken for dead.
+          q2->fail(
+              Error(Errc::timeout,
+                    fmt::format("the binlog stream was silent for {} s, beyond 3 x "
+                                "heartbeat.interval ({} s): taking it for dead and "
+                                "reconnecting",
+                                std::chrono::duration_cast<std::chrono::seconds>(silent).count(),
+                                read_timeout.count()),
+                    true));
+          return;
+        }
         q2->fail(dump_error(mysql_errno(m), mysql_error(m)));
         return;
       }
+      last_packet = Clock::now();
       const uint8_t* p = m->net.read_pos;
       if (p[0] == 0xfe && n < 8) {
         q2->fail(Error(Errc::connection, "the server ended the binlog stream", true));
@@ -392,6 +408,10 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
     if (!got.ok()) {
       Error e = std::move(got).error();
       if (!e.retriable()) return e;
+      if (e.code() == Errc::timeout) {
+        spdlog::warn("pipeline {}: {}", ctx_.pipeline_id, e.message());
+        return StreamRead::timed_out;
+      }
       spdlog::warn("pipeline {}: binlog connection lost: {} (reconnecting)", ctx_.pipeline_id,
                    e.message());
       return StreamRead::lost;  // the skeleton restarts from what this and earlier batches cover

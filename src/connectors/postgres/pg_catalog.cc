@@ -158,7 +158,7 @@ Status PostgresDriver::resolve_types(const std::vector<uint32_t>& oids) {
 Result<TableState*> PostgresDriver::table_from_relation(std::shared_ptr<const Relation> rel) {
   // While streaming, the catalog connection may have dropped with the replication one.
   if (st_->position.phase == LogPhase::stream && (!conn_.ok() || !conn_.exec("SELECT 1").ok())) {
-    auto c = PgConn::connect(url_, false);
+    auto c = PgConn::connect(url_, false, net_);
     if (!c.ok()) return std::move(c).error();
     conn_ = std::move(c.value());
   }

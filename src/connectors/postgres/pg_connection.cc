@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -176,12 +179,23 @@ Error classify_error(std::string_view raw, std::string_view doing) {
   return Error(Errc::internal, prefix + msg);
 }
 
-Result<PgConn> PgConn::connect(const std::string& url, bool replication) {
+Result<PgConn> PgConn::connect(const std::string& url, bool replication, const PgNetOptions& net) {
   // Later keywords override what the URL says; expand_dbname makes libpq parse the URL/DSN. The
   // URL's own `options` are kept, ahead of the settings sluice needs for exact text values.
   std::string options;
   std::string application_name = "sluice";
   std::string connect_timeout = "10";
+  // TCP keepalives and tcp_user_timeout (PgNetOptions), each unless the URL sets it.
+  std::vector<std::pair<std::string, std::string>> tcp;
+  if (net.tcp_user_timeout.count() > 0) {
+    const int64_t ms = net.tcp_user_timeout.count();
+    const int64_t idle_s = std::max<int64_t>(1, ms / 2000);
+    tcp = {{"keepalives", "1"},
+           {"keepalives_idle", std::to_string(idle_s)},
+           {"keepalives_interval", std::to_string(std::max<int64_t>(1, idle_s / 3))},
+           {"keepalives_count", "3"},
+           {"tcp_user_timeout", std::to_string(ms)}};
+  }
   if (PQconninfoOption* opts = PQconninfoParse(url.c_str(), nullptr)) {
     for (PQconninfoOption* o = opts; o->keyword; ++o) {
       if (!o->val) continue;
@@ -189,25 +203,27 @@ Result<PgConn> PgConn::connect(const std::string& url, bool replication) {
       if (k == "options") options = std::string(o->val) + " ";
       else if (k == "application_name") application_name = o->val;
       else if (k == "connect_timeout") connect_timeout = o->val;
+      std::erase_if(tcp, [&](const auto& kv) { return kv.first == k; });
     }
     PQconninfoFree(opts);
   }
   options +=
       "-c DateStyle=ISO -c IntervalStyle=iso_8601 -c TimeZone=UTC -c extra_float_digits=3 "
       "-c synchronize_seqscans=off -c statement_timeout=0";
-  const char* keys[] = {"dbname",
-                        "options",
-                        "application_name",
-                        "connect_timeout",
-                        replication ? "replication" : nullptr,
-                        nullptr};
-  const char* vals[] = {url.c_str(),
-                        options.c_str(),
-                        application_name.c_str(),
-                        connect_timeout.c_str(),
-                        replication ? "database" : nullptr,
-                        nullptr};
-  PGconn* c = PQconnectdbParams(keys, vals, 1);
+  std::vector<const char*> keys = {"dbname", "options", "application_name", "connect_timeout"};
+  std::vector<const char*> vals = {url.c_str(), options.c_str(), application_name.c_str(),
+                                   connect_timeout.c_str()};
+  for (const auto& [k, v] : tcp) {
+    keys.push_back(k.c_str());
+    vals.push_back(v.c_str());
+  }
+  if (replication) {
+    keys.push_back("replication");
+    vals.push_back("database");
+  }
+  keys.push_back(nullptr);
+  vals.push_back(nullptr);
+  PGconn* c = PQconnectdbParams(keys.data(), vals.data(), 1);
   if (c == nullptr) return Error(Errc::internal, "out of memory creating a PostgreSQL connection");
   PgConn conn(c);
   if (PQstatus(c) != CONNECTION_OK) {
@@ -258,6 +274,59 @@ std::string PgConn::quote_literal(std::string_view text) const {
   std::string out(q);
   PQfreemem(q);
   return out;
+}
+
+PgCallDeadline::~PgCallDeadline() {
+  if (watcher_.joinable()) {
+    watcher_.request_stop();
+    watcher_.join();
+  }
+}
+
+PgCallDeadline::Armed PgCallDeadline::arm(const PgConn& c) {
+  if (timeout_.count() <= 0 || !c.ok()) return Armed(nullptr);
+  {
+    std::lock_guard lock(mu_);
+    fd_ = PQsocket(c.get());
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+    fired_.store(false, std::memory_order_release);
+  }
+  if (!watcher_.joinable()) watcher_ = std::jthread([this](std::stop_token st) { watch(st); });
+  cv_.notify_one();
+  return Armed(this);
+}
+
+void PgCallDeadline::extend() noexcept {
+  {
+    std::lock_guard lock(mu_);
+    if (fd_ < 0) return;
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+  }
+  cv_.notify_one();
+}
+
+void PgCallDeadline::disarm() noexcept {
+  std::lock_guard lock(mu_);
+  fd_ = -1;
+}
+
+void PgCallDeadline::watch(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  while (!stop.stop_requested()) {
+    if (fd_ < 0) {
+      cv_.wait(lock, stop, [&] { return fd_ >= 0; });
+      continue;
+    }
+    const auto deadline = deadline_;
+    if (cv_.wait_until(lock, stop, deadline, [&] { return fd_ < 0 || deadline_ != deadline; }))
+      continue;  // disarmed or re-armed
+    if (stop.stop_requested()) break;
+    // Still armed past the deadline: the caller is blocked in libpq on this socket (it cannot
+    // be closed meanwhile: disarm() waits for the lock). Shutting it down wakes that call.
+    fired_.store(true, std::memory_order_release);  // before the woken caller looks
+    ::shutdown(fd_, SHUT_RDWR);
+    fd_ = -1;
+  }
 }
 
 }  // namespace sluice::pg

@@ -4,10 +4,15 @@
 
 #include <libpq-fe.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "connectors/common/credentials.h"
@@ -19,6 +24,14 @@ struct PgResultDeleter {
   void operator()(PGresult* r) const noexcept { PQclear(r); }
 };
 using PgResult = std::unique_ptr<PGresult, PgResultDeleter>;
+
+// TCP settings of a connection, so that a dead link fails instead of hanging: with
+// tcp_user_timeout > 0, keepalives probe an idle connection (first after half the timeout) and
+// the kernel drops the connection once data or probes stay unacknowledged that long. A libpq
+// keyword the URL sets itself (keepalives*, tcp_user_timeout) wins. 0: the system's defaults.
+struct PgNetOptions {
+  std::chrono::milliseconds tcp_user_timeout{0};
+};
 
 class PgConn {
  public:
@@ -40,7 +53,8 @@ class PgConn {
   // Connects with `url` (a libpq URL or key=value DSN; every libpq option, TLS included, passes
   // through). Session settings make text output exact and stable (ISO dates, ISO 8601 intervals,
   // UTC, round-trip floats). `replication` opens a logical replication connection.
-  static Result<PgConn> connect(const std::string& url, bool replication);
+  static Result<PgConn> connect(const std::string& url, bool replication,
+                                const PgNetOptions& net = {});
 
   PGconn* get() const noexcept { return conn_; }
   explicit operator bool() const noexcept { return conn_ != nullptr; }
@@ -60,6 +74,52 @@ class PgConn {
 
  private:
   PGconn* conn_ = nullptr;
+};
+
+// Cuts the connection of a call that does not return in time. libpq waits for a reply without a
+// limit, and a server that is silently gone (a partition; a stopped process, whose kernel still
+// ACKs, so neither keepalives nor tcp_user_timeout fire) never sends one. While armed, a watcher
+// thread shuts the socket down once the deadline passes, and the blocked call fails as a lost
+// connection; fired() then tells that loss from others. One caller thread arms and disarms.
+class PgCallDeadline {
+ public:
+  explicit PgCallDeadline(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  ~PgCallDeadline();
+  PgCallDeadline(const PgCallDeadline&) = delete;
+  PgCallDeadline& operator=(const PgCallDeadline&) = delete;
+
+  // Disarms when it goes out of scope.
+  class Armed {
+   public:
+    explicit Armed(PgCallDeadline* d) : d_(d) {}
+    Armed(const Armed&) = delete;
+    Armed& operator=(const Armed&) = delete;
+    ~Armed() {
+      if (d_) d_->disarm();
+    }
+
+   private:
+    PgCallDeadline* d_;
+  };
+  // The deadline is now + timeout, for the calls on `c` until the result is destroyed (nothing
+  // with a timeout of 0 or no connection). Clears fired().
+  [[nodiscard]] Armed arm(const PgConn& c);
+  // While armed: the deadline moves to now + timeout (progress was made).
+  void extend() noexcept;
+  bool fired() const noexcept { return fired_.load(std::memory_order_acquire); }
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+ private:
+  void disarm() noexcept;
+  void watch(std::stop_token stop);
+
+  const std::chrono::milliseconds timeout_;
+  std::mutex mu_;
+  std::condition_variable_any cv_;
+  int fd_ = -1;  // armed: the socket to cut
+  std::chrono::steady_clock::time_point deadline_{};
+  std::atomic<bool> fired_{false};
+  std::jthread watcher_;  // started by the first arm()
 };
 
 // Resolves `c` (password_file) and folds it into `url`: a URL whose user info holds characters

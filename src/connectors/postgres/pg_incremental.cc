@@ -120,7 +120,7 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
                     "exists); add it to `tables`, or run `sluice cleanup` and start over",
                     table));
   if (!conn_.ok() || !conn_.exec("SELECT 1").ok()) {
-    auto c = PgConn::connect(url_, false);
+    auto c = PgConn::connect(url_, false, net_);
     if (!c.ok()) return std::move(c).error();
     conn_ = std::move(c.value());
   }
@@ -322,7 +322,7 @@ Status PostgresDriver::request_snapshot(const ConnectorContext& ctx,
     return Error(Errc::config,
                  fmt::format("setting 'signal.table': '{}' is not a table name (schema.table)",
                              signal_table_setting_));
-  auto c = PgConn::connect(url_, false);
+  auto c = PgConn::connect(url_, false, net_);
   if (!c.ok()) return std::move(c).error();
   conn_ = std::move(c.value());
   SLUICE_TRY(resolve_tables());

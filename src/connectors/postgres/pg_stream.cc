@@ -18,8 +18,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // How long after losing the stream a slot still active for a PID is taken for our own old
-// walsender on its way out: PostgreSQL's default wal_sender_timeout (60 s) and a margin.
+// walsender on its way out: the server's wal_sender_timeout (when our connection died silently,
+// the old walsender only notices then) and this margin; at least kSlotReleaseGrace.
 constexpr auto kSlotReleaseGrace = std::chrono::seconds(90);
+constexpr auto kSlotReleaseMargin = std::chrono::seconds(30);
 
 uint64_t be64(const char* p) {
   uint64_t v = 0;
@@ -46,12 +48,12 @@ Status PostgresDriver::start_stream(State&) {
   std::lock_guard lock(repl_mu_);
   if (!repl_.ok()) {
     repl_.reset();
-    auto repl = PgConn::connect(url_, true);
+    auto repl = PgConn::connect(url_, true, net_);
     if (!repl.ok()) return std::move(repl).error();
     repl_ = std::move(repl.value());
   }
   if (!conn_.ok()) {
-    auto c = PgConn::connect(url_, false);
+    auto c = PgConn::connect(url_, false, net_);
     if (!c.ok()) return std::move(c).error();
     conn_ = std::move(c.value());
   }
@@ -67,18 +69,22 @@ Status PostgresDriver::start_stream(State&) {
     // Right after our own stream broke, our old walsender may still hold the slot (until it
     // notices, at worst wal_sender_timeout later): retry with the skeleton's backoff for a while
     // before calling the slot taken by someone else.
-    if (e.code() == Errc::conflict && lost_at_ && Clock::now() - *lost_at_ < kSlotReleaseGrace)
+    const auto grace =
+        std::max<Clock::duration>(kSlotReleaseGrace, wal_sender_timeout_ + kSlotReleaseMargin);
+    if (e.code() == Errc::conflict && lost_at_ && Clock::now() - *lost_at_ < grace)
       return Error(Errc::conflict, e.message(), /*retriable=*/true);
     return e;
   }
   lost_at_.reset();
   streaming_ = true;
+  last_packet_ = Clock::now();
+  reply_requested_at_.reset();
   spdlog::info("pipeline {}: streaming changes from slot {} at {}", ctx_.pipeline_id, slot_,
                st_->position.point.to_string());
   return ok_status();
 }
 
-void PostgresDriver::send_status_locked(bool force) {
+void PostgresDriver::send_status_locked(bool force, bool reply) {
   if (!streaming_ || !repl_.ok()) return;
   const uint64_t flush = acked_flush_.load();
   const auto now = Clock::now();
@@ -91,7 +97,7 @@ void PostgresDriver::send_status_locked(bool force) {
   put_be64(msg + 9, flush);                             // flushed = durable at the destination
   put_be64(msg + 17, flush);                            // applied
   put_be64(msg + 25, uint64_t(now_pg_micros()));
-  msg[33] = 0;
+  msg[33] = reply ? 1 : 0;  // reply requested: the walsender answers with a keepalive at once
   if (PQputCopyData(repl_.get(), msg, sizeof(msg)) == 1 && PQflush(repl_.get()) == 0) {
     sent_flush_ = flush;
     last_status_ = now;
@@ -246,6 +252,22 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
   return ok_status();
 }
 
+// The walsender sends keepalives on its own only when it has not heard from us for half its
+// wal_sender_timeout, and our status updates keep it from ever getting there: silence is normal
+// on an idle source. So after half the timeout of silence ask for a keepalive (reply requested);
+// a request that stays unanswered for the other half means a dead connection.
+void PostgresDriver::request_keepalive_if_silent() {
+  if (reply_requested_at_ || Clock::now() - last_packet_ < stream_timeout_ / 2) return;
+  send_status_locked(true, /*reply=*/true);
+  reply_requested_at_ = Clock::now();
+}
+
+bool PostgresDriver::stream_silent_too_long() const {
+  const auto now = Clock::now();
+  return reply_requested_at_ && now - *reply_requested_at_ >= stream_timeout_ / 2 &&
+         now - last_packet_ >= stream_timeout_;
+}
+
 Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& req,
                                                std::stop_token stop, State&) {
   if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
@@ -259,6 +281,8 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
     char* buf = nullptr;
     const int n = PQgetCopyData(repl_.get(), &buf, 1);
     if (n > 0) {
+      last_packet_ = Clock::now();
+      reply_requested_at_.reset();
       const size_t before = batch.size();
       Status st = handle_xlog(batch, buf, n);
       PQfreemem(buf);
@@ -276,7 +300,22 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       pollfd pfd{PQsocket(repl_.get()), POLLIN, 0};
       const int wait_ms = int(std::min<int64_t>(
           100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
-      ::poll(&pfd, 1, wait_ms);
+      request_keepalive_if_silent();
+      const int ready = ::poll(&pfd, 1, wait_ms);
+      // Only after a poll that found nothing: a reply already in the socket is not silence (the
+      // reader may have been away, blocked on the destination, for longer than the timeout).
+      if (ready == 0 && stream_silent_too_long()) {
+        const auto silent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_packet_);
+        spdlog::warn(
+            "pipeline {}: the replication connection to {} was silent for {} ms, beyond "
+            "stream.timeout ({} ms), and did not answer a keepalive request: taking it for dead "
+            "and reconnecting",
+            ctx_.pipeline_id, describe_target(url_), silent.count(), stream_timeout_.count());
+        streaming_ = false;
+        repl_.reset();
+        return StreamRead::timed_out;
+      }
       if (PQconsumeInput(repl_.get()) == 0) {
         streaming_ = false;
         spdlog::warn("pipeline {}: replication connection lost: {} (reconnecting)",

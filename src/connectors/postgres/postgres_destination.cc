@@ -33,6 +33,8 @@ struct PostgresDestinationOptions {
   bool checkpoint_in_destination = false;
   bool keep_dropped_columns = false;
   std::string reconcile;
+  std::chrono::milliseconds query_timeout{};
+  std::chrono::milliseconds tcp_user_timeout{};
   // Derived by finalize().
   std::optional<RecordTemplate> table_template, schema_template;
   std::string checkpoint_schema;  // empty: positions are not stored in the destination
@@ -77,7 +79,24 @@ constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>
         "Store the source position in the destination, in the same transaction as each batch (table "
         "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so no change is "
         "applied twice. The table is created in `schema` (in public when `schema` is a template).")
-        .with_default("false"));
+        .with_default("false"),
+    setting<&PostgresDestinationOptions::query_timeout>(
+        "query_timeout",
+        "How long the destination waits for the server's reply to one statement (or COPY) before it "
+        "takes the connection for dead (a partition, a server that stopped answering but keeps TCP "
+        "open): it logs it, counts it (sluice_destination_connection_timeouts_total), drops the "
+        "connection and the batch is retried on a new one. A statement that legitimately takes "
+        "longer (a lock held by another session) is retried the same way: raise it then. 0: wait "
+        "forever.")
+        .with_default("60s")
+        .at_least(0),
+    setting<&PostgresDestinationOptions::tcp_user_timeout>(
+        "tcp_user_timeout",
+        "TCP keepalives and TCP_USER_TIMEOUT of the connection: the kernel drops a connection whose "
+        "data or keepalive probes stay unacknowledged this long (a blackholed link). 0: the "
+        "system's defaults. The URL's own keepalives*/tcp_user_timeout win.")
+        .with_default("30s")
+        .at_least(0));
 
 // The checks no single declaration expresses; parses the templates once.
 Status finalize(PostgresDestinationOptions& o) {
@@ -244,12 +263,15 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   // `checkpoint_schema` empty: checkpoint_in_destination is off.
   PostgresDestination(std::string url, RecordTemplate table, RecordTemplate schema,
                       std::string checkpoint_schema, bool keep_dropped_columns,
-                      std::string_view reconcile)
+                      std::string_view reconcile, std::chrono::milliseconds query_timeout,
+                      std::chrono::milliseconds tcp_user_timeout)
       : KeyedSqlDestination(
             kDialect, keyed_options(std::move(table), std::move(schema), !checkpoint_schema.empty(),
                                     keep_dropped_columns, reconcile)),
         url_(std::move(url)),
-        checkpoint_schema_(std::move(checkpoint_schema)) {}
+        checkpoint_schema_(std::move(checkpoint_schema)),
+        net_{tcp_user_timeout},
+        deadline_(query_timeout) {}
 
  private:
   static sql::KeyedSqlOptions keyed_options(RecordTemplate table, RecordTemplate schema,
@@ -267,7 +289,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   }
 
   Status connect() override {
-    auto c = PgConn::connect(url_, false);
+    auto c = PgConn::connect(url_, false, net_);
     if (!c) return c.error().with_context("postgres destination: ");
     conn_ = std::move(c.value());
     PQsetNoticeProcessor(
@@ -292,7 +314,10 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   }
   Status commit() override { return exec("COMMIT", nullptr); }
   void abort() noexcept override {
-    if (conn_.ok()) PgResult r(PQexec(conn_.get(), "ROLLBACK"));
+    if (conn_.ok()) {
+      auto armed = deadline_.arm(conn_);
+      PgResult r(PQexec(conn_.get(), "ROLLBACK"));
+    }
     if (!conn_.ok()) conn_.reset();  // reconnect on the next write
   }
 
@@ -359,10 +384,12 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
       kDialect.append_upsert_tail(guarded_, cols_);
     }
     guarded_ += "; RELEASE SAVEPOINT sluice_record";
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexec(conn_.get(), guarded_.c_str()));
     if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
     Error e = failure(r.get(), plan().row(first).table, first, first + 1);
     if (!conn_.ok() || e.code() != Errc::data) return e;
+    auto armed_back = deadline_.arm(conn_);
     PgResult back(PQexec(conn_.get(),
                          "ROLLBACK TO SAVEPOINT sluice_record; RELEASE SAVEPOINT sluice_record"));
     if (!back || PQresultStatus(back.get()) != PGRES_COMMAND_OK)
@@ -387,6 +414,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
         "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
         "WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped";
     const char* params[] = {t.quoted.c_str()};
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexecParams(conn_.get(), kSql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
     if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), &t);
     t.columns.clear();
@@ -408,6 +436,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
         "ON true JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum "
         "WHERE i.indrelid = to_regclass($1) AND i.indisprimary ORDER BY k.n";
     const char* params[] = {t.quoted.c_str()};
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexecParams(conn_.get(), kSql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
     if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), &t);
     out.clear();
@@ -485,6 +514,8 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
   }
 
   Status copy_in(const std::string& sql, const PgTable& t, size_t first, size_t end) {
+    // Re-armed at each megabyte sent: the deadline bounds a wait for the server, not the COPY.
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexec(conn_.get(), sql.c_str()));
     if (!r || PQresultStatus(r.get()) != PGRES_COPY_IN) return failure(r.get(), &t);
     r.reset();
@@ -509,6 +540,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
       }
       buf_ += '\n';
       if (buf_.size() >= (1u << 20)) {
+        deadline_.extend();
         if (PQputCopyData(conn_.get(), buf_.data(), int(buf_.size())) != 1) {
           send_failed = true;
           break;
@@ -519,10 +551,9 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     if (!send_failed && !buf_.empty() &&
         PQputCopyData(conn_.get(), buf_.data(), int(buf_.size())) != 1)
       send_failed = true;
+    deadline_.extend();
     if (PQputCopyEnd(conn_.get(), send_failed ? "send failed" : nullptr) != 1 && !conn_.ok())
-      return Error(Errc::connection,
-                   "postgres destination: connection lost during COPY: " + conn_.last_error(),
-                   true);
+      return lost_connection("connection lost during COPY: " + conn_.last_error());
     Status result = ok_status();
     bool have = false;
     while (PGresult* raw = PQgetResult(conn_.get())) {
@@ -534,9 +565,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
       }
     }
     if (result.ok() && send_failed)
-      return Error(Errc::connection,
-                   "postgres destination: connection lost during COPY: " + conn_.last_error(),
-                   true);
+      return lost_connection("connection lost during COPY: " + conn_.last_error());
     return result;
   }
 
@@ -546,6 +575,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     const char* values[] = {pipeline_id_.c_str(), position.data()};
     const int lengths[] = {0, int(position.size())};
     const int formats[] = {0, 1};
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexecParams(conn_.get(), sql.c_str(), 2, types, values, lengths, formats, 0));
     if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
     return failure(r.get(), nullptr);
@@ -555,6 +585,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     const std::string sql = kDialect.checkpoint_select(checkpoint_table_, "$1");
     const std::string id(pipeline_id);
     const char* params[] = {id.c_str()};
+    auto armed = deadline_.arm(conn_);
     PgResult r(
         PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, /*binary*/ 1));
     if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), nullptr);
@@ -567,6 +598,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     const std::string sql = kDialect.checkpoint_delete(checkpoint_table_, "$1");
     const std::string id(pipeline_id);
     const char* params[] = {id.c_str()};
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexecParams(conn_.get(), sql.c_str(), 1, nullptr, params, nullptr, nullptr, 0));
     if (r && PQresultStatus(r.get()) == PGRES_COMMAND_OK) return ok_status();
     return failure(r.get(), nullptr);
@@ -574,6 +606,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
 
   // `first`..`end`: the plan rows the statement wrote (to name the failing record).
   Status exec(const std::string& sql, const sql::SqlTable* t, size_t first = 0, size_t end = 0) {
+    auto armed = deadline_.arm(conn_);
     PgResult r(PQexec(conn_.get(), sql.c_str()));
     if (r &&
         (PQresultStatus(r.get()) == PGRES_COMMAND_OK || PQresultStatus(r.get()) == PGRES_TUPLES_OK))
@@ -596,9 +629,7 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     std::string_view state = state_c ? state_c : "";
     const std::string where = t ? fmt::format("table {}: ", t->quoted) : std::string();
     const sql::ErrorClass c = PostgresDialect::classify(state, conn_.ok());
-    if (!conn_.ok())
-      return Error(Errc::connection,
-                   fmt::format("postgres destination: {}connection lost: {}", where, msg), true);
+    if (!conn_.ok()) return lost_connection(fmt::format("{}connection lost: {}", where, msg));
     if (c.retriable)
       return Error(
           c.code,
@@ -637,8 +668,23 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
                  e.retriable());
   }
 
+  // A lost connection; when the deadline cut it, says so and counts it as a timeout.
+  Error lost_connection(const std::string& what) {
+    if (deadline_.fired()) {
+      connection_timed_out();
+      return Error(Errc::connection,
+                   fmt::format("postgres destination: no reply from {} within query_timeout ({} "
+                               "ms): taking the connection for dead and reconnecting",
+                               pg::describe_target(url_), deadline_.timeout().count()),
+                   true);
+    }
+    return Error(Errc::connection, "postgres destination: " + what, true);
+  }
+
   std::string url_;
   std::string checkpoint_schema_, checkpoint_table_;
+  pg::PgNetOptions net_;
+  pg::PgCallDeadline deadline_;  // before conn_: outlives every call on it
   PgConn conn_;
   uint64_t stage_counter_ = 0;
   int64_t seq_ = 0;
@@ -661,7 +707,8 @@ Result<std::unique_ptr<Destination>> make_postgres_destination(const Settings& s
   SLUICE_TRY(finalize(o));
   return std::unique_ptr<Destination>(std::make_unique<PostgresDestination>(
       std::move(o.url), std::move(*o.table_template), std::move(*o.schema_template),
-      std::move(o.checkpoint_schema), o.keep_dropped_columns, o.reconcile));
+      std::move(o.checkpoint_schema), o.keep_dropped_columns, o.reconcile, o.query_timeout,
+      o.tcp_user_timeout));
 }
 
 }  // namespace sluice

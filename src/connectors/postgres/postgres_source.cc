@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "connectors/postgres/postgres_source_driver.h"
@@ -44,6 +45,33 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "update is sent, so an idle publication does not pin WAL.")
         .with_default("10s")
         .at_least(1),
+    setting<&PostgresSourceOptions::stream_timeout>(
+        "stream.timeout",
+        "How long the replication stream may stay silent before it is taken for dead (a partition, "
+        "a proxy holding TCP open): after half of it sluice asks the server for a keepalive, and "
+        "when none arrives either it logs a warning, counts it "
+        "(sluice_source_connection_timeouts_total), closes the connection and reconnects with "
+        "backoff. Default: the server's wal_sender_timeout (60s when that is 0).")
+        .at_least(100),
+    setting<&PostgresSourceOptions::tcp_user_timeout>(
+        "tcp_user_timeout",
+        "TCP keepalives and TCP_USER_TIMEOUT of every connection: the kernel drops a connection "
+        "whose data or keepalive probes stay unacknowledged this long (a blackholed link), instead "
+        "of waiting for minutes. 0: the system's defaults. The URL's own keepalives*/tcp_user_timeout "
+        "win.")
+        .with_default("30s")
+        .at_least(0),
+    setting<&PostgresSourceOptions::reconnect_initial_backoff>(
+        "reconnect.initial_backoff",
+        "First delay before reconnecting after the stream broke (later ones double, jittered).")
+        .with_default("200ms")
+        .at_least(1),
+    setting<&PostgresSourceOptions::reconnect_max_backoff>(
+        "reconnect.max_backoff",
+        "Longest delay between two reconnect attempts: a server back after an outage is "
+        "reconnected at most this long later.")
+        .with_default("5s")
+        .at_least(1),
     setting<&PostgresSourceOptions::logical_messages>(
         "logical_messages",
         "Emit pg_logical_emit_message() messages as records (metadata message.prefix; after.content).")
@@ -81,6 +109,10 @@ Status finalize(PostgresSourceOptions& o) {
                  "setting 'tables' lists no table (list schema.table names, or \"*\" for every "
                  "table)");
   SLUICE_TRY(apply_credentials(o.url, {o.user, o.password, o.password_file}));
+  if (o.reconnect_max_backoff < o.reconnect_initial_backoff)
+    return Error(Errc::config,
+                 "setting 'reconnect.max_backoff' is below 'reconnect.initial_backoff' (raise it, "
+                 "or lower the initial backoff)");
   for (const std::string& t : o.tables)
     if (t != "*" && !parse_table_name(t))
       return Error(Errc::config,
@@ -148,6 +180,9 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       publication_setting_(std::move(o.publication)),
       mode_(std::move(o.snapshot_mode)),
       heartbeat_(o.heartbeat_interval),
+      stream_timeout_setting_(o.stream_timeout),
+      net_{o.tcp_user_timeout},
+      reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff},
       logical_messages_(o.logical_messages),
       ddl_capture_(o.ddl_capture),
       signal_table_setting_(std::move(o.signal_table)),
@@ -162,7 +197,7 @@ void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
 }
 
 Status PostgresDriver::connect_and_check() {
-  auto c = PgConn::connect(url_, false);
+  auto c = PgConn::connect(url_, false, net_);
   if (!c.ok()) return std::move(c).error();
   conn_ = std::move(c.value());
   auto wal = conn_.exec("SHOW wal_level");
@@ -173,6 +208,15 @@ Status PostgresDriver::connect_and_check() {
                  fmt::format("wal_level is '{}' on {}; set wal_level = logical in postgresql.conf "
                              "and restart PostgreSQL",
                              level, describe_target(url_)));
+  // The walsender's own timeout: the default silence after which the stream is taken for dead.
+  auto wst =
+      conn_.exec("SELECT setting::bigint FROM pg_settings WHERE name = 'wal_sender_timeout'");
+  if (!wst.ok()) return std::move(wst).error();
+  if (PQntuples(wst.value().get()) == 1)
+    wal_sender_timeout_ =
+        std::chrono::milliseconds(std::strtoll(PQgetvalue(wst.value().get(), 0, 0), nullptr, 10));
+  stream_timeout_ = stream_timeout_setting_.value_or(
+      wal_sender_timeout_.count() > 0 ? wal_sender_timeout_ : std::chrono::milliseconds(60000));
   auto role = conn_.exec(
       "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user");
   if (!role.ok()) return std::move(role).error();
@@ -286,7 +330,7 @@ Status PostgresDriver::plan_start(State& s) {
                         "the changes since {} are lost; run `sluice cleanup` and start again to "
                         "re-snapshot",
                         slot_, pos.point.to_string(), pos.point.to_string()));
-      auto repl = PgConn::connect(url_, true);
+      auto repl = PgConn::connect(url_, true, net_);
       if (!repl.ok()) return std::move(repl).error();
       repl_ = std::move(repl.value());
       const bool want_snapshot = mode_ == "initial" && pos.phase != LogPhase::stream;
@@ -346,7 +390,7 @@ void PostgresDriver::close() noexcept {
 
 Status PostgresDriver::cleanup(const ConnectorContext& ctx) {
   name_slot_and_publication(ctx);
-  auto c = PgConn::connect(url_, false);
+  auto c = PgConn::connect(url_, false, net_);
   if (!c.ok()) return std::move(c).error();
   conn_ = std::move(c.value());
   auto slot = conn_.exec_params(

@@ -75,6 +75,11 @@ struct PostgresSourceOptions {
   std::string publication;  // empty: sluice_<pipeline id>
   std::string snapshot_mode;
   std::chrono::milliseconds heartbeat_interval{};
+  // Silence of the replication stream after which it is taken for dead; empty: the server's
+  // wal_sender_timeout (read at connect; 60 s when it is 0).
+  std::optional<std::chrono::milliseconds> stream_timeout;
+  std::chrono::milliseconds tcp_user_timeout{};
+  std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};
   bool logical_messages = false;
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
@@ -131,6 +136,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     return out;
   }
   std::string server_state() const override;
+  BackoffPolicy reconnect_backoff() const override { return reconnect_; }
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);
@@ -155,7 +161,12 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status start_copy();
   // pg_stream.cc
   Status handle_xlog(Batch& batch, const char* buf, int len);
-  void send_status_locked(bool force);
+  // force: now, whatever the interval; reply: ask the walsender for a keepalive at once.
+  void send_status_locked(bool force, bool reply = false);
+  // Asks the walsender for a keepalive once the stream has been silent for half the timeout.
+  void request_keepalive_if_silent();
+  // That request stayed unanswered for the other half: the connection is dead.
+  bool stream_silent_too_long() const;
   void status_loop(std::stop_token stop);
   // pg_records.cc
   Status emit_change(Batch& batch, TableState& t, Operation op, const Tuple* old_tuple,
@@ -186,6 +197,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::vector<std::string> tables_setting_;
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
+  std::optional<std::chrono::milliseconds> stream_timeout_setting_;
+  PgNetOptions net_;
+  BackoffPolicy reconnect_;
   bool logical_messages_;
   bool ddl_capture_;
   std::string signal_table_setting_;
@@ -227,6 +241,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::chrono::steady_clock::time_point last_status_{};
   std::chrono::steady_clock::time_point last_heartbeat_ = std::chrono::steady_clock::now();
   std::optional<std::chrono::steady_clock::time_point> lost_at_;  // when the stream last broke
+  std::chrono::milliseconds wal_sender_timeout_{60000};           // the server's (connect); 0: none
+  std::chrono::milliseconds stream_timeout_{60000};      // effective: setting or the server's
+  std::chrono::steady_clock::time_point last_packet_{};  // the stream's last message
+  std::optional<std::chrono::steady_clock::time_point> reply_requested_at_;  // unanswered
   Message msg_;
   std::jthread status_thread_;
   // incremental snapshot

@@ -161,6 +161,9 @@ class KeyedSqlDestination : public Destination {
     return sql::record_error(options_.destination, t, r, code, what, retriable);
   }
   void forget_tables() noexcept;
+  // The writer gave its connection up as dead (the server stayed silent beyond its timeout):
+  // counted (sluice_destination_connection_timeouts_total) and shown down.
+  void connection_timed_out() noexcept { probe_.timed_out(); }
 
   const Dialect& dialect_;
   KeyedSqlOptions options_;
