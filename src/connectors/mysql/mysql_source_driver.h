@@ -103,7 +103,7 @@ struct MysqlSourceOptions {
   int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1
   int64_t server_id = 0;            // 0: derived from the pipeline id
   std::chrono::milliseconds heartbeat_interval{};
-  std::string tls_mode, tls_ca;
+  std::string tls_mode, tls_ca, tls_cert, tls_key, tls_key_password;
   std::chrono::milliseconds connect_timeout{};
   std::map<std::string, std::string> message_key_columns;  // "db.table" -> "a, b"
   MysqlUrl parsed_url;                                     // derived by finalize()
