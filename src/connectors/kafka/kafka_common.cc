@@ -176,8 +176,9 @@ Status check_reachable(rd_kafka_t* rk, std::string_view brokers,
           RD_KAFKA_CONF_OK &&
       std::string_view(protocol).find("ssl") != std::string_view::npos)
     tls_hint =
-        "; over TLS check tls.ca (the CA that signed the brokers' certificates), tls.mode, "
-        "tls.cert and tls.key (the log above shows the TLS error)";
+        "; over TLS a refused certificate looks the same: check tls.ca (the CA that signed the "
+        "brokers' certificates), tls.mode, tls.cert and tls.key (rdkafka.log_level: 3 logs the "
+        "handshake error)";
   return Error(
       Errc::connection,
       fmt::format("cannot reach Kafka at {} within {} ms ({}): check `brokers` and that the "
