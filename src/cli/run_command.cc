@@ -136,7 +136,7 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   std::unique_ptr<HttpServer> http;
   if (config.http_enabled) {
     http = std::make_unique<HttpServer>(engine);
-    if (Status st = http->start(config.http_listen); !st.ok()) {
+    if (Status st = http->start(config.http_listen, config.http_token); !st.ok()) {
       if (config.http_listen_set) {
         cli_error(st.error().message());
         return 2;

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -140,6 +141,24 @@ bool valid_listen(std::string_view s) {
   return host.find(':') == std::string_view::npos;
 }
 
+}  // namespace
+
+bool is_loopback_host(std::string_view host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host == "localhost" || host == "::1") return true;
+  // 127.0.0.0/8 in dotted-quad form.
+  if (!host.starts_with("127.")) return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') ++dots;
+    else if (c < '0' || c > '9') return false;
+  }
+  return dots == 3;
+}
+
+namespace {
+
 std::optional<std::string> check_listen(const SettingValue& v) {
   const std::string& text = std::get<std::string>(v);
   if (valid_listen(text)) return std::nullopt;
@@ -166,7 +185,22 @@ constexpr auto kFileSettings = settings_table<Config>(
                                   "the run, with a warning.")
         .with_default("127.0.0.1:8080")
         .checked_by(check_listen),
-    setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"));
+    setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"),
+    setting<&Config::http_token>(
+        "http.token",
+        "Bearer token every HTTP request but /healthz must carry (`Authorization: Bearer TOKEN`; "
+        "401 otherwise); `${ENV_VAR}` keeps it out of the file. Default: none (no token asked).")
+        .secret_value(),
+    setting<&Config::http_token_file>(
+        "http.token_file",
+        "File whose content is the bearer token (one trailing newline dropped); instead of "
+        "http.token.")
+        .file_path(),
+    setting<&Config::http_allow_unauthenticated>(
+        "http.allow_unauthenticated",
+        "Allow http.listen on an address beyond loopback without http.token or http.token_file "
+        "(refused otherwise: /metrics shows table names and positions to anyone who can connect).")
+        .with_default("false"));
 
 constexpr auto kPipelineSettings = settings_table<PipelineConfig>(
     setting<&PipelineConfig::on_error>(
@@ -375,7 +409,43 @@ class Loader {
     resolve_paths(file_level);
     bind(kFileSettings, file_level, root, &config);
     config.http_listen_set = file_level.has("http.listen");
+    check_http(config, top, root);
     return config;
+  }
+
+  // The http.* checks across settings: one token source, the token file read here (so validate
+  // says it too), and no listener beyond loopback without a token unless allowed.
+  void check_http(Config& config, const std::vector<Entry>& top, const Val& root) const {
+    const Entry* e = find(top, "http");
+    const Val at = e ? child(root, *e) : root;
+    if (!config.http_token.empty() && !config.http_token_file.empty())
+      fail(at.mark, "http", "http.token and http.token_file are both set; keep one of them");
+    if (!config.http_token_file.empty()) {
+      std::ifstream in(config.http_token_file, std::ios::binary);
+      if (!in)
+        fail(at.mark, "http.token_file",
+             "cannot read \"" + config.http_token_file + "\": " + std::strerror(errno) +
+                 "; check the path and that this user may read it");
+      std::ostringstream text;
+      text << in.rdbuf();
+      config.http_token = text.str();
+      if (config.http_token.ends_with("\r\n"))
+        config.http_token.resize(config.http_token.size() - 2);
+      else if (config.http_token.ends_with('\n')) config.http_token.pop_back();
+      if (config.http_token.empty())
+        fail(at.mark, "http.token_file",
+             "\"" + config.http_token_file + "\" is empty; write the token into it");
+    }
+    if (!config.http_token.empty()) register_secret(config.http_token);
+    if (!config.http_enabled || !config.http_token.empty() || config.http_allow_unauthenticated)
+      return;
+    const std::string& listen = config.http_listen;
+    if (!is_loopback_host(std::string_view(listen).substr(0, listen.rfind(':'))))
+      fail(at.mark, "http.listen",
+           quote_user_text(listen) +
+               " is beyond loopback and no token is set: set http.token (e.g. "
+               "${SLUICE_HTTP_TOKEN}) or http.token_file, listen on 127.0.0.1, or set "
+               "http.allow_unauthenticated: true");
   }
 
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {

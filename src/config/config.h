@@ -62,7 +62,14 @@ struct Config {
   bool http_enabled = false;     // http.enabled
   std::string http_listen;       // http.listen, host:port
   bool http_listen_set = false;  // http.listen given in the file (else the default)
+  std::string http_token;        // http.token, or the content of http.token_file ("": none)
+  std::string http_token_file;   // http.token_file
+  bool http_allow_unauthenticated = false;  // http.allow_unauthenticated
 };
+
+// Whether `host` (of http.listen: an IPv4 address, a bracketed or bare IPv6 address, a name) is
+// a loopback address: 127.0.0.0/8, ::1, localhost.
+bool is_loopback_host(std::string_view host);
 
 // The declared pipeline-level settings: file-level (`checkpoints.path`, `http.*`), per pipeline
 // (`on_error`) and the pipeline's `batch` map. They drive the loader and the generated reference.

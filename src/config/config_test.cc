@@ -176,7 +176,8 @@ TEST(LoadConfig, UnknownKeysInNestedSections) {
       "p.yaml:11:13: pipelines[0].batch.max_record: unknown key 'max_record' (known: max_records, max_bytes, "
       "linger_ms)");
   EXPECT_EQ(error_of(std::string(kBase) + "http: {listen: 127.0.0.1:1, port: 5}\n"),
-            "p.yaml:11:29: http.port: unknown key 'port' (known: listen, enabled)");
+            "p.yaml:11:29: http.port: unknown key 'port' (known: listen, enabled, token, "
+            "token_file, allow_unauthenticated)");
   EXPECT_EQ(
       error_of(
           replace(kBase, "      connector: gen\n", "      connector: gen\n      setings: {}\n")),
@@ -571,6 +572,14 @@ TEST(ConnectorDocs, ReferenceIsSortedAndDeterministic) {
   EXPECT_EQ(ref, render_reference_markdown(registry()));
   EXPECT_TRUE(ref.ends_with("|\n"));
   EXPECT_FALSE(ref.ends_with("\n\n"));
+}
+
+TEST(LoadConfig, LoopbackHostsOfHttpListen) {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"})
+    EXPECT_TRUE(is_loopback_host(host)) << host;
+  for (const char* host : {"0.0.0.0", "", "10.0.0.1", "::", "[::]", "127.0.0.1.example.com",
+                           "128.0.0.1", "localhost.example.com"})
+    EXPECT_FALSE(is_loopback_host(host)) << host;
 }
 
 }  // namespace

@@ -293,6 +293,35 @@ std::string render_pipeline_file_page(const Registry& registry) {
       "`checkpoints.path` is one SQLite file holding every pipeline's position, keyed by pipeline "
       "id; a position is stored only once everything up to it is durable at the destination. "
       "`http` serves `/metrics` (Prometheus) and `/healthz` while `sluice run` runs.\n\n";
+  out += "### The HTTP token\n\n";
+  out +=
+      "HTTP listens on loopback by default. With `http.token` (e.g. `token: ${SLUICE_HTTP_TOKEN}`) "
+      "or `http.token_file` (a file holding it, one trailing newline dropped), every request but "
+      "`/healthz` must send `Authorization: Bearer TOKEN` and gets 401 otherwise; `/healthz` stays "
+      "open for liveness probes and shows only pipeline ids and states. The token is compared in "
+      "constant time and never logged. An `http.listen` beyond loopback (anything but 127.0.0.0/8, "
+      "`::1` and `localhost`) without a token is an error of `sluice validate` unless "
+      "`http.allow_unauthenticated: true` says it is meant. Prometheus sends the token with "
+      "`authorization: {credentials_file: ...}` in its scrape config.\n\n";
+  out += "## TLS\n\n";
+  out +=
+      "The postgres, mysql and kafka connectors (sources and destinations) take the same `tls.*` "
+      "settings ([connectors.md](connectors.md)): `tls.mode` (`disabled`, `preferred` — not for "
+      "kafka —, `required`: encrypted without checking the certificate, `verify_ca`: the server's "
+      "certificate must be signed by `tls.ca`, `verify_identity`: and name the host sluice "
+      "connected to), `tls.ca` (the CA's PEM file), `tls.cert` and `tls.key` (a client "
+      "certificate and its key, both or neither) and `tls.key_password` (a secret, never logged). "
+      "Defaults: postgres follows the URL's `sslmode` (libpq's `prefer` without one), mysql "
+      "`preferred`, kafka `disabled`. `sluice validate` refuses `verify_*` without `tls.ca`, a "
+      "certificate without its key, files given with `tls.mode: disabled` and files it cannot "
+      "read. A certificate the server or client refuses (a wrong `tls.ca`, a host name the "
+      "certificate does not name) stops the pipeline with one line naming `tls.ca`, never a "
+      "retry loop; Kafka reports it as brokers it cannot reach, naming the tls.* settings to "
+      "check (`rdkafka.log_level: 3` logs librdkafka's handshake error). "
+      "For kafka, `tls.*` map to librdkafka's `security.protocol` (SSL, or SASL_SSL when "
+      "`rdkafka.security.protocol` says so), `ssl.ca.location`, `ssl.certificate.location`, "
+      "`ssl.key.location`, `ssl.key.password` and `ssl.endpoint.identification.algorithm`; "
+      "setting one of those both ways is an error.\n\n";
   std::string keys = render_pipeline_file_markdown();
   // The section's own heading becomes the page's "Keys" section.
   keys.replace(0, keys.find('\n'), "## Keys");

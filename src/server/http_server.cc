@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -85,13 +87,37 @@ void listener_socket_options(int sock) {
   setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
 }
 
+// Whether `given` equals `expected` (not empty), in a time that depends only on the length of
+// `given`: no early exit on the first differing byte.
+bool token_matches(std::string_view expected, std::string_view given) {
+  unsigned char diff = expected.size() == given.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i % expected.size()]);
+  return diff == 0;
+}
+
+// The token of an `Authorization: Bearer TOKEN` header ("" without one).
+std::string_view bearer_token(const httplib::Request& req) {
+  constexpr std::string_view kScheme = "Bearer ";
+  auto it = req.headers.find("Authorization");
+  if (it == req.headers.end()) return {};
+  std::string_view v = it->second;
+  if (v.size() <= kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(v[i])) !=
+        std::tolower(static_cast<unsigned char>(kScheme[i])))
+      return {};
+  return v.substr(kScheme.size());
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const Engine& engine) : engine_(engine) {}
 
 HttpServer::~HttpServer() { stop(); }
 
-Status HttpServer::start(const std::string& listen) {
+Status HttpServer::start(const std::string& listen, std::string token) {
+  token_ = std::move(token);
   const auto colon = listen.rfind(':');
   int port = -1;
   if (colon != std::string::npos) {
@@ -111,6 +137,16 @@ Status HttpServer::start(const std::string& listen) {
   // An idle client gives its worker back after this long (a scraper reconnects at no cost).
   server_->set_keep_alive_timeout(2);
   server_->set_read_timeout(5, 0);
+  if (!token_.empty()) {
+    server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path == "/healthz" || token_matches(token_, bearer_token(req)))
+        return httplib::Server::HandlerResponse::Unhandled;
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"sluice\"");
+      res.set_content("unauthorized: send Authorization: Bearer <http.token>\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    });
+  }
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(redact(render_prometheus(engine_.metrics())),
                     "text/plain; version=0.0.4; charset=utf-8");

@@ -1,5 +1,8 @@
 // The HTTP endpoint: /metrics (Prometheus text, from the engine's metrics registry) and /healthz
-// (the engine's pipeline list). One listener thread; handlers only read the engine.
+// (the engine's pipeline list). One listener thread; handlers only read the engine. With a bearer
+// token, every request but /healthz (liveness probes carry no credentials) must present it
+// (`Authorization: Bearer TOKEN`), else 401; the token is compared in constant time and never
+// logged.
 #pragma once
 
 #include <memory>
@@ -20,8 +23,8 @@ class HttpServer {
  public:
   explicit HttpServer(const Engine& engine);
   ~HttpServer();
-  // `listen` is host:port; port 0 picks a free port (see port()).
-  Status start(const std::string& listen);
+  // `listen` is host:port; port 0 picks a free port (see port()). `token` empty: no token asked.
+  Status start(const std::string& listen, std::string token = {});
   void stop() noexcept;
   int port() const noexcept { return port_; }
 
@@ -29,6 +32,7 @@ class HttpServer {
   const Engine& engine_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::string token_;
   int port_ = 0;
 };
 

@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <utility>
+#include <vector>
 
 namespace sluice::kafka {
 
@@ -122,6 +125,40 @@ Error error_from(rd_kafka_resp_err_t err, std::string_view context) {
   }
 }
 
+Status apply_tls(const TlsSettings& t, std::map<std::string, std::string>& rdkafka) {
+  SLUICE_TRY(check_tls_settings(t));
+  if (t.mode.empty() || t.mode == "disabled") return ok_status();
+  std::vector<std::pair<std::string, std::pair<std::string_view, std::string>>> set;
+  auto add = [&](std::string_view setting, const char* property, std::string value) {
+    set.push_back({property, {setting, std::move(value)}});
+  };
+  if (t.mode == "required") add("tls.mode", "enable.ssl.certificate.verification", "false");
+  add("tls.mode", "ssl.endpoint.identification.algorithm",
+      t.mode == "verify_identity" ? "https" : "none");
+  if (!t.ca.empty()) add("tls.ca", "ssl.ca.location", t.ca);
+  if (!t.cert.empty()) add("tls.cert", "ssl.certificate.location", t.cert);
+  if (!t.key.empty()) add("tls.key", "ssl.key.location", t.key);
+  if (!t.key_password.empty()) add("tls.key_password", "ssl.key.password", t.key_password);
+  for (const auto& [property, value] : set)
+    if (rdkafka.count(property))
+      return Error(Errc::config,
+                   fmt::format("settings '{}' and 'rdkafka.{}' both set the same thing; keep one",
+                               value.first, property));
+  if (auto p = rdkafka.find("security.protocol"); p != rdkafka.end()) {
+    std::string protocol = p->second;
+    for (char& c : protocol) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (protocol != "SSL" && protocol != "SASL_SSL")
+      return Error(Errc::config,
+                   fmt::format("setting 'tls.mode' {} needs TLS but rdkafka.security.protocol is "
+                               "{}; set it to SSL or SASL_SSL, or remove it",
+                               t.mode, p->second));
+  } else {
+    rdkafka["security.protocol"] = "SSL";
+  }
+  for (auto& [property, value] : set) rdkafka[property] = std::move(value.second);
+  return ok_status();
+}
+
 Status check_reachable(rd_kafka_t* rk, std::string_view brokers,
                        std::chrono::milliseconds timeout) {
   const rd_kafka_metadata_t* md = nullptr;
@@ -131,11 +168,22 @@ Status check_reachable(rd_kafka_t* rk, std::string_view brokers,
     rd_kafka_metadata_destroy(md);
     return ok_status();
   }
+  // Over TLS, a refused certificate looks like an unreachable broker: say what to check.
+  char protocol[64] = "";
+  size_t size = sizeof protocol;
+  std::string tls_hint;
+  if (rd_kafka_conf_get(rd_kafka_conf(rk), "security.protocol", protocol, &size) ==
+          RD_KAFKA_CONF_OK &&
+      std::string_view(protocol).find("ssl") != std::string_view::npos)
+    tls_hint =
+        "; over TLS a refused certificate looks the same: check tls.ca (the CA that signed the "
+        "brokers' certificates), tls.mode, tls.cert and tls.key (rdkafka.log_level: 3 logs the "
+        "handshake error)";
   return Error(
       Errc::connection,
       fmt::format("cannot reach Kafka at {} within {} ms ({}): check `brokers` and that the "
-                  "brokers are running and reachable",
-                  brokers, timeout.count(), rd_kafka_err2str(err)),
+                  "brokers are running and reachable{}",
+                  brokers, timeout.count(), rd_kafka_err2str(err), tls_hint),
       /*retriable=*/true);
 }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "connectors/common/connection_probe.h"
+#include "connectors/common/tls_settings.h"
 #include "sluice/result.h"
 
 namespace sluice::kafka {
@@ -54,6 +55,21 @@ Result<Conf> make_conf(std::string_view brokers, std::string_view who,
 
 // Sets one property; the same error rules as make_conf.
 Status set_property(rd_kafka_conf_t* conf, const std::string& name, const std::string& value);
+
+// The `tls.mode` values of the kafka connectors (no "preferred": a Kafka listener speaks TLS or
+// it does not) and the setting's doc.
+inline constexpr const char* kTlsModeChoices = "disabled,required,verify_ca,verify_identity";
+inline constexpr std::string_view kTlsModeDoc =
+    "TLS to the brokers (security.protocol SSL, or SASL_SSL when rdkafka.security.protocol says "
+    "so). disabled: plain text; required: TLS without checking the brokers' certificates; "
+    "verify_ca: certificates signed by tls.ca (ssl.ca.location); verify_identity: and naming the "
+    "broker's host (ssl.endpoint.identification.algorithm https). tls.cert / tls.key / "
+    "tls.key_password become ssl.certificate.location / ssl.key.location / ssl.key.password.";
+
+// Checks the tls.* settings (check_tls_settings) and adds the librdkafka properties they mean to
+// `rdkafka`. A property both set by tls.* and given as rdkafka.* is a config error naming both;
+// rdkafka.security.protocol may say SASL_SSL (kept), but not a plain-text protocol with TLS on.
+Status apply_tls(const TlsSettings& tls, std::map<std::string, std::string>& rdkafka);
 
 // Maps a librdkafka error to an Error: transport/timeouts/leader changes are retriable
 // connection errors, authentication and authorisation failures are auth/permission, unknown topic

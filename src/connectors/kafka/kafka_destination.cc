@@ -56,6 +56,7 @@ struct Options {
   bool transactions = false;
   std::string transactional_id;
   std::string positions_topic;
+  std::string tls_mode, tls_ca, tls_cert, tls_key, tls_key_password;
   std::map<std::string, std::string> rdkafka;
 };
 
@@ -132,6 +133,13 @@ constexpr auto kSettings = settings_table<Options>(
         "transactions: the compacted topic (1 partition, created if missing) holding each pipeline's last "
         "committed source position, keyed by the pipeline id.")
         .with_default("sluice_positions"),
+    setting<&Options::tls_mode>("tls.mode", kafka::kTlsModeDoc)
+        .one_of(kafka::kTlsModeChoices)
+        .with_default("disabled"),
+    setting<&Options::tls_ca>("tls.ca", kTlsCaDoc).file_path(),
+    setting<&Options::tls_cert>("tls.cert", kTlsCertDoc).file_path(),
+    setting<&Options::tls_key>("tls.key", kTlsKeyDoc).file_path(),
+    setting<&Options::tls_key_password>("tls.key_password", kTlsKeyPasswordDoc).secret_value(),
     setting<&Options::rdkafka>(
         "rdkafka.*",
         "Any librdkafka producer property, passed through (rdkafka.security.protocol: "
@@ -764,6 +772,8 @@ Status finalize(Options& o) {
     return Error(Errc::invalid_argument, "transactions need acks: all");
   if (o.positions_topic.empty()) return Error(Errc::invalid_argument, "positions.topic is empty");
   o.debezium = o.format == "debezium";
+  SLUICE_TRY(kafka::apply_tls({o.tls_mode, o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password},
+                              o.rdkafka));
   // librdkafka itself judges names and values, on a scratch configuration nothing uses, so that
   // `sluice validate` refuses a misspelt rdkafka.* property as `run` would.
   auto scratch = kafka::make_conf(o.brokers, "kafka destination", {}, o.rdkafka);

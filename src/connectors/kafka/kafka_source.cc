@@ -44,6 +44,7 @@ struct Options {
   Format decoder = Format::opencdc;  // derived by finalize from `format`
   std::chrono::milliseconds connect_timeout{};
   std::chrono::milliseconds socket_timeout{};
+  std::string tls_mode, tls_ca, tls_cert, tls_key, tls_key_password;
   std::map<std::string, std::string> rdkafka;
 };
 
@@ -82,6 +83,13 @@ constexpr auto kSettings = settings_table<Options>(
         "How long a request to a broker may wait for its answer before librdkafka takes the connection for dead (a partition, a broker that stopped answering but keeps TCP open), closes it and reconnects (socket.timeout.ms); TCP keepalives are on (socket.keepalive.enable). Fetches resume on the new connection from the last offset read.")
         .with_default("30s")
         .at_least(10),
+    setting<&Options::tls_mode>("tls.mode", kafka::kTlsModeDoc)
+        .one_of(kafka::kTlsModeChoices)
+        .with_default("disabled"),
+    setting<&Options::tls_ca>("tls.ca", kTlsCaDoc).file_path(),
+    setting<&Options::tls_cert>("tls.cert", kTlsCertDoc).file_path(),
+    setting<&Options::tls_key>("tls.key", kTlsKeyDoc).file_path(),
+    setting<&Options::tls_key_password>("tls.key_password", kTlsKeyPasswordDoc).secret_value(),
     setting<&Options::rdkafka>(
         "rdkafka.*",
         "Any librdkafka consumer property (CONFIGURATION.md), e.g. rdkafka.security.protocol: SASL_SSL, "
@@ -109,6 +117,8 @@ Status finalize(Options& o) {
     }
     regfree(&re);
   }
+  SLUICE_TRY(kafka::apply_tls({o.tls_mode, o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password},
+                              o.rdkafka));
   // librdkafka itself judges names and values, on a scratch configuration nothing uses.
   auto scratch = kafka::make_conf(o.brokers, "kafka source", {}, o.rdkafka);
   if (!scratch.ok()) return std::move(scratch).error();

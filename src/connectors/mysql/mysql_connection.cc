@@ -11,19 +11,16 @@
 
 namespace sluice::mysql {
 
-Status validate_tls_options(std::string_view mode, std::string_view ca) {
+Status validate_tls_options(const TlsSettings& tls) {
   bool known = false;
-  for (auto m : kTlsModes) known |= m == mode;
+  for (auto m : kTlsModes) known |= m == tls.mode;
   if (!known)
     return Error(
         Errc::invalid_argument,
         fmt::format(
             "tls.mode \"{}\" is not one of disabled, preferred, required, verify_ca, verify_identity",
-            mode));
-  if ((mode == "verify_ca" || mode == "verify_identity") && ca.empty())
-    return Error(Errc::invalid_argument,
-                 fmt::format("tls.mode {} needs tls.ca (the CA certificate file)", mode));
-  return ok_status();
+            tls.mode));
+  return check_tls_settings(tls);
 }
 
 ErrnoClass classify_errno(unsigned no) noexcept {
@@ -94,7 +91,8 @@ std::string connect_hint(unsigned no) {
     case ER_HOST_NOT_PRIVILEGED:
       return " (the user may not connect from this host: CREATE USER '<user>'@'<this host>')";
     case CR_SSL_CONNECTION_ERROR:
-      return " (check tls.mode and tls.ca against the server's TLS set-up)";
+      return " (check tls.ca: it must be the CA that signed the server's certificate; tls.mode, "
+             "tls.cert and tls.key; and the server's TLS set-up)";
     default: return "";
   }
 }
@@ -138,10 +136,30 @@ Result<MysqlConn> MysqlConn::connect(const ConnectOptions& o) {
     mysql_optionsv(c.conn_, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, verify ? &yes : &no);
     if (!o.tls_ca.empty()) mysql_optionsv(c.conn_, MYSQL_OPT_SSL_CA, o.tls_ca.c_str());
   }
+  if (o.tls_mode != "disabled" && !o.tls_cert.empty()) {
+    mysql_optionsv(c.conn_, MYSQL_OPT_SSL_CERT, o.tls_cert.c_str());
+    mysql_optionsv(c.conn_, MYSQL_OPT_SSL_KEY, o.tls_key.c_str());
+    if (!o.tls_key_password.empty())
+      mysql_optionsv(c.conn_, MARIADB_OPT_TLS_PASSPHRASE, o.tls_key_password.c_str());
+  }
   if (!mysql_real_connect(c.conn_, o.url.host.c_str(), o.url.user.c_str(), o.url.password.c_str(),
                           o.url.database.c_str(), o.url.port, nullptr, 0)) {
     Error e = server_error(c.conn_, fmt::format("cannot connect to {}", o.url.redacted()));
     const bool unclassified = e.code() == Errc::data;
+    // A certificate the client refuses (or that refuses the client) stays refused: definite.
+    const std::string_view text = mysql_error(c.conn_);
+    if (mysql_errno(c.conn_) == CR_SSL_CONNECTION_ERROR &&
+        (text.find("certificate") != std::string_view::npos ||
+         text.find("verify") != std::string_view::npos ||
+         text.find("unknown ca") != std::string_view::npos))
+      return Error(Errc::config, e.message() + connect_hint(CR_SSL_CONNECTION_ERROR));
+    // A user created REQUIRE SSL (or X509) is refused as "access denied" over plain text.
+    if (mysql_errno(c.conn_) == ER_ACCESS_DENIED_ERROR && o.tls_mode == "disabled")
+      return Error(e.code(),
+                   e.message() +
+                       "; with tls.mode disabled: if the user must use TLS (REQUIRE SSL), set "
+                       "tls.mode (e.g. verify_identity with tls.ca)",
+                   e.retriable());
     return Error(unclassified ? Errc::connection : e.code(),
                  e.message() + connect_hint(mysql_errno(c.conn_)),
                  e.retriable() || (unclassified && o.retry_unclassified_connect_errors));

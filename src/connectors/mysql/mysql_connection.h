@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connectors/common/tls_settings.h"
 #include "connectors/mysql/mysql_url.h"
 #include "sluice/result.h"
 
@@ -21,14 +22,16 @@ namespace sluice::mysql {
 inline constexpr std::string_view kTlsModes[] = {"disabled", "preferred", "required", "verify_ca",
                                                  "verify_identity"};
 
-// Checks `tls.mode` and `tls.ca` (verify_ca and verify_identity need the CA file); the errors
-// (invalid_argument) name the settings.
-Status validate_tls_options(std::string_view mode, std::string_view ca);
+// Checks `tls.mode` (one of kTlsModes) and the tls.* settings across (check_tls_settings:
+// verify_* need tls.ca, tls.cert needs tls.key, ...); the errors name the settings.
+Status validate_tls_options(const TlsSettings& tls);
 
 struct ConnectOptions {
   MysqlUrl url;
   std::string tls_mode = "preferred";  // one of kTlsModes
   std::string tls_ca;                  // CA file for verify_ca / verify_identity
+  std::string tls_cert, tls_key;       // client certificate and key (PEM), both or neither
+  std::string tls_key_password;        // passphrase of an encrypted tls_key (a secret)
   std::chrono::milliseconds connect_timeout{10000};
   unsigned read_timeout_s = 0;   // 0: the client library's default (the binlog stream sets one)
   unsigned write_timeout_s = 0;  // 0: the client library's default

@@ -9,14 +9,19 @@ namespace sluice::mysql {
 namespace {
 
 TEST(MysqlConnectionTest, TlsOptionsAreChecked) {
-  EXPECT_TRUE(validate_tls_options("preferred", "").ok());
-  EXPECT_TRUE(validate_tls_options("disabled", "").ok());
-  EXPECT_TRUE(validate_tls_options("verify_ca", "/ca.pem").ok());
-  Status unknown = validate_tls_options("on", "");
+  EXPECT_TRUE(validate_tls_options({"preferred", "", "", "", ""}).ok());
+  EXPECT_TRUE(validate_tls_options({"disabled", "", "", "", ""}).ok());
+  EXPECT_TRUE(validate_tls_options({"verify_ca", "/dev/null", "", "", ""}).ok());
+  // The files must be readable: validate says so before any connection.
+  Status missing = validate_tls_options({"verify_ca", "/nonexistent/ca.pem", "", "", ""});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message().find("setting 'tls.ca': cannot read"), std::string::npos);
+  EXPECT_FALSE(validate_tls_options({"required", "", "/dev/null", "", ""}).ok());  // no tls.key
+  Status unknown = validate_tls_options({"on", "", "", "", ""});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code(), Errc::invalid_argument);
   EXPECT_NE(unknown.error().message().find("tls.mode \"on\""), std::string::npos);
-  Status no_ca = validate_tls_options("verify_identity", "");
+  Status no_ca = validate_tls_options({"verify_identity", "", "", "", ""});
   ASSERT_FALSE(no_ca.ok());
   EXPECT_NE(no_ca.error().message().find("tls.ca"), std::string::npos);
 }

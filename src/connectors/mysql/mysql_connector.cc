@@ -2,6 +2,7 @@
 // mysql_destination.cc (its value/column type mapping is documented in mysql_destination.h).
 #include "connectors/builtin.h"
 #include "connectors/common/credentials.h"
+#include "connectors/common/tls_settings.h"
 #include "connectors/mysql/mysql_destination.h"
 #include "connectors/mysql/mysql_source.h"
 
@@ -40,6 +41,10 @@ constexpr auto kDestinationSettings = settings_table<MysqlDestinationOptions>(
     setting<&MysqlDestinationOptions::tls_ca>(
         "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity.")
         .file_path(),
+    setting<&MysqlDestinationOptions::tls_cert>("tls.cert", kTlsCertDoc).file_path(),
+    setting<&MysqlDestinationOptions::tls_key>("tls.key", kTlsKeyDoc).file_path(),
+    setting<&MysqlDestinationOptions::tls_key_password>("tls.key_password", kTlsKeyPasswordDoc)
+        .secret_value(),
     setting<&MysqlDestinationOptions::max_statement_size>(
         "max_statement_size",
         "Largest multi-row INSERT/DELETE statement sent; keep it below the server's "

@@ -55,6 +55,9 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     o.url = url_;
     o.tls_mode = settings_.tls_mode;
     o.tls_ca = settings_.tls_ca;
+    o.tls_cert = settings_.tls_cert;
+    o.tls_key = settings_.tls_key;
+    o.tls_key_password = settings_.tls_key_password;
     o.connect_timeout = settings_.connect_timeout;
     if (settings_.query_timeout.count() > 0) {
       o.read_timeout_s =
@@ -406,7 +409,9 @@ Result<std::unique_ptr<Destination>> make_mysql_destination(MysqlDestinationOpti
   if (!url) return url.error().with_context("mysql destination: ");
   auto table = RecordTemplate::parse(options.table);
   if (!table) return table.error().with_context("mysql destination: ");
-  if (Status s = mysql::validate_tls_options(options.tls_mode, options.tls_ca); !s)
+  if (Status s = mysql::validate_tls_options({options.tls_mode, options.tls_ca, options.tls_cert,
+                                              options.tls_key, options.tls_key_password});
+      !s)
     return s.error().with_context("mysql destination: ");
   if (options.max_statement_size < 1024) options.max_statement_size = 1024;
   return std::unique_ptr<Destination>(std::make_unique<MysqlDestination>(

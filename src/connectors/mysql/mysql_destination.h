@@ -74,6 +74,7 @@ struct MysqlDestinationOptions {
   std::string tls_mode =
       "preferred";     // disabled | preferred | required | verify_ca | verify_identity
   std::string tls_ca;  // CA file for verify_ca / verify_identity
+  std::string tls_cert, tls_key, tls_key_password;  // client certificate, key, its passphrase
   uint64_t max_statement_size = 4u << 20;
   std::chrono::milliseconds connect_timeout{10000};
   // A statement's reply (or a send) that takes longer: the connection is taken for dead.

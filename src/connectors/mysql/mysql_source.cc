@@ -64,6 +64,10 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
     setting<&MysqlSourceOptions::tls_ca>(
         "tls.ca", "PEM file of the certificate authority for tls.mode verify_ca / verify_identity.")
         .file_path(),
+    setting<&MysqlSourceOptions::tls_cert>("tls.cert", kTlsCertDoc).file_path(),
+    setting<&MysqlSourceOptions::tls_key>("tls.key", kTlsKeyDoc).file_path(),
+    setting<&MysqlSourceOptions::tls_key_password>("tls.key_password", kTlsKeyPasswordDoc)
+        .secret_value(),
     setting<&MysqlSourceOptions::connect_timeout>("connect_timeout",
                                                   "How long connecting may take.")
         .with_default("10s"),
@@ -118,10 +122,7 @@ Status finalize(MysqlSourceOptions& o) {
                       "\"*\"",
                       quote_user_text(t)));
   }
-  if ((o.tls_mode == "verify_ca" || o.tls_mode == "verify_identity") && o.tls_ca.empty())
-    return Error(
-        Errc::config,
-        fmt::format("setting 'tls.mode' {} needs tls.ca (the CA certificate file)", o.tls_mode));
+  SLUICE_TRY(check_tls_settings({o.tls_mode, o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password}));
   for (const auto& [table, columns] : o.message_key_columns) {
     const size_t dot = table.find('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == table.size() ||
@@ -151,6 +152,9 @@ MysqlDriver::MysqlDriver(MysqlSourceOptions o)
   opts_.tcp_user_timeout = o.tcp_user_timeout;
   opts_.tls_mode = std::move(o.tls_mode);
   opts_.tls_ca = std::move(o.tls_ca);
+  opts_.tls_cert = std::move(o.tls_cert);
+  opts_.tls_key = std::move(o.tls_key);
+  opts_.tls_key_password = std::move(o.tls_key_password);
   opts_.connect_timeout = o.connect_timeout;
 }
 

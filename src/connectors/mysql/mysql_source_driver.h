@@ -104,7 +104,7 @@ struct MysqlSourceOptions {
   int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1
   int64_t server_id = 0;            // 0: derived from the pipeline id
   std::chrono::milliseconds heartbeat_interval{};
-  std::string tls_mode, tls_ca;
+  std::string tls_mode, tls_ca, tls_cert, tls_key, tls_key_password;
   std::chrono::milliseconds connect_timeout{};
   std::chrono::milliseconds tcp_user_timeout{};
   std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};

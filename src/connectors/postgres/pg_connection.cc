@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "sluice/secrets.h"
 
@@ -114,6 +116,46 @@ Status apply_credentials(std::string& url, Credentials c) {
   return ok_status();
 }
 
+Status apply_tls(std::string& url, const TlsSettings& t) {
+  SLUICE_TRY(check_tls_settings(t));
+  std::vector<std::pair<std::string_view, std::string>> set;
+  if (!t.mode.empty()) {
+    static constexpr std::pair<std::string_view, std::string_view> kModes[] = {
+        {"disabled", "disable"},
+        {"preferred", "prefer"},
+        {"required", "require"},
+        {"verify_ca", "verify-ca"},
+        {"verify_identity", "verify-full"}};
+    for (auto [mode, sslmode] : kModes)
+      if (t.mode == mode) set.emplace_back("sslmode", sslmode);
+  }
+  if (!t.ca.empty()) set.emplace_back("sslrootcert", t.ca);
+  if (!t.cert.empty()) set.emplace_back("sslcert", t.cert);
+  if (!t.key.empty()) set.emplace_back("sslkey", t.key);
+  if (!t.key_password.empty()) set.emplace_back("sslpassword", t.key_password);
+  if (set.empty()) return ok_status();
+  char* err = nullptr;
+  PQconninfoOption* opts = PQconninfoParse(url.c_str(), &err);
+  if (err) PQfreemem(err);  // may quote the URL: not shown
+  if (!opts)
+    return Error(Errc::config,
+                 "setting 'url' is neither a postgresql:// URL nor a key=value DSN that libpq can "
+                 "read; check its syntax");
+  std::string dsn;
+  for (PQconninfoOption* o = opts; o->keyword; ++o) {
+    if (!o->val) continue;
+    const std::string_view k = o->keyword;
+    bool replaced = false;
+    for (const auto& kv : set) replaced |= kv.first == k;
+    if (!replaced) dsn += fmt::format("{}={} ", k, dsn_value(o->val));
+  }
+  PQconninfoFree(opts);
+  for (const auto& [k, v] : set) dsn += fmt::format("{}={} ", k, dsn_value(v));
+  dsn.pop_back();
+  url = std::move(dsn);
+  return ok_status();
+}
+
 std::string quote_identifier(std::string_view ident) {
   std::string out = "\"";
   for (char c : ident) {
@@ -166,6 +208,18 @@ Error classify_error(std::string_view raw, std::string_view doing) {
         Errc::conflict,
         prefix + msg + " (another process uses this slot: stop it, or set a different `slot`)");
   if (contains(msg, "does not exist")) return Error(Errc::not_found, prefix + msg);
+  // TLS set-up problems are definite: retrying does not change a certificate.
+  if (contains(msg, "certificate verify failed") || contains(msg, "server certificate for") ||
+      contains(msg, "root certificate file") || contains(msg, "certificate file \"") ||
+      contains(msg, "private key file") || contains(msg, "could not load private key") ||
+      contains(msg, "tlsv1 alert unknown ca") || contains(msg, "no encryption"))
+    return Error(Errc::config,
+                 prefix + msg +
+                     " (check tls.ca: it must be the CA that signed the server's certificate; "
+                     "tls.mode, tls.cert and tls.key; and the server's TLS set-up)");
+  if (contains(msg, "server does not support SSL"))
+    return Error(Errc::config,
+                 prefix + msg + " (enable ssl on the server, or set tls.mode to preferred)");
   if (contains(msg, "Connection refused") || contains(msg, "could not connect") ||
       contains(msg, "could not translate host") || contains(msg, "server closed the connection") ||
       contains(msg, "connection to server") || contains(msg, "timeout expired") ||

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "connectors/common/credentials.h"
+#include "connectors/common/tls_settings.h"
 #include "sluice/result.h"
 
 namespace sluice::pg {
@@ -128,6 +129,11 @@ class PgCallDeadline {
 // error); a `user`/`password` setting makes `url` a key=value DSN with them in place of the URL's.
 // Errors never show the URL or the password.
 Status apply_credentials(std::string& url, Credentials c);
+// Folds the tls.* settings into `url` (a key=value DSN then, their libpq keywords replacing the
+// URL's): tls.mode as sslmode (disabled disable, preferred prefer, required require, verify_ca
+// verify-ca, verify_identity verify-full), tls.ca sslrootcert, tls.cert sslcert, tls.key sslkey,
+// tls.key_password sslpassword. Nothing set (mode ""): `url` stays as it is.
+Status apply_tls(std::string& url, const TlsSettings& tls);
 // "host:port" of a URL/DSN for messages (never the password).
 std::string describe_target(const std::string& url);
 // Turns a server error into an Error with a code and a fix where one is known.

@@ -28,6 +28,8 @@ using pg::PostgresDialect;
 struct PostgresDestinationOptions {
   std::string url;  // finalize() folds user/password/password_file into it
   std::string user, password, password_file;
+  std::optional<std::string> tls_mode;  // finalize() folds the tls.* settings into url too
+  std::string tls_ca, tls_cert, tls_key, tls_key_password;
   std::string table;
   std::string schema;
   bool checkpoint_in_destination = false;
@@ -51,6 +53,19 @@ constexpr auto kDestinationSettings = settings_table<PostgresDestinationOptions>
     setting<&PostgresDestinationOptions::user>("user", kUserDoc),
     setting<&PostgresDestinationOptions::password>("password", kPasswordDoc).secret_value(),
     setting<&PostgresDestinationOptions::password_file>("password_file", kPasswordFileDoc),
+    setting<&PostgresDestinationOptions::tls_mode>(
+        "tls.mode",
+        "TLS to the server, as libpq's sslmode: disabled (disable), preferred (prefer: TLS when the "
+        "server offers it), required (require: TLS without checking the certificate, unless tls.ca is "
+        "set: then as verify_ca), verify_ca (verify-ca: the certificate must be signed by tls.ca), "
+        "verify_identity (verify-full: and name the host of `url`). Unset: the URL's sslmode, else "
+        "prefer.")
+        .one_of("disabled,preferred,required,verify_ca,verify_identity"),
+    setting<&PostgresDestinationOptions::tls_ca>("tls.ca", kTlsCaDoc).file_path(),
+    setting<&PostgresDestinationOptions::tls_cert>("tls.cert", kTlsCertDoc).file_path(),
+    setting<&PostgresDestinationOptions::tls_key>("tls.key", kTlsKeyDoc).file_path(),
+    setting<&PostgresDestinationOptions::tls_key_password>("tls.key_password", kTlsKeyPasswordDoc)
+        .secret_value(),
     setting<&PostgresDestinationOptions::table>(
         "table",
         "Table each record is written to: a template where {{table}} and {{schema}} (or any {{metadata-key}}) "
@@ -104,6 +119,10 @@ Status finalize(PostgresDestinationOptions& o) {
     return Error(Errc::invalid_argument,
                  "postgres destination: `url` is empty; set the database URL");
   if (Status s = pg::apply_credentials(o.url, {o.user, o.password, o.password_file}); !s)
+    return s.error().with_context("postgres destination: ");
+  if (Status s = pg::apply_tls(
+          o.url, {o.tls_mode.value_or(""), o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password});
+      !s)
     return s.error().with_context("postgres destination: ");
   auto table = RecordTemplate::parse(o.table, "table");
   if (!table) return table.error().with_context("postgres destination: ");

@@ -23,6 +23,19 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
     setting<&PostgresSourceOptions::user>("user", kUserDoc),
     setting<&PostgresSourceOptions::password>("password", kPasswordDoc).secret_value(),
     setting<&PostgresSourceOptions::password_file>("password_file", kPasswordFileDoc),
+    setting<&PostgresSourceOptions::tls_mode>(
+        "tls.mode",
+        "TLS to the server, as libpq's sslmode: disabled (disable), preferred (prefer: TLS when the "
+        "server offers it), required (require: TLS without checking the certificate, unless tls.ca is "
+        "set: then as verify_ca), verify_ca (verify-ca: the certificate must be signed by tls.ca), "
+        "verify_identity (verify-full: and name the host of `url`). Unset: the URL's sslmode, else "
+        "prefer.")
+        .one_of("disabled,preferred,required,verify_ca,verify_identity"),
+    setting<&PostgresSourceOptions::tls_ca>("tls.ca", kTlsCaDoc).file_path(),
+    setting<&PostgresSourceOptions::tls_cert>("tls.cert", kTlsCertDoc).file_path(),
+    setting<&PostgresSourceOptions::tls_key>("tls.key", kTlsKeyDoc).file_path(),
+    setting<&PostgresSourceOptions::tls_key_password>("tls.key_password", kTlsKeyPasswordDoc)
+        .secret_value(),
     setting<&PostgresSourceOptions::tables>(
         "tables",
         "Tables to capture: schema-qualified names (public.employees, sales.\"Order Items\"; no schema = public), "
@@ -113,6 +126,8 @@ Status finalize(PostgresSourceOptions& o) {
     return Error(Errc::config,
                  "setting 'reconnect.max_backoff' is below 'reconnect.initial_backoff' (raise it, "
                  "or lower the initial backoff)");
+  SLUICE_TRY(apply_tls(
+      o.url, {o.tls_mode.value_or(""), o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password}));
   for (const std::string& t : o.tables)
     if (t != "*" && !parse_table_name(t))
       return Error(Errc::config,

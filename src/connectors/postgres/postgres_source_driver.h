@@ -70,6 +70,8 @@ std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_
 struct PostgresSourceOptions {
   std::string url;  // finalize() folds user/password/password_file into it
   std::string user, password, password_file;
+  std::optional<std::string> tls_mode;  // finalize() folds the tls.* settings into url too
+  std::string tls_ca, tls_cert, tls_key, tls_key_password;
   std::vector<std::string> tables;
   std::string slot;         // empty: sluice_<pipeline id>
   std::string publication;  // empty: sluice_<pipeline id>
