@@ -120,8 +120,7 @@ class ScriptedWriter final : public KeyedSqlDestination {
   bool connected_ = false;
 };
 
-void add(Batch& b, Operation op, std::string_view table, int64_t id,
-         std::string_view schema = {}) {
+void add(Batch& b, Operation op, std::string_view table, int64_t id, std::string_view schema = {}) {
   Record& r = b.add();
   r.op = op;
   ObjectBuilder m = b.object(2);
