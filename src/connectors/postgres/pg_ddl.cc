@@ -6,14 +6,17 @@
 //   ─────────────────                                   ───────────────────────────
 //   ALTER TABLE t …  (the user's transaction)           Relation(t) before t's next change
 //     └▶ event trigger sluice_ddl_command_end             └▶ diff with the previous Relation
-//        sluice.ddl_state (columns before) ─┐                of t (same process only):
-//        pg_attribute (columns after) ──────┼▶ INSERT        appended names → add_column
+//        sluice.ddl_state (columns before) ─┐                of t (after a restart: the shape
+//        pg_attribute (columns after) ──────┼▶ INSERT        stored beside the checkpoint):
+//                                           │                appended names → add_column
 //        sluice.ddl_log (in the publication)┘                vanished names → drop_column
 //   WAL: rows before ▸ ddl_log insert ▸ rows after           same name, wider → alter_column_type
 //     └▶ the source diffs by attnum: rename_column,          anything it cannot tell apart
 //        drop_column, add_column (+ default from             (rename vs drop+add, a default
-//        attmissingval), alter_column_type                   old rows read) → stop, naming
-//                                                            `ddl.capture: true`
+//        attmissingval), alter_column_type;                  old rows read) → stop, naming
+//        values rewritten (volatile default, USING,          `ddl.capture: true`
+//        a non-widening type) → the table is read again
+//        by an incremental snapshot; a table rename → stop
 // Never a guess: what neither way can map exactly stops the pipeline with an error naming the
 // table, the column and the recovery.
 #include <fmt/format.h>
