@@ -92,6 +92,7 @@ constexpr const char* kRewrites =
     "ALTER TABLE t ADD r int DEFAULT (random() * 1000000)::int;"
     "ALTER TABLE t ADD ts text DEFAULT clock_timestamp()::text;"
     "ALTER TABLE t ADD u uuid DEFAULT gen_random_uuid();"
+    "ALTER TABLE t ADD g int GENERATED ALWAYS AS IDENTITY;"  // numbered by a sequence
     "ALTER TABLE t ALTER v TYPE int USING length(v);"  // text → int: made anew, values read again
     "ALTER TABLE t ALTER n TYPE bigint USING n * 2;"   // a widening whose values changed
     "INSERT INTO t (id, v, n) VALUES (202, 7, 7);"
@@ -125,11 +126,12 @@ TEST(PostgresDdlToSqlite, VolatileDefaultsAndRewritingTypeChangesAreReadAgain) {
   const std::string err = p.stderr_text();
   EXPECT_NE(err.find("volatile default"), std::string::npos) << err;
   EXPECT_NE(err.find("read again by an incremental snapshot"), std::string::npos) << err;
-  EXPECT_EQ(compare_tables(db.sql(),
-                           "SELECT id::text, v::text, n::text, r::text, ts, u::text FROM t "
-                           "ORDER BY t.id",
-                           dir / "out.db", "SELECT id, v, n, r, ts, u FROM t ORDER BY id"),
-            0);
+  EXPECT_EQ(
+      compare_tables(db.sql(),
+                     "SELECT id::text, v::text, n::text, r::text, ts, u::text, g::text FROM t "
+                     "ORDER BY t.id",
+                     dir / "out.db", "SELECT id, v, n, r, ts, u, g FROM t ORDER BY id"),
+      0);
   std::filesystem::remove_all(dir);
 }
 
@@ -157,7 +159,7 @@ TEST(PostgresDdlToPostgres, VolatileDefaultsAndRewritingTypeChangesAreReadAgain)
   ASSERT_TRUE(wait_until([&] { return resnapshot_done(p); }, 60s)) << p.stderr_text();
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
   const std::string q =
-      "SELECT id::text, v::text, n::text, r::text, ts, u::text FROM t ORDER BY t.id";
+      "SELECT id::text, v::text, n::text, r::text, ts, u::text, g::text FROM t ORDER BY t.id";
   EXPECT_EQ(db.sql().query(q), dst.sql().query(q));
   EXPECT_EQ(dst.sql().scalar("SELECT count(*) FROM t"), db.sql().scalar("SELECT count(*) FROM t"));
   std::filesystem::remove_all(dir);

@@ -352,6 +352,25 @@ TEST(PostgresDdl, WithoutCaptureAddWithDefaultStopsNamingDdlCapture) {
   o.src->close();
 }
 
+// An identity column numbers the rows that existed from its sequence: a value the stream never
+// carried, like a default.
+TEST(PostgresDdl, WithoutCaptureAddIdentityStopsNamingDdlCapture) {
+  TestDb db("ddl_rel_identity");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1);"));
+  auto o = open_with(db, "t_ddl_rel_identity", "public.t");
+  ASSERT_TRUE(o.src) << o.error;
+  Reader reader(*o.src);
+  ASSERT_TRUE(reader.read_count(1));
+  ASSERT_TRUE(reader.drain());
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE t ADD g int GENERATED ALWAYS AS IDENTITY; INSERT INTO t (id) "
+                    "VALUES (2);"));
+  const std::string e = read_error(*o.src);
+  EXPECT_TRUE(contains(e, "\"g\"") && contains(e, "ddl.capture: true")) << e;
+  o.src->close();
+}
+
 TEST(PostgresDdl, WithoutCaptureNarrowingStops) {
   TestDb db("ddl_rel_narrow");
   ASSERT_TRUE(db.ok());

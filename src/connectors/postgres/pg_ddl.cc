@@ -70,10 +70,12 @@ CREATE OR REPLACE FUNCTION sluice.ddl_columns(rel oid, OUT attnum int2[], OUT na
          coalesce(array_agg(a.atttypid ORDER BY a.attnum), '{}'),
          coalesce(array_agg(a.atttypmod ORDER BY a.attnum), '{}'),
          coalesce(array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum), '{}'),
-         coalesce(array_agg(a.atthasdef ORDER BY a.attnum), '{}'),
+         coalesce(array_agg(a.atthasdef OR a.attidentity <> '' ORDER BY a.attnum), '{}'),
          coalesce(array_agg(a.atthasmissing ORDER BY a.attnum), '{}'),
          coalesce(array_agg((a.attmissingval::text::text[])[1] ORDER BY a.attnum), '{}'),
-         coalesce(array_agg(pg_get_expr(d.adbin, d.adrelid) ORDER BY a.attnum), '{}')
+         coalesce(array_agg(coalesce(pg_get_expr(d.adbin, d.adrelid),
+                                     CASE WHEN a.attidentity <> '' THEN 'an identity' END)
+                            ORDER BY a.attnum), '{}')
   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 $f$;
@@ -544,7 +546,8 @@ Status PostgresDriver::emit_relation_changes(Batch& batch, const Relation* befor
     // The catalog as of now: a default (or a missing value) means old rows may read a value the
     // stream never carried.
     auto r = conn_.exec_params(
-        "SELECT atthasdef OR atthasmissing FROM pg_attribute WHERE attrelid = $1::oid AND "
+        "SELECT atthasdef OR atthasmissing OR attidentity <> '' FROM pg_attribute WHERE "
+        "attrelid = $1::oid AND "
         "attname = $2 AND NOT attisdropped",
         {std::to_string(after.oid), c->name});
     if (!r.ok()) return std::move(r).error();
