@@ -243,6 +243,37 @@ TEST(MysqlSchemaHistory, ComputedDefaultsAndNarrowingStopWithAClearError) {
   }
 }
 
+// RENAME TABLE / ALTER TABLE … RENAME TO of a captured table (or into a captured name): the rows
+// after it would go to a new destination table while the old one goes stale — a clear stop
+// naming both tables. A rename of tables sluice does not capture is nothing to it.
+TEST(MysqlSchemaHistory, TableRenamesStopNamingBothTables) {
+  TestDb db("renames");
+  const std::string q = "`" + db.name() + "`.";
+  struct Case {
+    const char* sql;
+    std::string from, to;
+  };
+  for (const Case& c : {Case{"RENAME TABLE t TO t2", "t", "t2"},
+                        Case{"ALTER TABLE t RENAME TO t3, ADD COLUMN b INT", "t", "t3"}}) {
+    ASSERT_TRUE(db.sql().exec("DROP TABLE IF EXISTS t, t2, t3, x, y"));
+    ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, a INT)"));
+    ASSERT_TRUE(db.sql().exec("CREATE TABLE x (id INT PRIMARY KEY)"));
+    MemoryHistory history;
+    auto src = open_with(db, "renames", &history, std::nullopt, {{"tables", "t"}});
+    ASSERT_TRUE(src);
+    Reader reader(*src);
+    ASSERT_TRUE(reader.drain());
+    ASSERT_TRUE(db.sql().exec("RENAME TABLE x TO y"));  // not captured: nothing
+    ASSERT_TRUE(db.sql().exec(c.sql));
+    const std::string e = read_error(*src);
+    EXPECT_NE(e.find(q + "`" + c.from + "` was renamed to " + q + "`" + c.to + "`"),
+              std::string::npos)
+        << c.sql << ": " << e;
+    EXPECT_NE(e.find("sluice cleanup"), std::string::npos) << e;
+    src->close();
+  }
+}
+
 TEST(MysqlSchemaHistory, StatementBasedDmlOnACapturedTableStops) {
   TestDb db("stmt");
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, a INT)"));

@@ -87,6 +87,19 @@ void IncrementalSnapshot::truncate_seen(const IncrementalState& st, std::string_
     }
 }
 
+void IncrementalSnapshot::restart_table(IncrementalState& st) {
+  st.cursor = KeysetCursor{};
+  window_ = Window::closed;
+  id_.clear();
+  emit_ready_ = false;
+  rows_.clear();
+  dropped_.clear();
+  index_.clear();
+  read_ = false;
+  exhausted_ = false;
+  emitted_ = dropped_total_ = 0;
+}
+
 std::optional<std::string> IncrementalSnapshot::finish(IncrementalState& st) {
   for (size_t i = 0; i < rows_.size(); ++i)
     if (!dropped_[i]) ++emitted_;

@@ -103,6 +103,11 @@ class IncrementalSnapshot {
   // Returns the finished table's name when it was the last chunk.
   std::optional<std::string> finish(IncrementalState& st);
 
+  // The current table starts over (its columns changed): the cursor goes back to the start, a
+  // chunk in flight is forgotten (its HIGH is then ignored), the next chunk emits snapshot_begin
+  // again.
+  void restart_table(IncrementalState& st);
+
   // Rows kept/dropped over the current table (progress, tests).
   uint64_t rows_emitted() const { return emitted_; }
   uint64_t rows_dropped() const { return dropped_total_; }

@@ -135,6 +135,28 @@ Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view
                              "over with a new snapshot after the change",
                              shown(sql, 200), name_of(n), where, why));
   };
+  // A table renamed from or into the captured set: the rows after it would go to a table the
+  // destination does not know (while the old one goes stale), or a table's existing rows would
+  // never be copied — stop instead.
+  auto renamed = [&](const ddl::QualifiedName& from, const ddl::QualifiedName& to) {
+    return Error(Errc::unsupported,
+                 fmt::format("{} was renamed to {} in the binlog at {}: sluice does not follow "
+                             "table renames (the rows after it would go to a new table while the "
+                             "old one goes stale): name the new table in `tables`, then run "
+                             "`sluice cleanup` and start over with a new snapshot",
+                             name_of(from), name_of(to), where));
+  };
+  if (st.kind == ddl::Statement::Kind::alter_table && !st.tables.empty() && st.error.empty())
+    for (const ddl::AlterClause& a : st.clauses)
+      if (a.kind == ddl::AlterClause::Kind::rename_table && !(a.new_table == st.tables[0]) &&
+          (captured(st.tables[0].db, st.tables[0].table) ||
+           captured(a.new_table.db, a.new_table.table)))
+        return renamed(st.tables[0], a.new_table);
+  if (st.kind == ddl::Statement::Kind::rename_table && st.error.empty())
+    for (size_t i = 0; i + 1 < st.tables.size(); i += 2)
+      if (captured(st.tables[i].db, st.tables[i].table) ||
+          captured(st.tables[i + 1].db, st.tables[i + 1].table))
+        return renamed(st.tables[i], st.tables[i + 1]);
   bool changed = false;
   switch (st.kind) {
     case ddl::Statement::Kind::alter_table: {

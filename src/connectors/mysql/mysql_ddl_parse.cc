@@ -431,10 +431,19 @@ bool is_index_word(const Cursor& c) {
          c.is("SYSTEM") || c.is("PARTITION");
 }
 
-// One ALTER TABLE clause; false with `error` set when it is not understood.
-bool read_alter_clause(Cursor& c, std::string_view default_db, AlterClause* a, std::string* error) {
+// One ALTER TABLE clause; false with `error` set when it is not understood. `more` receives the
+// clauses after the first of ADD (a INT, b INT).
+bool read_alter_clause(Cursor& c, std::string_view default_db, AlterClause* a,
+                       std::vector<AlterClause>* more, std::string* error) {
   using K = AlterClause::Kind;
   if (c.accept("ADD")) {
+    // ADD CONSTRAINT [name] PRIMARY KEY (...): the key, as ADD PRIMARY KEY.
+    if (c.is("CONSTRAINT") && (c.is("PRIMARY", 1) || (c.is("PRIMARY", 2) && c.peek(1) &&
+                                                      (c.peek(1)->kind == Token::Kind::word ||
+                                                       c.peek(1)->kind == Token::Kind::quoted)))) {
+      c.accept("CONSTRAINT");
+      if (!c.is("PRIMARY")) c.next();
+    }
     if (c.accept("PRIMARY")) {
       c.accept("KEY");
       a->kind = K::add_primary_key;
@@ -453,9 +462,47 @@ bool read_alter_clause(Cursor& c, std::string_view default_db, AlterClause* a, s
       c.accept("NOT");
       c.accept("EXISTS");
     }
-    if (c.is_punct('(')) {
-      *error = "ADD COLUMN with a parenthesised list";
-      return false;
+    if (c.accept_punct('(')) {
+      // ADD [COLUMN] (a INT, b INT[, INDEX (...)]): each column appended in order.
+      std::vector<AlterClause> list;
+      while (!c.done() && !c.is_punct(')')) {
+        AlterClause one;
+        if (c.accept("PRIMARY") || (c.is("CONSTRAINT") && c.is("PRIMARY", 1) &&
+                                    c.accept("CONSTRAINT") && c.accept("PRIMARY"))) {
+          c.accept("KEY");
+          one.kind = K::add_primary_key;
+          if (c.accept("USING")) c.next();
+          one.key = read_name_list(c);
+          while (!c.done() && !c.is_punct(',') && !c.is_punct(')')) {
+            if (c.is_punct('(')) c.skip_group();
+            else c.next();
+          }
+        } else if (is_index_word(c)) {
+          one.kind = K::no_column_change;
+          while (!c.done() && !c.is_punct(',') && !c.is_punct(')')) {
+            if (c.is_punct('(')) c.skip_group();
+            else c.next();
+          }
+        } else {
+          one.kind = K::add_column;
+          if (!read_column_def(c, &one.def)) {
+            *error = "a column definition in ADD (...)";
+            return false;
+          }
+        }
+        list.push_back(std::move(one));
+        if (!c.accept_punct(',') && !c.is_punct(')')) {
+          *error = "a column definition in ADD (...)";
+          return false;
+        }
+      }
+      if (!c.accept_punct(')') || list.empty()) {
+        *error = "ADD (...) without its closing parenthesis";
+        return false;
+      }
+      *a = std::move(list.front());
+      for (size_t i = 1; i < list.size(); ++i) more->push_back(std::move(list[i]));
+      return true;
     }
     a->kind = K::add_column;
     if (!read_column_def(c, &a->def)) {
@@ -660,12 +707,14 @@ void parse_alter(Cursor& c, std::string_view default_db, Statement* st) {
   else c.accept("NOWAIT");
   while (!c.done() && !c.is_punct(';')) {
     AlterClause a;
+    std::vector<AlterClause> more;
     std::string why;
-    if (!read_alter_clause(c, default_db, &a, &why)) {
+    if (!read_alter_clause(c, default_db, &a, &more, &why)) {
       st->error = "cannot read " + why;
       return;
     }
     st->clauses.push_back(std::move(a));
+    for (AlterClause& m : more) st->clauses.push_back(std::move(m));
     // Options may follow each other without commas (ENGINE=x COMMENT='y').
     if (!c.accept_punct(',') && !c.done() && !c.is_punct(';') &&
         st->clauses.back().kind != AlterClause::Kind::no_column_change &&

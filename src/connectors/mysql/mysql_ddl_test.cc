@@ -137,6 +137,54 @@ TEST(MysqlDdlParse, AlterClausesGiveTheNewColumnsAndTheSchemaChanges) {
   EXPECT_EQ(n.value()->table, "t3");
 }
 
+// ADD (a, b) lists, a named PRIMARY KEY constraint, MODIFY/CHANGE that move a column, and
+// several clauses of those kinds in one statement.
+TEST(MysqlDdlParse, ParenthesisedAddsNamedKeysAndMovedColumns) {
+  const TableSchema t = table_abc();
+  std::vector<ColumnChange> ch;
+  auto n =
+      alter(t, "ALTER TABLE t ADD COLUMN (c INT, `d e` VARCHAR(5) DEFAULT 'x', INDEX (c))", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(names(*n.value()), (std::vector<std::string>{"id", "a", "b", "c", "d e"}));
+  ASSERT_EQ(ch.size(), 2u);
+  EXPECT_EQ(ch[0].kind, SchemaChangeKind::add_column);
+  EXPECT_EQ(ch[0].column, "c");
+  EXPECT_EQ(ch[1].column, "d e");
+  EXPECT_EQ(ch[1].default_text, "x");
+
+  ch.clear();
+  n = alter(t, "ALTER TABLE t ADD (c INT), ADD z INT FIRST", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(names(*n.value()), (std::vector<std::string>{"z", "id", "a", "b", "c"}));
+
+  ch.clear();
+  n = alter(t, "ALTER TABLE t DROP PRIMARY KEY, ADD CONSTRAINT `pk` PRIMARY KEY (a, b)", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(n.value()->key, (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(ch.empty());
+  n = alter(t, "ALTER TABLE t DROP PRIMARY KEY, ADD CONSTRAINT PRIMARY KEY USING BTREE (b)", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(n.value()->key, (std::vector<uint32_t>{2}));
+  // Other named constraints change no column.
+  n = alter(t, "ALTER TABLE t ADD CONSTRAINT u UNIQUE (a), ADD CONSTRAINT c CHECK (b > 0)", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(names(*n.value()), names(t));
+  EXPECT_EQ(n.value()->key, std::vector<uint32_t>{0});
+
+  ch.clear();
+  n = alter(t, "ALTER TABLE t MODIFY COLUMN b BIGINT FIRST, CHANGE a aa VARCHAR(10) AFTER b", &ch);
+  ASSERT_TRUE(n.ok()) << n.error().message();
+  EXPECT_EQ(names(*n.value()), (std::vector<std::string>{"b", "aa", "id"}));
+  EXPECT_EQ(n.value()->key, std::vector<uint32_t>{2});
+  ASSERT_EQ(ch.size(), 2u);
+  EXPECT_EQ(ch[0].kind, SchemaChangeKind::alter_column_type);
+  EXPECT_EQ(ch[1].kind, SchemaChangeKind::rename_column);
+
+  for (const char* bad : {"ALTER TABLE t ADD (c INT", "ALTER TABLE t ADD ()",
+                          "ALTER TABLE t ADD (c INT,", "ALTER TABLE t ADD (PRIMARY KEY (a)"})
+    EXPECT_NE(parse_statement(bad, "d").error, "") << bad;
+}
+
 TEST(MysqlDdlParse, ComputedDefaultsAndNarrowingAreRefused) {
   const TableSchema t = table_abc();
   std::vector<ColumnChange> ch;

@@ -181,6 +181,12 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     return ok_status();
   }
 
+  Result<bool> table_has_rows(sql::SqlTable& t) override {
+    auto rows = conn_.query("SELECT 1 FROM " + t.quoted + " LIMIT 1", "");
+    if (!rows) return server_error(fmt::format("cannot read table `{}`", t.name));
+    return !rows.value().empty();
+  }
+
   // ---- rows ----------------------------------------------------------------------------------
 
   Status write_run(size_t first, size_t end) override {

@@ -6,20 +6,24 @@
 //   ─────────────────                                   ───────────────────────────
 //   ALTER TABLE t …  (the user's transaction)           Relation(t) before t's next change
 //     └▶ event trigger sluice_ddl_command_end             └▶ diff with the previous Relation
-//        sluice.ddl_state (columns before) ─┐                of t (same process only):
-//        pg_attribute (columns after) ──────┼▶ INSERT        appended names → add_column
+//        sluice.ddl_state (columns before) ─┐                of t (after a restart: the shape
+//        pg_attribute (columns after) ──────┼▶ INSERT        stored beside the checkpoint):
+//                                           │                appended names → add_column
 //        sluice.ddl_log (in the publication)┘                vanished names → drop_column
 //   WAL: rows before ▸ ddl_log insert ▸ rows after           same name, wider → alter_column_type
 //     └▶ the source diffs by attnum: rename_column,          anything it cannot tell apart
 //        drop_column, add_column (+ default from             (rename vs drop+add, a default
-//        attmissingval), alter_column_type                   old rows read) → stop, naming
-//                                                            `ddl.capture: true`
+//        attmissingval), alter_column_type;                  old rows read) → stop, naming
+//        values rewritten (volatile default, USING,          `ddl.capture: true`
+//        a non-widening type) → the table is read again
+//        by an incremental snapshot; a table rename → stop
 // Never a guess: what neither way can map exactly stops the pipeline with an error naming the
 // table, the column and the recovery.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 #include <map>
 
@@ -55,6 +59,8 @@ CREATE TABLE IF NOT EXISTS sluice.ddl_log (
   after_attnum int2[] NOT NULL, after_name text[] NOT NULL, after_typid oid[] NOT NULL,
   after_typmod int4[] NOT NULL, after_type text[] NOT NULL, after_hasdef bool[] NOT NULL,
   after_hasmissing bool[] NOT NULL, after_missing text[] NOT NULL, after_default text[] NOT NULL);
+ALTER TABLE sluice.ddl_log ADD COLUMN IF NOT EXISTS before_schema_name text,
+  ADD COLUMN IF NOT EXISTS before_table_name text, ADD COLUMN IF NOT EXISTS has_using bool;
 CREATE OR REPLACE FUNCTION sluice.ddl_columns(rel oid, OUT attnum int2[], OUT name text[],
     OUT typid oid[], OUT typmod int4[], OUT type text[], OUT hasdef bool[], OUT hasmissing bool[],
     OUT missing text[], OUT dflt text[])
@@ -64,10 +70,12 @@ CREATE OR REPLACE FUNCTION sluice.ddl_columns(rel oid, OUT attnum int2[], OUT na
          coalesce(array_agg(a.atttypid ORDER BY a.attnum), '{}'),
          coalesce(array_agg(a.atttypmod ORDER BY a.attnum), '{}'),
          coalesce(array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY a.attnum), '{}'),
-         coalesce(array_agg(a.atthasdef ORDER BY a.attnum), '{}'),
+         coalesce(array_agg(a.atthasdef OR a.attidentity <> '' ORDER BY a.attnum), '{}'),
          coalesce(array_agg(a.atthasmissing ORDER BY a.attnum), '{}'),
          coalesce(array_agg((a.attmissingval::text::text[])[1] ORDER BY a.attnum), '{}'),
-         coalesce(array_agg(pg_get_expr(d.adbin, d.adrelid) ORDER BY a.attnum), '{}')
+         coalesce(array_agg(coalesce(pg_get_expr(d.adbin, d.adrelid),
+                                     CASE WHEN a.attidentity <> '' THEN 'an identity' END)
+                            ORDER BY a.attnum), '{}')
   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 $f$;
@@ -85,14 +93,16 @@ BEGIN
       FROM pg_class cl JOIN pg_namespace n ON n.oid = cl.relnamespace WHERE cl.oid = r.objid;
     SELECT * INTO c FROM sluice.ddl_columns(r.objid);
     IF c.attnum IS DISTINCT FROM st.attnum OR c.name IS DISTINCT FROM st.name
-       OR c.typid IS DISTINCT FROM st.typid OR c.typmod IS DISTINCT FROM st.typmod THEN
+       OR c.typid IS DISTINCT FROM st.typid OR c.typmod IS DISTINCT FROM st.typmod
+       OR nsp IS DISTINCT FROM st.schema_name OR rel IS DISTINCT FROM st.table_name THEN
       INSERT INTO sluice.ddl_log (relid, schema_name, table_name, command, before_attnum,
           before_name, before_typid, before_typmod, before_type, after_attnum, after_name,
           after_typid, after_typmod, after_type, after_hasdef, after_hasmissing, after_missing,
-          after_default)
+          after_default, before_schema_name, before_table_name, has_using)
         VALUES (r.objid, nsp, rel, r.command_tag, st.attnum, st.name, st.typid, st.typmod,
           st.type, c.attnum, c.name, c.typid, c.typmod, c.type, c.hasdef, c.hasmissing,
-          c.missing, c.dflt);
+          c.missing, c.dflt, st.schema_name, st.table_name,
+          current_query() ~* '\mUSING\M');
     END IF;
     UPDATE sluice.ddl_state s SET schema_name = nsp, table_name = rel, attnum = c.attnum,
         name = c.name, typid = c.typid, typmod = c.typmod, type = c.type
@@ -293,6 +303,27 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
   const std::string schema = text_of(*schema_v);
   const std::string table = text_of(*table_v);
   const std::string qualified = quote_identifier(schema) + "." + quote_identifier(table);
+  // A table renamed (or moved to another schema): the rows after it arrive under a name the
+  // destination does not know, while the old table would go stale — stop instead.
+  const Value* before_schema_v = field("before_schema_name");
+  const Value* before_table_v = field("before_table_name");
+  if (before_schema_v && before_table_v && before_schema_v->kind() == ValueKind::string &&
+      before_table_v->kind() == ValueKind::string &&
+      (text_of(*before_schema_v) != schema || text_of(*before_table_v) != table))
+    return Error(
+        Errc::unsupported,
+        fmt::format("{}.{} was renamed to {}: sluice does not follow table renames (the rows "
+                    "after it would go to a new table while the old one goes stale): name the "
+                    "new table in `tables`, then run `sluice cleanup` and start again to "
+                    "re-snapshot",
+                    quote_identifier(text_of(*before_schema_v)),
+                    quote_identifier(text_of(*before_table_v)), qualified));
+  // The statement's text held USING (ALTER COLUMN … TYPE … USING expr): the values may have been
+  // rewritten. A false positive (USING elsewhere in the text) only costs a re-read.
+  const Value* using_v = field("has_using");
+  const bool has_using = using_v && using_v->kind() == ValueKind::boolean && using_v->as_bool();
+  bool rewrite = false;  // old rows now read values the WAL never carried
+  std::string rewrite_why;
 
   struct Col {
     int64_t attnum = 0;
@@ -360,18 +391,50 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
     c.to = hold(it->second.name);
     changes.push_back(c);
   }
+  std::vector<std::string> keys;  // the primary key's columns, read once when needed
+  bool keys_read = false;
   for (const auto& [attnum, b] : before) {
     auto it = after.find(attnum);
     if (it == after.end() ||
         (it->second.type_oid == b.type_oid && it->second.type_mod == b.type_mod))
       continue;
-    if (!is_widening(b.type_oid, b.type_mod, it->second.type_oid, it->second.type_mod))
-      return Error(
-          Errc::unsupported,
-          fmt::format("{}: column {} changed type from {} to {}, which not every old value "
-                      "survives; sluice forwards widenings only: revert the change, or "
-                      "run `sluice cleanup` and start again to re-snapshot",
-                      qualified, quote_identifier(it->second.name), b.type, it->second.type));
+    const bool widening =
+        is_widening(b.type_oid, b.type_mod, it->second.type_oid, it->second.type_mod);
+    if (!widening || has_using) {
+      // The values were converted (a USING expression, or a cast to a type of another kind):
+      // only the table knows them now. A non-key column is made anew at the destination (its
+      // old values never survive in a column of the wrong type) and the table is read again.
+      if (!keys_read) {
+        SLUICE_TRY_ASSIGN(keys, primary_key_columns(oid));
+        keys_read = true;
+      }
+      const bool key = std::find(keys.begin(), keys.end(), it->second.name) != keys.end();
+      if (key && !widening)
+        return Error(
+            Errc::unsupported,
+            fmt::format("{}: key column {} changed type from {} to {}, which not every "
+                        "old value survives; sluice forwards widenings of key columns "
+                        "only: revert the change, or run `sluice cleanup` and start "
+                        "again to re-snapshot",
+                        qualified, quote_identifier(it->second.name), b.type, it->second.type));
+      rewrite = true;
+      if (rewrite_why.empty())
+        rewrite_why =
+            fmt::format("column {} changed type from {} to {}{}", quote_identifier(it->second.name),
+                        b.type, it->second.type, has_using ? " with USING" : "");
+      if (!widening) {
+        SchemaChange d;
+        d.kind = SchemaChangeKind::drop_column;
+        d.column = hold(it->second.name);
+        changes.push_back(d);
+        SchemaChange a;
+        a.kind = SchemaChangeKind::add_column;
+        a.column = hold(it->second.name);
+        a.type = hold(it->second.type);
+        changes.push_back(a);
+        continue;
+      }
+    }
     SchemaChange c;
     c.kind = SchemaChangeKind::alter_column_type;
     c.column = hold(it->second.name);
@@ -393,17 +456,32 @@ Status PostgresDriver::emit_ddl_log(Batch& batch, TableState& log, const Tuple& 
                                                   quote_identifier(a.name)));
       c.default_value = v.value();
     } else if (a.has_default) {
-      return Error(
-          Errc::unsupported,
-          fmt::format("{}: column {} was added with a volatile default ({}), so the rows that "
-                      "existed read values only PostgreSQL knows; sluice cannot re-read the table "
-                      "yet: run `sluice cleanup` and start again to re-snapshot it",
-                      qualified, quote_identifier(a.name), a.default_expr));
+      // A volatile default (clock_timestamp(), random(), a sequence): the table was rewritten
+      // and each old row holds a value only PostgreSQL knows. The column is added empty and the
+      // table read again.
+      rewrite = true;
+      if (rewrite_why.empty())
+        rewrite_why = fmt::format("column {} was added with a volatile default ({})",
+                                  quote_identifier(a.name), a.default_expr);
     }
     changes.push_back(c);
   }
   for (const SchemaChange& c : changes) emit_schema(batch, schema, table, c, lsn);
+  if (rewrite) return resnapshot_after_ddl(schema, table, rewrite_why);
+  if (!changes.empty()) restart_incremental_of(schema, table);
   return ok_status();
+}
+
+Result<std::vector<std::string>> PostgresDriver::primary_key_columns(uint32_t rel) {
+  auto r = conn_.exec_params(
+      "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND "
+      "a.attnum = ANY (i.indkey) WHERE i.indrelid = $1::oid AND i.indisprimary",
+      {std::to_string(rel)});
+  if (!r.ok()) return std::move(r).error();
+  std::vector<std::string> out;
+  for (int i = 0; i < PQntuples(r.value().get()); ++i)
+    out.emplace_back(PQgetvalue(r.value().get(), i, 0));
+  return out;
 }
 
 // ── without ddl.capture: what two Relation messages tell apart ──────────────
@@ -468,7 +546,8 @@ Status PostgresDriver::emit_relation_changes(Batch& batch, const Relation* befor
     // The catalog as of now: a default (or a missing value) means old rows may read a value the
     // stream never carried.
     auto r = conn_.exec_params(
-        "SELECT atthasdef OR atthasmissing FROM pg_attribute WHERE attrelid = $1::oid AND "
+        "SELECT atthasdef OR atthasmissing OR attidentity <> '' FROM pg_attribute WHERE "
+        "attrelid = $1::oid AND "
         "attname = $2 AND NOT attisdropped",
         {std::to_string(after.oid), c->name});
     if (!r.ok()) return std::move(r).error();
@@ -488,6 +567,127 @@ Status PostgresDriver::emit_relation_changes(Batch& batch, const Relation* befor
     changes.push_back(ch);
   }
   for (const SchemaChange& c : changes) emit_schema(batch, after.schema, after.name, c, lsn);
+  return ok_status();
+}
+
+// ── without ddl.capture: the Relation baseline kept across restarts ─────────
+//
+// Each table's column shapes as the stream saw them, with the LSN each took effect at, persisted
+// beside the checkpoint (`<pipeline>/source_history`): the first Relation message of a table after
+// a restart is diffed against the shape in effect just before it, so a DDL made while sluice was
+// stopped is seen like one made while it streamed. Versions the checkpoint has passed are pruned
+// (the newest of them stays: it is the baseline of a replay from the checkpoint).
+//
+//   "pgshapes 1\n", then per version "<oid> <lsn> <ncols>\n" and per column
+//   "<type oid> <type mod> <name length> <name>\n"
+
+namespace {
+constexpr std::string_view kShapesHeader = "pgshapes 1\n";
+}  // namespace
+
+Status PostgresDriver::load_shapes() {
+  if (shapes_loaded_) return ok_status();
+  shapes_loaded_ = true;
+  if (!ctx_.history) return ok_status();
+  auto stored = ctx_.history->load();
+  if (!stored.ok()) return stored.error().with_context("cannot read the table shapes: ");
+  if (!stored.value()) return ok_status();
+  std::string_view in = *stored.value();
+  auto bad = [] {
+    return Error(Errc::data,
+                 "the stored table shapes (checkpoint entry <pipeline>/source_history) are "
+                 "malformed; run `sluice cleanup` and start again");
+  };
+  if (in.substr(0, kShapesHeader.size()) != kShapesHeader) return bad();
+  in.remove_prefix(kShapesHeader.size());
+  auto number = [&](auto* out, char end) {
+    const char* first = in.data();
+    auto [p, ec] = std::from_chars(first, in.data() + in.size(), *out);
+    if (ec != std::errc() || p == in.data() + in.size() || *p != end) return false;
+    in.remove_prefix(size_t(p - first) + 1);
+    return true;
+  };
+  while (!in.empty()) {
+    uint32_t rel = 0;
+    uint64_t lsn = 0;
+    size_t n = 0;
+    if (!number(&rel, ' ') || !number(&lsn, ' ') || !number(&n, '\n') || n > 1600) return bad();
+    ShapeVersion v;
+    v.lsn = Lsn{lsn};
+    for (size_t i = 0; i < n; ++i) {
+      Column c;
+      size_t len = 0;
+      if (!number(&c.type_oid, ' ') || !number(&c.type_mod, ' ') || !number(&len, ' ') ||
+          len + 1 > in.size() || in[len] != '\n')
+        return bad();
+      c.name = std::string(in.substr(0, len));
+      in.remove_prefix(len + 1);
+      v.columns.push_back(std::move(c));
+    }
+    shapes_[rel].push_back(std::move(v));
+  }
+  return ok_status();
+}
+
+std::optional<Relation> PostgresDriver::shape_before(const Relation& now, Lsn lsn) const {
+  auto it = shapes_.find(now.oid);
+  if (it == shapes_.end()) return std::nullopt;
+  const ShapeVersion* found = nullptr;
+  for (const ShapeVersion& v : it->second)
+    if (v.lsn < lsn) found = &v;
+  if (!found) return std::nullopt;
+  Relation r;
+  r.oid = now.oid;
+  r.schema = now.schema;
+  r.name = now.name;
+  r.replica_identity = now.replica_identity;
+  r.columns = found->columns;
+  return r;
+}
+
+Status PostgresDriver::record_shape(const Relation& r, Lsn lsn) {
+  SLUICE_TRY(load_shapes());
+  auto same = [&](const ShapeVersion& v) {
+    if (v.columns.size() != r.columns.size()) return false;
+    for (size_t i = 0; i < v.columns.size(); ++i)
+      if (v.columns[i].name != r.columns[i].name ||
+          v.columns[i].type_oid != r.columns[i].type_oid ||
+          v.columns[i].type_mod != r.columns[i].type_mod)
+        return false;
+    return true;
+  };
+  std::vector<ShapeVersion>& versions = shapes_[r.oid];
+  // The shape in effect at lsn: nothing to store when it is this one already.
+  const ShapeVersion* current = nullptr;
+  for (const ShapeVersion& v : versions)
+    if (!(lsn < v.lsn)) current = &v;
+  if (current && same(*current)) return ok_status();
+  ShapeVersion v;
+  v.lsn = lsn;
+  for (const Column& c : r.columns)
+    v.columns.push_back(Column{c.name, c.type_oid, c.type_mod, false});
+  auto pos = std::find_if(versions.begin(), versions.end(),
+                          [&](const ShapeVersion& o) { return lsn < o.lsn; });
+  // A replay re-sees an older shape: what followed it is re-learnt from the stream.
+  versions.erase(pos, versions.end());
+  versions.push_back(std::move(v));
+  const Lsn acked{acked_flush_.load()};
+  for (auto& [rel, vs] : shapes_) {
+    size_t keep_from = 0;
+    for (size_t i = 0; i < vs.size(); ++i)
+      if (vs[i].lsn < acked) keep_from = i;
+    vs.erase(vs.begin(), vs.begin() + std::ptrdiff_t(keep_from));
+  }
+  if (!ctx_.history) return ok_status();
+  std::string out(kShapesHeader);
+  for (const auto& [rel, vs] : shapes_)
+    for (const ShapeVersion& sv : vs) {
+      out += fmt::format("{} {} {}\n", rel, sv.lsn.value, sv.columns.size());
+      for (const Column& c : sv.columns)
+        out += fmt::format("{} {} {} {}\n", c.type_oid, c.type_mod, c.name.size(), c.name);
+    }
+  if (Status st = ctx_.history->save(out); !st.ok())
+    return st.error().with_context("cannot store the table shapes: ");
   return ok_status();
 }
 

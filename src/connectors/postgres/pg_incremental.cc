@@ -310,6 +310,37 @@ void PostgresDriver::incremental_truncate(const TableState& t) {
     st_->incremental.truncate_seen(st_->position.incremental, inc_name_);
 }
 
+bool PostgresDriver::restart_incremental_of(std::string_view schema, std::string_view table) {
+  IncrementalState& inc = st_->position.incremental;
+  if (inc.empty() || IncrementalSnapshot::current(inc) != qualified_name(schema, table))
+    return false;
+  st_->incremental.restart_table(inc);
+  inc_table_.reset();
+  inc_name_.clear();
+  inc_oid_ = 0;
+  spdlog::info("pipeline {}: incremental snapshot of {} starts over: its columns changed",
+               ctx_.pipeline_id, qualified_name(schema, table));
+  return true;
+}
+
+Status PostgresDriver::resnapshot_after_ddl(std::string_view schema, std::string_view table,
+                                            std::string_view why) {
+  const std::string name = qualified_name(schema, table);
+  if (!find_table(name))
+    return Error(Errc::unsupported,
+                 fmt::format("{}.{}: {}, so the rows that existed read values the replication "
+                             "stream never carried, and the table is not in `tables` to be read "
+                             "again: run `sluice cleanup` and start again to re-snapshot it",
+                             quote_identifier(schema), quote_identifier(table), why));
+  if (!restart_incremental_of(schema, table))
+    st_->incremental.add_tables(st_->position.incremental, {name});
+  spdlog::warn(
+      "pipeline {}: {}.{}: {}, so the rows that existed read values the replication stream never "
+      "carried: the table is read again by an incremental snapshot",
+      ctx_.pipeline_id, quote_identifier(schema), quote_identifier(table), why);
+  return ok_status();
+}
+
 Status PostgresDriver::request_snapshot(const ConnectorContext& ctx,
                                         const std::vector<std::string>& tables) {
   name_slot_and_publication(ctx);

@@ -38,6 +38,9 @@ Status PostgresDriver::start_copy() {
     auto st = table_from_catalog(t);
     if (!st.ok()) return std::move(st).error();
     copy_table_ = st.value();
+    // The shape the snapshot read, at the slot's consistent point: the baseline of the stream's
+    // first Relation message of the table, in this run or a later one.
+    if (!ddl_capture_) SLUICE_TRY(record_shape(*copy_table_->rel, st_->position.point));
     // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
     auto size = conn_.exec_params(
         "SELECT pg_relation_size($1::oid) / current_setting('block_size')::bigint",

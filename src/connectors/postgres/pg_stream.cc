@@ -171,9 +171,27 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
       previous = it->second.rel;
     auto t = table_from_relation(r->relation);
     if (!t.ok()) return std::move(t).error();
-    if (!ddl_capture_ && st_->tx.in_transaction())
-      return emit_relation_changes(batch, previous.get(), *r->relation, lsn);
-    return ok_status();
+    if (ddl_capture_) return ok_status();
+    // The first Relation of a table in this run: the baseline is the shape stored by an earlier
+    // run (a DDL made while sluice was stopped is still a change).
+    // Shapes are ordered by the commit LSN of the transaction that first showed them (a Relation
+    // message's own XLogData start is 0): transactions arrive in commit order, and a replayed one
+    // has the same commit LSN, so its baseline is the shape before it again.
+    const Lsn at = st_->tx.in_transaction() && tx_final_.value != 0 ? tx_final_
+                   : lsn.value != 0                                 ? lsn
+                                                                    : received_;
+    std::optional<Relation> stored;
+    if (!previous) {
+      SLUICE_TRY(load_shapes());
+      stored = shape_before(*r->relation, at);
+    }
+    if (st_->tx.in_transaction())
+      SLUICE_TRY(emit_relation_changes(batch,
+                                       previous ? previous.get()
+                                       : stored ? &*stored
+                                                : nullptr,
+                                       *r->relation, lsn));
+    return record_shape(*r->relation, at);
   }
   // Incremental snapshot watermarks are sluice's own; other messages only when asked for (so
   // transactions count their changes as before).

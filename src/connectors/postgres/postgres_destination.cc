@@ -463,6 +463,13 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     return ok_status();
   }
 
+  Result<bool> table_has_rows(sql::SqlTable& t) override {
+    const std::string sql = "SELECT 1 FROM " + t.quoted + " LIMIT 1";
+    PgResult r(PQexec(conn_.get(), sql.c_str()));
+    if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK) return failure(r.get(), &t);
+    return PQntuples(r.get()) > 0;
+  }
+
   // Staging tables are shaped like the table's columns as they were.
   void forget_table(sql::SqlTable& t) noexcept override { static_cast<PgTable&>(t).stages.clear(); }
 

@@ -158,6 +158,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status uninstall_ddl_capture();
   void emit_schema(Batch& batch, std::string_view schema, std::string_view table,
                    const SchemaChange& c, Lsn lsn);
+  Result<std::vector<std::string>> primary_key_columns(uint32_t rel);
+  // Without ddl.capture: the tables' column shapes across restarts (pg_ddl.cc).
+  Status load_shapes();
+  std::optional<Relation> shape_before(const Relation& now, Lsn lsn) const;
+  Status record_shape(const Relation& r, Lsn lsn);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
   Status start_copy();
@@ -192,6 +197,14 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Result<bool> incremental_change(TableState& t, const Tuple* old_tuple, const Tuple* new_tuple);
   void incremental_truncate(const TableState& t);
   Status emit_chunk(Batch& batch);
+  // ddl.capture saw a change that rewrote the table's values (a volatile default, a USING type
+  // change): its rows are read again by an incremental snapshot (queued, or restarted when it
+  // is the one being read), logged once with `why`.
+  Status resnapshot_after_ddl(std::string_view schema, std::string_view table,
+                              std::string_view why);
+  // The columns of the table being read incrementally changed: its description is stale, so its
+  // snapshot starts over (a chunk in flight is discarded). Returns whether it was that table.
+  bool restart_incremental_of(std::string_view schema, std::string_view table);
   const TableRef* find_table(std::string_view qualified) const;
 
   // settings
@@ -224,6 +237,12 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::mutex repl_mu_;
   TypeRegistry types_;
   std::unordered_map<uint32_t, TableState> table_states_;
+  struct ShapeVersion {
+    Lsn lsn;  // where the shape took effect (a Relation message's, or the snapshot's point)
+    std::vector<Column> columns;
+  };
+  std::map<uint32_t, std::vector<ShapeVersion>> shapes_;  // by table oid, ascending lsn
+  bool shapes_loaded_ = false;
 
   // snapshot
   bool copy_active_ = false;

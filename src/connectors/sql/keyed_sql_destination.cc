@@ -214,6 +214,7 @@ Status KeyedSqlDestination::apply(const Batch& batch, size_t max_rows) {
   if (!ddl_first) SLUICE_TRY(begin());
   plan_.clear();
   sweepless_begins_.clear();
+  written_in_batch_.clear();
   for (const Record& r : batch.records()) {
     SLUICE_TRY_ASSIGN(SqlTable * t, table_for(r));
     SLUICE_TRY(plan_.add(r, *t));
@@ -307,6 +308,7 @@ Status KeyedSqlDestination::apply_isolating(const Batch& batch, bool commit_posi
   if (!ddl_first) SLUICE_TRY(begin());
   plan_.clear();
   sweepless_begins_.clear();
+  written_in_batch_.clear();
   for (const Record& r : batch.records()) {
     Result<SqlTable*> t = table_for(r);
     Status st = t ? plan_.add(r, *t.value()) : Status(t.error());
@@ -544,10 +546,16 @@ Status KeyedSqlDestination::plan_sweep(const Record& r, SqlTable& t) {
     const Value* m = r.metadata.find(meta::kMarker);
     const std::string_view marker = m && m->kind() == ValueKind::string ? m->as_text() : "";
     if (marker == meta::kSnapshotBegin) {
-      // A table that does not exist yet holds no row to sweep: no side table, no key copies (the
-      // common first snapshot pays nothing for reconcile).
+      // A table that does not exist yet, or exists but is empty (and no earlier record of this
+      // batch wrote it), holds no row to sweep: no side table, no key copies (the common first
+      // snapshot pays nothing for reconcile).
       if (!t.exists) SLUICE_TRY(load_columns(t));
-      if (t.exists) {
+      bool rows = t.exists;
+      if (rows && std::find(written_in_batch_.begin(), written_in_batch_.end(), &t) ==
+                      written_in_batch_.end()) {
+        SLUICE_TRY_ASSIGN(rows, table_has_rows(t));
+      }
+      if (rows) {
         SLUICE_TRY_ASSIGN(t.sweep, sweep_table_of(t));
       } else {
         t.sweep = nullptr;
@@ -558,6 +566,9 @@ Status KeyedSqlDestination::plan_sweep(const Record& r, SqlTable& t) {
     }
     return ok_status();
   }
+  if (!is_control(r.op) &&
+      std::find(written_in_batch_.begin(), written_in_batch_.end(), &t) == written_in_batch_.end())
+    written_in_batch_.push_back(&t);
   if (t.sweep != nullptr && !is_control(r.op)) plan_.add_key_copy(*t.sweep);
   return ok_status();
 }

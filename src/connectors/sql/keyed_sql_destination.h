@@ -151,6 +151,9 @@ class KeyedSqlDestination : public Destination {
     out.clear();
     return ok_status();
   }
+  // Whether the (existing) table holds a row; snapshot.reconcile: sweep skips its side table for
+  // a table empty at snapshot_begin. The default (true) always sweeps.
+  virtual Result<bool> table_has_rows(SqlTable&) { return true; }
 
   const BatchPlan& plan() const noexcept { return plan_; }
   Status check_one_source_schema(SqlTable& t, const Record& r);
@@ -213,6 +216,7 @@ class KeyedSqlDestination : public Destination {
   // snapshot_begin markers of this batch whose table did not exist when planned: nothing to
   // sweep, so no side table and no key copies.
   std::vector<const Record*> sweepless_begins_;
+  std::vector<const SqlTable*> written_in_batch_;  // tables a record of the batch wrote so far
   bool sweep_off_by_template_ = false;  // reconcile sweep turned off: see the constructor
 };
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "connectors/common/incremental_snapshot.h"
 #include "connectors/mysql/mysql_dialect.h"
 #include "connectors/sqlite/sqlite_dialect.h"
 #include "sluice/batch.h"
@@ -21,7 +22,8 @@ namespace {
 
 class ScriptedWriter final : public KeyedSqlDestination {
  public:
-  ScriptedWriter(const Dialect& d, bool isolate) : KeyedSqlDestination(d, options(isolate)) {}
+  ScriptedWriter(const Dialect& d, bool isolate, Reconcile reconcile = Reconcile::none)
+      : KeyedSqlDestination(d, options(isolate, reconcile)) {}
 
   std::vector<std::string> log;
   std::vector<std::string> existing;  // tables that exist with column "id"
@@ -31,15 +33,16 @@ class ScriptedWriter final : public KeyedSqlDestination {
   bool drop_connection_on_abort = false;  // the failure was a lost connection
   int refuse_connects = 0;                // the next n connect() calls fail
   bool server = true;                     // has_server_connection()
+  bool rows = true;                       // table_has_rows() of an existing table
 
  private:
-  static KeyedSqlOptions options(bool isolate) {
+  static KeyedSqlOptions options(bool isolate, Reconcile reconcile) {
     KeyedSqlOptions o;
     o.destination = "scripted destination";
     o.table = RecordTemplate::parse("{{table}}").value();
     o.checkpoint_in_destination = true;
     o.isolate_rejected_rows = isolate;
-    o.reconcile = Reconcile::none;  // no sweep-table look-ups in the logs below
+    o.reconcile = reconcile;  // none: no sweep-table look-ups in the logs below
     return o;
   }
   Status connect() override {
@@ -83,6 +86,14 @@ class ScriptedWriter final : public KeyedSqlDestination {
       }
     return ok_status();
   }
+  Status load_key_columns(SqlTable&, std::vector<std::string>& out) override {
+    out = {"id"};
+    return ok_status();
+  }
+  Result<bool> table_has_rows(SqlTable& t) override {
+    log.push_back("has rows " + t.name);
+    return rows;
+  }
   Status ddl(const std::string& sql, SqlTable& t, const Record&, std::string_view, bool) override {
     log.push_back(sql.substr(0, sql.find(" (")));
     if (sql.rfind("CREATE", 0) == 0) created.push_back(t.name);
@@ -109,10 +120,13 @@ class ScriptedWriter final : public KeyedSqlDestination {
   bool connected_ = false;
 };
 
-void add(Batch& b, Operation op, std::string_view table, int64_t id) {
+void add(Batch& b, Operation op, std::string_view table, int64_t id, std::string_view schema = {}) {
   Record& r = b.add();
   r.op = op;
-  r.metadata = b.object(1).add("table", Value::string(b.copy(table))).build();
+  ObjectBuilder m = b.object(2);
+  m.add("table", Value::string(b.copy(table)));
+  if (!schema.empty()) m.add("schema", Value::string(b.copy(schema)));
+  r.metadata = m.build();
   r.key = b.object(1).add("id", Value::int64(id)).build();
   if (op != Operation::remove)
     r.after = b.object(2).add("id", Value::int64(id)).add("v", Value::int64(id * 10)).build();
@@ -145,6 +159,44 @@ TEST(KeyedSqlDestinationTest, BatchIsOneTransactionWithDdlRunsAndPosition) {
       joined(w.log),
       "connect | begin | load t | load gone | load t | CREATE TABLE IF NOT EXISTS \"t\" | load t | upsert t x2 | "
       "load gone | delete t x1 | position p1 | commit");
+}
+
+// snapshot.reconcile: sweep into a table that exists but is empty at snapshot_begin: nothing to
+// sweep, so no side table and no key copies; with rows, the side table is made and swept.
+TEST(KeyedSqlDestinationTest, SweepSkipsTheSideTableOfATableEmptyAtSnapshotBegin) {
+  sqlite::SqliteDialect dialect;
+  for (const bool rows : {false, true}) {
+    ScriptedWriter w(dialect, false, Reconcile::sweep);
+    w.existing = {"t"};
+    w.rows = rows;
+    ASSERT_TRUE(w.open(ConnectorContext{}).ok());
+    Batch b;
+    add_snapshot_marker(b, "public", "t", true);
+    add(b, Operation::snapshot, "t", 1, "public");
+    add(b, Operation::snapshot, "t", 2, "public");
+    add_snapshot_marker(b, "public", "t", false);
+    b.set_position("p1");
+    ASSERT_TRUE(write(w, b).ok()) << rows;
+    const std::string log = joined(w.log);
+    EXPECT_NE(log.find("has rows t"), std::string::npos) << log;
+    EXPECT_EQ(log.find("\"sluice_sweep_t\"") != std::string::npos, rows) << log;
+  }
+  // An earlier record of the same batch wrote the table: it is not empty, whatever the server
+  // says before the batch is written.
+  ScriptedWriter w(dialect, false, Reconcile::sweep);
+  w.existing = {"t"};
+  w.rows = false;
+  ASSERT_TRUE(w.open(ConnectorContext{}).ok());
+  Batch b;
+  add(b, Operation::create, "t", 9, "public");
+  add_snapshot_marker(b, "public", "t", true);
+  add(b, Operation::snapshot, "t", 1, "public");
+  add_snapshot_marker(b, "public", "t", false);
+  b.set_position("p1");
+  ASSERT_TRUE(write(w, b).ok());
+  const std::string log = joined(w.log);
+  EXPECT_EQ(log.find("has rows t"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"sluice_sweep_t\""), std::string::npos) << log;
 }
 
 TEST(KeyedSqlDestinationTest, DdlThatCommitsRunsBeforeTheTransaction) {

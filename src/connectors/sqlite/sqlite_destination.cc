@@ -182,6 +182,15 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
     return ok_status();
   }
 
+  Result<bool> table_has_rows(sql::SqlTable& t) override {
+    auto st = db_.prepare("SELECT 1 FROM " + t.quoted + " LIMIT 1", "prepare a statement");
+    if (!st) return st.error().with_context(options_.destination + ": ");
+    const int rc = sqlite3_step(st.value().get());
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+      return db_failure(rc, fmt::format("cannot read table \"{}\"", t.name));
+    return rc == SQLITE_ROW;
+  }
+
   // Its statements name columns that may be gone.
   void forget_table(sql::SqlTable& t) noexcept override {
     SqliteTable& st = static_cast<SqliteTable&>(t);
