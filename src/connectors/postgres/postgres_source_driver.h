@@ -4,7 +4,7 @@
 //
 //   postgres_source.cc   settings, factory, connect and checks, slot/publication planning, cleanup
 //   pg_catalog.cc        tables, publication, types, relations and their record keys
-//   pg_snapshot.cc       the snapshot: COPY of 32 MiB heap-page chunks in the exported snapshot
+//   pg_snapshot.cc       the snapshot: COPY of each table in ctid order in the exported snapshot
 //   pg_stream.cc         the replication stream: START_REPLICATION, XLogData → pgoutput, status
 //   pg_records.cc        pgoutput tuples → records (values, key, metadata)
 //   pg_ddl.cc            schema changes: the DDL capture (event trigger, log and state tables in
@@ -32,20 +32,13 @@
 
 namespace sluice::pg {
 
-// Snapshot cursor: the first heap page of the chunk being read.
-struct PageCursor {
-  uint64_t page = 0;
-  bool operator==(const PageCursor&) const = default;
-};
-inline void write_field(PositionWriter& w, const PageCursor& c) { w.number(c.page); }
-inline bool read_field(PositionReader& r, PageCursor* c) { return r.number(&c->page); }
-
-// "snapshot <start-lsn> <table-index> <page>", "cdc <flush-lsn> [<tx-commit-lsn> <n>]",
+// "[v3] snapshot <start-lsn> <table-index> <page>[:<tuple>]" (after the heap tuple of the last row
+// read; HeapCursor in log_position.h), "cdc <flush-lsn> [<tx-commit-lsn> <n>]",
 // "done <lsn>": a transaction is named by its commit LSN (pgoutput's Begin carries it).
 struct PositionTraits {
   using Point = Lsn;
   using TxPoint = Lsn;
-  using Cursor = PageCursor;
+  using Cursor = HeapCursor;
 };
 using SourcePosition = LogPosition<PositionTraits>;
 
@@ -210,9 +203,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
 
   // snapshot
   bool copy_active_ = false;
-  bool copy_last_chunk_ = false;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
-  uint64_t copy_table_pages_ = 0;
   TableState* copy_table_ = nullptr;
   std::vector<std::string> field_scratch_;
   // stream
