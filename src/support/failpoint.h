@@ -29,9 +29,9 @@ extern const bool armed;
 // A hit of point `name`: counts it and fires its action when armed for this hit.
 void hit(std::string_view name) noexcept;
 }  // namespace sluice::failpoint
-#define SLUICE_FAILPOINT(name)                                           \
-  do {                                                                   \
-    if (::sluice::failpoint::armed) ::sluice::failpoint::hit(name);      \
+#define SLUICE_FAILPOINT(name)                                      \
+  do {                                                              \
+    if (::sluice::failpoint::armed) ::sluice::failpoint::hit(name); \
   } while (0)
 #else
 #define SLUICE_FAILPOINT(name) \

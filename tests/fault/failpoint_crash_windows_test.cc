@@ -33,11 +33,14 @@ struct CrashWindow {
   bool in_cdc;             // the hit comes in the big transaction, not in the snapshot
 };
 
-// The snapshot is 3,000 rows (15 batches of 200); the transaction after it 1,200 changes.
+// Snapshot windows: armed from the start (the snapshot is 3,000 rows, batches of about 200).
+// CDC windows: armed in a second run, once the snapshot is done, then a transaction of 1,200
+// changes (6 batches and more).
 const CrashWindow kWindows[] = {
     {"AfterDestinationCommitInSnapshot", "after_destination_commit=crash@5", false},
-    {"AfterDestinationCommitInCdc", "after_destination_commit=crash@19", true},
+    {"AfterDestinationCommitInCdc", "after_destination_commit=crash@3", true},
     {"AfterCheckpointInSnapshot", "after_checkpoint=crash@2", false},
+    {"AfterCheckpointInCdc", "after_checkpoint=crash@2", true},
     {"MidTransaction", "mid_transaction=crash@3", true},
     {"MidSnapshotChunk", "mid_snapshot_chunk=crash@4", false},
 };
@@ -49,9 +52,9 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
   TestDb src("fpw_src");
   TestDb dst("fpw_dst");
   ASSERT_TRUE(src.ok() && dst.ok());
-  ASSERT_TRUE(
-      src.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
-                     "INSERT INTO t SELECT g, g % 13, md5(g::text) FROM generate_series(1, 3000) g"));
+  ASSERT_TRUE(src.sql().exec(
+      "CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
+      "INSERT INTO t SELECT g, g % 13, md5(g::text) FROM generate_series(1, 3000) g"));
   auto dir = e2e::make_temp_dir("fpw");
   test::PipelineFile f;
   test::PipelineYaml& pl = f.pipeline("fpw");
@@ -63,18 +66,33 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
       "BEGIN; UPDATE t SET n = -n, s = 'changed' WHERE id <= 1000;"
       "DELETE FROM t WHERE id BETWEEN 2001 AND 2100;"
       "INSERT INTO t SELECT g, 1, 'new' FROM generate_series(3001, 3100) g; COMMIT";
+  if (w.in_cdc) {  // the snapshot first, unarmed
+    Process p({"run", "p.yaml"}, dir);
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, "fpw", [](const std::string& c) {
+      return starts_with(c, "cdc ");
+    })) << p.stderr_text();
+    p.terminate();
+    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  }
   {
     ArmedFailPoints armed(w.failpoints);
     Process p({"run", "p.yaml"}, dir);
     if (w.in_cdc) {
-      ASSERT_TRUE(wait_for_checkpoint(p, dir, "fpw", [](const std::string& c) {
-        return starts_with(c, "cdc ");
-      })) << p.stderr_text();
+      // Streaming: the slot of this database is in use.
+      ASSERT_TRUE(wait_until(
+          [&] {
+            return src.sql().scalar(
+                       "SELECT count(*) FROM pg_replication_slots WHERE database = "
+                       "current_database() AND active") != "0";
+          },
+          30s))
+          << p.stderr_text();
       ASSERT_TRUE(src.sql().exec(big_transaction));
     }
     EXPECT_EQ(p.wait_for(60s), 128 + SIGKILL) << p.stderr_text();
-    const std::string point = std::string(w.failpoints).substr(0, std::string(w.failpoints).find('='));
-    EXPECT_NE(p.stderr_text().find("fail point " + point + " fired"), std::string::npos)
+    const std::string spec = w.failpoints;
+    EXPECT_NE(p.stderr_text().find("fail point " + spec.substr(0, spec.find('=')) + " fired"),
+              std::string::npos)
         << p.stderr_text();
     if (!w.in_cdc) {
       EXPECT_FALSE(starts_with(checkpoint_of(dir, "fpw"), "cdc "))
@@ -91,8 +109,8 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
     }
     // Everything the source has is at the destination: then a graceful stop.
     const std::string q = "SELECT id, n, s FROM t ORDER BY id";
-    const bool same = wait_until([&] { return src.sql().query(q) == dst.sql().query(q); }, 60s,
-                                 100ms);
+    const bool same =
+        wait_until([&] { return src.sql().query(q) == dst.sql().query(q); }, 60s, 100ms);
     p.terminate();
     EXPECT_EQ(p.wait_for(60s), 0) << p.stderr_text();
     EXPECT_TRUE(same) << p.stderr_text();

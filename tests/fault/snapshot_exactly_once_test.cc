@@ -85,8 +85,8 @@ void crash_mid_snapshot_then_resume(const std::string& id, const SourceUnderTest
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
     const std::string at_kill = pgtest::checkpoint_of(dir, id);
-    ASSERT_TRUE(snapshot_checkpoint(at_kill)) << "killed too late for a snapshot resume: "
-                                              << at_kill;
+    ASSERT_TRUE(snapshot_checkpoint(at_kill))
+        << "killed too late for a snapshot resume: " << at_kill;
   }
   // 3. The rest of the snapshot, then a crash inside a CDC transaction of 1,150 changes.
   {
@@ -142,10 +142,10 @@ void crash_mid_snapshot_then_resume(const std::string& id, const SourceUnderTest
 TEST(SnapshotExactlyOnce, PostgresToKafkaCrashesInTheSnapshotAndATransactionDeliverEachRowOnce) {
   pgtest::TestDb db("snap_eos_pg");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db.sql().exec(
-      "CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
-      "INSERT INTO t SELECT g, g % 97, repeat('x', 40) FROM generate_series(1, " +
-      std::to_string(kRows) + ") g"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
+                    "INSERT INTO t SELECT g, g % 97, repeat('x', 40) FROM generate_series(1, " +
+                    std::to_string(kRows) + ") g"));
   SourceUnderTest src;
   src.exec = [&](const std::string& sql) { return db.sql().exec(sql); };
   src.yaml = [&](const std::string& topic) {

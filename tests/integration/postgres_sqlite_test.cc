@@ -105,16 +105,16 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
   Writer writer(db.url(), mixed_writes(300000, 2, 4, true), 2ms);
   {
     Process p({"run", "p.yaml"}, dir);
-    // "v3 snapshot <lsn> <table> <page>:<tuple>": killed inside the table, the restart resumes
-    // after that row.
+    // "snapshot <lsn> <table> <page>": killed past the first batches, the restart resumes at the
+    // page the last durable batch ended before.
     ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_kill", [](const std::string& c) {
-      return starts_with(c, "v3 snapshot ");
+      return starts_with(c, "snapshot ") && c.substr(c.rfind(' ')) != " 0";
     })) << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
   const std::string at_kill = checkpoint_of(dir, "snap_kill");
-  ASSERT_TRUE(starts_with(at_kill, "v3 snapshot "))
+  ASSERT_TRUE(starts_with(at_kill, "snapshot "))
       << "killed too late to test a snapshot resume: " << at_kill;
   // Changes while sluice is down: some to rows already copied, some to rows not yet copied.
   ASSERT_TRUE(

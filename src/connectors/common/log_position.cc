@@ -225,25 +225,4 @@ bool read_field(PositionReader& r, IncrementalState* v) {
   return read_field(r, &v->cursor);
 }
 
-void write_field(PositionWriter& w, const HeapCursor& v) {
-  if (!v.tuple) {
-    w.number(v.page);
-    return;
-  }
-  w.word(std::to_string(v.page) + ":" + std::to_string(v.tuple));
-}
-bool read_field(PositionReader& r, HeapCursor* v) {
-  std::string_view s;
-  if (!r.word(&s)) return false;
-  *v = HeapCursor{};
-  const size_t colon = s.find(':');
-  if (!parse_number(s.substr(0, colon), &v->page)) return false;
-  if (colon == std::string_view::npos) return true;
-  uint64_t tuple = 0;
-  // A tuple number is a line pointer (1 … 65535 at most); 0 is written without the colon.
-  if (!parse_number(s.substr(colon + 1), &tuple) || tuple == 0 || tuple > 0xffff) return false;
-  v->tuple = uint32_t(tuple);
-  return true;
-}
-
 }  // namespace sluice

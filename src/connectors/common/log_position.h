@@ -1,5 +1,5 @@
 // Positions of log sources: the strong types they are made of (Lsn, BinlogCoord, GtidSet,
-// KeysetCursor, HeapCursor) and the one versioned text codec every log source's position goes through.
+// KeysetCursor) and the one versioned text codec every log source's position goes through.
 //
 // A position is what the runtime stores in the checkpoint store (or a destination) and hands back
 // to open(); it is opaque text to the runtime. Its layout, one space-separated token list:
@@ -10,8 +10,7 @@
 //   phase    "snapshot" | "cdc" (streaming) | "done" (initial_only snapshot finished)
 //   point    the driver's log point: where the stream starts (snapshot), everything before it is
 //            durable (cdc), the snapshot's point (done)
-//   cursor   where the snapshot of table <table-index> resumes: after the last row of the batch
-//            the position belongs to (exact: a resume neither repeats nor skips a row)
+//   cursor   where the snapshot of table <table-index> resumes
 //   tx       cdc only, optional: the first <n> changes of the transaction starting at <tx-point>
 //            are durable too (resume inside a transaction)
 //
@@ -19,9 +18,7 @@
 // sources stored before the codec existed, so every stored checkpoint decodes unchanged. Version 2
 // adds the incremental snapshot's state to a streaming position ("v2 cdc … isnap …", written only
 // while an incremental snapshot is pending, so a position without one stays version 1 byte for
-// byte). Version 3 lets a snapshot cursor name the exact row a batch ended at (HeapCursor
-// "<page>:<tuple>", "v3 snapshot …", written only for such a cursor); decode() reads every version
-// it knows and refuses the others.
+// byte); decode() reads every version it knows and refuses the others.
 #pragma once
 
 #include <charconv>
@@ -138,19 +135,6 @@ struct KeysetCursor {
   bool operator==(const KeysetCursor&) const = default;
 };
 
-// Where a heap-ordered table snapshot (PostgreSQL, read in ctid order) resumes: after the row at
-// heap tuple (page, tuple), the last row a batch holds, so a resume neither repeats nor skips one.
-// Tuple 0 names no row (line pointers start at 1): "from the start of `page`", which is what
-// version 1 stored (the first page of the 32 MiB chunk being read), so an old position resumes
-// where it meant to (re-reading at most that chunk, as it promised). Text: "<page>" when tuple is
-// 0 (byte-identical with version 1), else "<page>:<tuple>" in a version 3 position.
-struct HeapCursor {
-  uint64_t page = 0;
-  uint32_t tuple = 0;
-  bool at_start() const { return page == 0 && tuple == 0; }
-  auto operator<=>(const HeapCursor&) const = default;
-};
-
 // An incremental snapshot in progress while the stream flows (incremental_snapshot.h): the tables
 // still to read, the first being read now, and where its next chunk starts (after the last key
 // emitted). Tables are named as the source prints them (schema.table, quoted where needed); the
@@ -186,17 +170,6 @@ void write_field(PositionWriter& w, const KeysetCursor& v);  // "-", "k<hex>,<he
 bool read_field(PositionReader& r, KeysetCursor* v);
 void write_field(PositionWriter& w, const IncrementalState& v);  // <n> <hex table>… <cursor>
 bool read_field(PositionReader& r, IncrementalState* v);
-void write_field(PositionWriter& w, const HeapCursor& v);  // "<page>" or "<page>:<tuple>"
-bool read_field(PositionReader& r, HeapCursor* v);
-
-// The first position layout that can hold a snapshot cursor's value: 1 unless the cursor has a
-// form older versions cannot read (then decode() refuses it under an older version token, and an
-// older sluice refuses the token instead of misreading the cursor).
-template <class Cursor>
-uint64_t field_version(const Cursor&) {
-  return 1;
-}
-inline uint64_t field_version(const HeapCursor& v) { return v.tuple ? 3 : 1; }
 
 // ── the position ────────────────────────────────────────────────────────────
 
@@ -210,7 +183,7 @@ struct LogPosition {
   using TxPoint = typename Traits::TxPoint;
   using Cursor = typename Traits::Cursor;
 
-  static constexpr uint64_t kVersion = 3;  // the newest layout this code writes
+  static constexpr uint64_t kVersion = 2;  // the newest layout this code writes
 
   LogPhase phase = LogPhase::none;
   Point point{};
@@ -226,7 +199,6 @@ struct LogPosition {
     PositionWriter w;
     switch (phase) {
       case LogPhase::snapshot:
-        if (field_version(cursor) >= 3) w.word("v3");
         w.word("snapshot");
         write_field(w, point);
         w.number(table_index);
@@ -271,8 +243,7 @@ struct LogPosition {
     if (!read_field(r, &p.point)) return std::nullopt;
     if (phase == "snapshot") {
       uint64_t index;
-      if (!r.number(&index) || !read_field(r, &p.cursor) || field_version(p.cursor) > version)
-        return std::nullopt;
+      if (!r.number(&index) || !read_field(r, &p.cursor)) return std::nullopt;
       p.phase = LogPhase::snapshot;
       p.table_index = size_t(index);
     } else if (phase == "cdc") {

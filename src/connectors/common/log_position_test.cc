@@ -156,44 +156,6 @@ TEST(LogPositionVersion, IncrementalSnapshotStateIsVersionTwoAndRoundTrips) {
     EXPECT_FALSE(PgPosition::decode(s)) << s;
 }
 
-// Version 3: a postgres snapshot cursor names the last row a batch holds (heap tuple page:tuple).
-// A version-1 cursor (the first page of a chunk) is the same cursor with tuple 0 — "from the start
-// of that page" — so old snapshot positions resume where they meant to, and a cursor with tuple 0
-// is still written as version 1, byte for byte.
-TEST(LogPositionVersion, ExactSnapshotCursorIsVersionThreeAndOldPageCursorsResume) {
-  PgPosition a;
-  a.phase = LogPhase::snapshot;
-  a.point = Lsn{0x16B3748};
-  a.table_index = 2;
-  a.cursor = HeapCursor{4097, 13};
-  EXPECT_EQ(a.encode(), "v3 snapshot 0/16B3748 2 4097:13");
-  auto back = PgPosition::decode(a.encode());
-  ASSERT_TRUE(back);
-  EXPECT_EQ(*back, a);
-  // Old: "resume at page 8192" = after (8192, 0), before its first row (8192, 1).
-  auto old = PgPosition::decode("snapshot 1/A0 3 8192");
-  ASSERT_TRUE(old);
-  EXPECT_EQ(old->cursor, (HeapCursor{8192, 0}));
-  EXPECT_FALSE(old->cursor.at_start());
-  EXPECT_LT(old->cursor, (HeapCursor{8192, 1}));
-  EXPECT_LT((HeapCursor{8191, 300}), old->cursor);
-  EXPECT_TRUE(PgPosition::decode("snapshot 0/1 0 0")->cursor.at_start());
-  EXPECT_TRUE(PgPosition::decode("v3 snapshot 0/1 0 0")) << "v3 may hold a plain page";
-  // Refused: a row cursor under an older version, tuple 0 or beyond a page, junk.
-  for (const char* s :
-       {"snapshot 0/1 0 5:1", "v2 snapshot 0/1 0 5:1", "v3 snapshot 0/1 0 5:0",
-        "v3 snapshot 0/1 0 5:65536", "v3 snapshot 0/1 0 5:", "v3 snapshot 0/1 0 :3",
-        "v3 snapshot 0/1 0 5:3:1", "v4 snapshot 0/1 0 5:3"})
-    EXPECT_FALSE(PgPosition::decode(s)) << s;
-  // The other sources' cursors have no version-3 form: their positions stay what they were.
-  MyPosition m;
-  m.phase = LogPhase::snapshot;
-  m.point.coord = {"bin.000002", 99};
-  m.cursor.kind = KeysetCursor::Kind::after_key;
-  m.cursor.key = {"7"};
-  EXPECT_EQ(m.encode().rfind("snapshot ", 0), 0u) << m.encode();
-}
-
 TEST(GtidSet, ApplyReplacesTheDomainInPlaceOrAppends) {
   auto g = GtidSet::parse("0-1-42,1-2-7");
   ASSERT_TRUE(g);

@@ -3,7 +3,7 @@
 //
 //   open: connect ─▶ checks (wal_level, REPLICATION, tables) ─▶ publication ─▶ slot
 //                      (created with an exported snapshot the first time)
-//   read: ┌ snapshot phase: COPY (SELECT ctid, cols FROM t WHERE ctid > cursor), ctid order ──┐
+//   read: ┌ snapshot phase: COPY (SELECT cols FROM t WHERE ctid in a batch-sized page range) ┐
 //         └──────────────────────────────────────────────────────────────────────────────┴▶ CDC:
 //         START_REPLICATION from the checkpoint; XLogData → pgoutput → records
 //   ack:  standby status updates carry flush = the position the runtime acknowledged (durable at
@@ -13,12 +13,10 @@
 // postgres_source_driver.h), which owns the phases, this position's codec, resume inside a
 // transaction and reconnects (docs/development/log-sources.md).
 //
-// Position (opaque to the runtime, text; the skeleton's LogPosition, versions 1 and 3):
-//   "v3 snapshot <start-lsn> <table-index> <page>:<tuple>"
-//                                                   snapshot in progress: every row of the table
-//                                                   up to heap tuple (page, tuple) is read; the
-//                                                   stream starts at start-lsn. "snapshot … <page>"
-//                                                   (version 1): resume at that page's start
+// Position (opaque to the runtime, text; the skeleton's LogPosition, version 1):
+//   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress: the pages before <page>
+//                                                   are read (batches end where chunks end);
+//                                                   stream starts at start-lsn
 //   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn
 //   are
 //                                                   durable, plus the first n changes of the

@@ -4,7 +4,8 @@
 //
 //   postgres_source.cc   settings, factory, connect and checks, slot/publication planning, cleanup
 //   pg_catalog.cc        tables, publication, types, relations and their record keys
-//   pg_snapshot.cc       the snapshot: COPY of each table in ctid order in the exported snapshot
+//   pg_snapshot.cc       the snapshot: COPY of heap-page chunks sized to the batch, in the exported
+//                        snapshot
 //   pg_stream.cc         the replication stream: START_REPLICATION, XLogData → pgoutput, status
 //   pg_records.cc        pgoutput tuples → records (values, key, metadata)
 //   pg_ddl.cc            schema changes: the DDL capture (event trigger, log and state tables in
@@ -32,15 +33,51 @@
 
 namespace sluice::pg {
 
-// "[v3] snapshot <start-lsn> <table-index> <page>[:<tuple>]" (after the heap tuple of the last row
-// read; HeapCursor in log_position.h), "cdc <flush-lsn> [<tx-commit-lsn> <n>]",
+// Snapshot cursor: the first heap page not read yet. Every batch ends at a chunk's end, so the
+// batch's position names exactly the rows it holds: those on the pages before it. (Before batches
+// and chunks were aligned, the same number named the first page of the 32 MiB chunk being read —
+// rows of it could already be durable; such a stored position still resumes correctly, re-reading
+// at most that chunk.)
+struct PageCursor {
+  uint64_t page = 0;
+  bool operator==(const PageCursor&) const = default;
+};
+inline void write_field(PositionWriter& w, const PageCursor& c) { w.number(c.page); }
+inline bool read_field(PositionReader& r, PageCursor* c) { return r.number(&c->page); }
+
+// "snapshot <start-lsn> <table-index> <page>", "cdc <flush-lsn> [<tx-commit-lsn> <n>]",
 // "done <lsn>": a transaction is named by its commit LSN (pgoutput's Begin carries it).
 struct PositionTraits {
   using Point = Lsn;
   using TxPoint = Lsn;
-  using Cursor = HeapCursor;
+  using Cursor = PageCursor;
 };
 using SourcePosition = LogPosition<PositionTraits>;
+
+// Sizes snapshot chunks (heap-page ranges) to the room left in a batch, from the densest rows and
+// bytes per page seen so far in the table: a batch ends only at a chunk's end (so that its position
+// is exact), and the chunk should fill it without running over. A chunk of sparse pages (far fewer
+// rows than expected: deleted rows, bloat) doubles the next one, so an empty stretch of the heap
+// costs few COPYs; a dense one resets it.
+class ChunkSizer {
+ public:
+  static constexpr uint64_t kMaxPages = 4096;  // 32 MiB: the largest chunk
+  // A table starts: the catalogue's estimate, when it has one (0: none).
+  void start_table(double rows_per_page) {
+    rows_per_page_ = rows_per_page > 0 ? rows_per_page : 0;
+    bytes_per_page_ = 0;
+    boost_ = 1;
+  }
+  // Pages for a chunk that may add `room_rows` records and `room_bytes` bytes; 0 when not even one
+  // page is expected to fit (end the batch first), at least 1 for an empty batch.
+  uint64_t pages(uint64_t room_rows, uint64_t room_bytes, bool batch_empty) const;
+  // A chunk of `pages` pages gave `rows` records of `bytes` bytes.
+  void chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes);
+
+ private:
+  double rows_per_page_ = 0, bytes_per_page_ = 0;
+  uint64_t boost_ = 1;
+};
 
 struct TableRef {
   std::string schema, name;
@@ -144,7 +181,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
                    const SchemaChange& c, Lsn lsn);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
-  Status start_copy();
+  Status start_copy(const Batch& batch, const ReadRequest& req);
   // pg_stream.cc
   Status handle_xlog(Batch& batch, const char* buf, int len);
   void send_status_locked(bool force);
@@ -203,7 +240,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
 
   // snapshot
   bool copy_active_ = false;
+  bool copy_last_chunk_ = false;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
+  uint64_t copy_table_pages_ = 0;
+  uint64_t copy_chunk_pages_ = 0;  // pages of the chunk being read
+  ChunkSizer chunk_sizer_;
   TableState* copy_table_ = nullptr;
   std::vector<std::string> field_scratch_;
   // stream
