@@ -10,9 +10,11 @@
 //
 // Selecting each row's ctid instead (a cursor after any row) costs the server about a third more
 // time per row (tidout), and the server's COPY is the snapshot's bottleneck; page-aligned chunks
-// cost one COPY per batch. The price: a heap page's rows are never split across batches, so a
-// batch can exceed max_records by up to one page's rows (a few hundred small rows at most) when a
-// page is denser than any before it.
+// cost one COPY per batch, and the server never waits for the client: a chunk is received whole
+// (libpq's row buffers, kept), the next one is sent, and only then is the first parsed (one chunk
+// of text in memory). The price:
+// a heap page's rows are never split across batches, so a batch can exceed max_records by up to one
+// page's rows (a few hundred small rows at most) when a page is denser than any before it.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -62,49 +64,77 @@ void ChunkSizer::chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes) {
   bytes_per_page_ = std::max(bytes_per_page_, bpp);
 }
 
-Status PostgresDriver::start_copy(const Batch& batch, const ReadRequest& req) {
+Status PostgresDriver::load_copy_table() {
   const TableRef& t = tables_[st_->position.table_index];
-  if (copy_table_index_ != st_->position.table_index) {
-    auto st = table_from_catalog(t);
-    if (!st.ok()) return std::move(st).error();
-    copy_table_ = st.value();
-    // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
-    auto size = conn_.exec_params(
-        "SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, "
-        "CASE WHEN relpages > 0 AND reltuples > 0 THEN reltuples / relpages ELSE 0 END "
-        "FROM pg_class WHERE oid = $1::oid",
-        {std::to_string(t.oid)});
-    if (!size.ok())
-      return size.error().with_context(fmt::format("cannot size {}.{}: ", t.schema, t.name));
-    if (PQntuples(size.value().get()) != 1)
-      return Error(Errc::data, fmt::format("{}.{} is gone from the catalogue", t.schema, t.name));
-    copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
-    chunk_sizer_.start_table(std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr));
-    copy_table_index_ = st_->position.table_index;
-  }
+  if (copy_table_index_ == st_->position.table_index) return ok_status();
+  auto st = table_from_catalog(t);
+  if (!st.ok()) return std::move(st).error();
+  copy_table_ = st.value();
+  // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
+  auto size = conn_.exec_params(
+      "SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, "
+      "CASE WHEN relpages > 0 AND reltuples > 0 THEN reltuples / relpages ELSE 0 END "
+      "FROM pg_class WHERE oid = $1::oid",
+      {std::to_string(t.oid)});
+  if (!size.ok())
+    return size.error().with_context(fmt::format("cannot size {}.{}: ", t.schema, t.name));
+  if (PQntuples(size.value().get()) != 1)
+    return Error(Errc::data, fmt::format("{}.{} is gone from the catalogue", t.schema, t.name));
+  copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
+  chunk_sizer_.start_table(std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr));
+  copy_table_index_ = st_->position.table_index;
+  return ok_status();
+}
+
+Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
+  const TableRef& t = tables_[st_->position.table_index];
   std::string cols;
   for (const auto& c : copy_table_->rel->columns)
     cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
   if (cols.empty()) cols = "NULL";  // a table without columns still has rows
   // Rows that changed after the snapshot come again through the stream, which starts at the
   // snapshot's LSN, so a resume under a newer snapshot still converges.
-  const uint64_t from = st_->position.cursor.page;
-  const uint64_t room_rows = req.max_records > batch.size() ? req.max_records - batch.size() : 0;
-  const uint64_t room_bytes = req.max_bytes > batch.bytes() ? req.max_bytes - batch.bytes() : 0;
-  copy_chunk_pages_ = std::max<uint64_t>(1, chunk_sizer_.pages(room_rows, room_bytes, true));
-  copy_last_chunk_ = from + copy_chunk_pages_ >= copy_table_pages_;
+  inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false};
+  inflight_.last = from + inflight_.pages >= copy_table_pages_;
   std::string where = fmt::format("ctid >= '({},0)'::tid", from);
-  if (!copy_last_chunk_)
-    where += fmt::format(" AND ctid < '({},0)'::tid", from + copy_chunk_pages_);
+  if (!inflight_.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + inflight_.pages);
   const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
                                       quote_identifier(t.schema), quote_identifier(t.name), where);
-  PgResult r(PQexec(conn_.get(), sql.c_str()));
-  if (!r || PQresultStatus(r.get()) != PGRES_COPY_OUT)
-    return classify_error(r ? PQresultErrorMessage(r.get()) : conn_.last_error(),
-                          fmt::format("cannot read {}.{}", t.schema, t.name));
+  if (!PQsendQuery(conn_.get(), sql.c_str()))
+    return classify_error(conn_.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
   copy_active_ = true;
   spdlog::trace("pipeline {}: snapshot of {}.{}: pages {} +{}", ctx_.pipeline_id, t.schema, t.name,
-                from, copy_chunk_pages_);
+                from, inflight_.pages);
+  return ok_status();
+}
+
+Status PostgresDriver::receive_copy() {
+  const TableRef& t = tables_[st_->position.table_index];
+  PgResult start(PQgetResult(conn_.get()));
+  if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
+    return classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
+                          fmt::format("cannot read {}.{}", t.schema, t.name));
+  chunk_lines_.clear();
+  chunk_rows_ = 0;
+  for (;;) {
+    char* buf = nullptr;
+    const int n = PQgetCopyData(conn_.get(), &buf, 0);
+    if (n > 0) {
+      chunk_lines_.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
+      ++chunk_rows_;
+      continue;
+    }
+    if (n == -1) break;
+    return classify_error(conn_.last_error(), "snapshot read failed");
+  }
+  PgResult res(PQgetResult(conn_.get()));
+  if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
+    return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
+                          "snapshot COPY failed");
+  while (PgResult more{PQgetResult(conn_.get())}) {
+  }
+  copy_active_ = false;
+  chunk_ = inflight_;
   return ok_status();
 }
 
@@ -117,31 +147,38 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
                                                    std::stop_token stop, State&) {
   SourcePosition& pos = st_->position;
   Tuple tuple;
-  size_t chunk_first = 0, chunk_bytes = 0;  // where the chunk being read began in the batch
-  // A chunk, once begun, is read to its end (a stop request too waits for it): the batch ends
-  // only there, so that its position is exact.
-  while (copy_active_ || (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
-                          !stop.stop_requested())) {
-    if (!copy_active_) {
-      if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
-      // Not even a page's rows fit any more: the next chunk begins the next batch.
-      if (!batch.empty() && copy_table_index_ == pos.table_index &&
-          chunk_sizer_.pages(req.max_records - batch.size(), req.max_bytes - batch.bytes(),
-                             false) == 0)
-        break;
-      if (Status st = start_copy(batch, req); !st.ok()) return st.error();
-      chunk_first = batch.size();
-      chunk_bytes = batch.bytes();
-      // The table's rows are bounded by markers, so a keyed destination can remove rows this
-      // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
-      // again: every row of the table comes again.
-      if (pos.cursor.page == 0)
-        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
+    if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
+    if (!copy_active_) {  // nothing in flight: a chunk for the room left in this batch
+      SLUICE_TRY(load_copy_table());
+      const uint64_t pages = chunk_sizer_.pages(req.max_records - batch.size(),
+                                                req.max_bytes - batch.bytes(), batch.empty());
+      if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
+      SLUICE_TRY(send_copy(pos.cursor.page, pages));
+      next_in_this_batch_ = true;
+    } else if (!next_in_this_batch_ && !batch.empty()) {
+      break;  // the chunk in flight was sized for a batch of its own
     }
-    char* buf = nullptr;
-    const int n = PQgetCopyData(conn_.get(), &buf, 0);
-    if (n > 0) {
-      std::string_view line(buf, size_t(n));
+    SLUICE_TRY(receive_copy());
+    // While this chunk is parsed the server already reads the next one: the next chunk of the
+    // table, sized for what this batch has left after it, or else for the next batch.
+    if (!chunk_.last) {
+      const uint64_t rows_left = req.max_records - batch.size();
+      const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
+      uint64_t pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
+      next_in_this_batch_ = pages > 0;
+      if (!pages) pages = chunk_sizer_.pages(req.max_records, req.max_bytes, true);
+      SLUICE_TRY(send_copy(chunk_.from + chunk_.pages, pages));
+    }
+    // The table's rows are bounded by markers, so a keyed destination can remove rows this
+    // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
+    // again: every row of the table comes again.
+    if (chunk_.from == 0)
+      add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
+    const size_t bytes_before = batch.bytes();
+    for (const auto& [data, size] : chunk_lines_) {
+      std::string_view line(data.get(), size);
       if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
       // Split on tabs; unescape fields that contain a backslash.
       const auto& cols = copy_table_->rel->columns;
@@ -173,32 +210,20 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
       Status st = tuple_to_object(batch, *copy_table_, tuple, false, &r.after);
       if (st.ok() && !copy_table_->key_columns.empty())
         st = tuple_to_object(batch, *copy_table_, tuple, true, &r.key);
-      PQfreemem(buf);
       if (!st.ok()) return st.error();
       mark_poison(batch, r);
       ++st_->snapshot_rows;
-      continue;
     }
-    if (n == -1) {  // this table is done
-      PgResult res(PQgetResult(conn_.get()));
-      if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-        return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
-                              "snapshot COPY failed");
-      while (PgResult more{PQgetResult(conn_.get())}) {
-      }
-      copy_active_ = false;
-      chunk_sizer_.chunk_read(copy_chunk_pages_, batch.size() - chunk_first,
-                              batch.bytes() - chunk_bytes);
-      if (copy_last_chunk_) {
-        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, false);
-        ++pos.table_index;
-        pos.cursor.page = 0;
-      } else {
-        pos.cursor.page += copy_chunk_pages_;
-      }
-      continue;
+    chunk_sizer_.chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
+    chunk_lines_.clear();
+    // The batch now holds every row before the chunk's end: its position says so.
+    if (chunk_.last) {
+      add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, false);
+      ++pos.table_index;
+      pos.cursor.page = 0;
+    } else {
+      pos.cursor.page = chunk_.from + chunk_.pages;
     }
-    return classify_error(conn_.last_error(), "snapshot read failed");
   }
   return SnapshotRead::more;
 }

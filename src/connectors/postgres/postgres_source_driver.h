@@ -181,7 +181,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
                    const SchemaChange& c, Lsn lsn);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
-  Status start_copy(const Batch& batch, const ReadRequest& req);
+  // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
+  // page range, the whole chunk received into chunk_lines_.
+  Status load_copy_table();
+  Status send_copy(uint64_t from, uint64_t pages);
+  Status receive_copy();
   // pg_stream.cc
   Status handle_xlog(Batch& batch, const char* buf, int len);
   void send_status_locked(bool force);
@@ -239,11 +243,21 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::unordered_map<uint32_t, TableState> table_states_;
 
   // snapshot
-  bool copy_active_ = false;
-  bool copy_last_chunk_ = false;
+  struct CopyChunk {
+    uint64_t from = 0, pages = 0;  // heap pages [from, from + pages)
+    bool last = false;             // to the table's end
+  };
+  bool copy_active_ = false;         // a COPY is in flight (inflight_)
+  CopyChunk inflight_, chunk_;       // the chunk sent; the chunk received (being parsed)
+  bool next_in_this_batch_ = false;  // inflight_ was sized for the batch being filled
+  struct PqFree {
+    void operator()(char* p) const noexcept { PQfreemem(p); }
+  };
+  // chunk_'s COPY lines as libpq returned them (each with its newline), parsed in place.
+  std::vector<std::pair<std::unique_ptr<char, PqFree>, size_t>> chunk_lines_;
+  uint64_t chunk_rows_ = 0;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
   uint64_t copy_table_pages_ = 0;
-  uint64_t copy_chunk_pages_ = 0;  // pages of the chunk being read
   ChunkSizer chunk_sizer_;
   TableState* copy_table_ = nullptr;
   std::vector<std::string> field_scratch_;
