@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <ostream>
 #include <string>
 
 #include "integration/pg_harness.h"
@@ -29,6 +30,7 @@ class ArmedFailPoints {
 
 struct CrashWindow {
   const char* name;
+  const char* id;          // pipeline id and database names: cases run in parallel
   const char* failpoints;  // SLUICE_FAILPOINTS
   bool in_cdc;             // the hit comes in the big transaction, not in the snapshot
 };
@@ -37,27 +39,32 @@ struct CrashWindow {
 // CDC windows: armed in a second run, once the snapshot is done, then a transaction of 1,200
 // changes (6 batches and more).
 const CrashWindow kWindows[] = {
-    {"AfterDestinationCommitInSnapshot", "after_destination_commit=crash@5", false},
-    {"AfterDestinationCommitInCdc", "after_destination_commit=crash@3", true},
-    {"AfterCheckpointInSnapshot", "after_checkpoint=crash@2", false},
-    {"AfterCheckpointInCdc", "after_checkpoint=crash@2", true},
-    {"MidTransaction", "mid_transaction=crash@3", true},
-    {"MidSnapshotChunk", "mid_snapshot_chunk=crash@4", false},
+    {"AfterDestinationCommitInSnapshot", "fpw_dcs", "after_destination_commit=crash@5", false},
+    {"AfterDestinationCommitInCdc", "fpw_dcc", "after_destination_commit=crash@3", true},
+    {"AfterCheckpointInSnapshot", "fpw_cps", "after_checkpoint=crash@2", false},
+    {"AfterCheckpointInCdc", "fpw_cpc", "after_checkpoint=crash@2", true},
+    {"MidTransaction", "fpw_mtx", "mid_transaction=crash@3", true},
+    {"MidSnapshotChunk", "fpw_msc", "mid_snapshot_chunk=crash@4", false},
 };
+
+void PrintTo(const CrashWindow& w, std::ostream* os) {
+  *os << w.name << " (" << w.failpoints << ")";
+}
 
 class CrashWindows : public ::testing::TestWithParam<CrashWindow> {};
 
 TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
   const CrashWindow& w = GetParam();
-  TestDb src("fpw_src");
-  TestDb dst("fpw_dst");
+  const std::string id = w.id;
+  TestDb src(id + "_src");
+  TestDb dst(id + "_dst");
   ASSERT_TRUE(src.ok() && dst.ok());
   ASSERT_TRUE(src.sql().exec(
       "CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
       "INSERT INTO t SELECT g, g % 13, md5(g::text) FROM generate_series(1, 3000) g"));
-  auto dir = e2e::make_temp_dir("fpw");
+  auto dir = e2e::make_temp_dir(id);
   test::PipelineFile f;
-  test::PipelineYaml& pl = f.pipeline("fpw");
+  test::PipelineYaml& pl = f.pipeline(id);
   pl.source("postgres").set("url", src.url()).set("tables", test::Yaml::strings({"public.t"}));
   pl.destination("postgres").set("url", dst.url());
   pl.max_records(200).linger_ms(20);
@@ -68,7 +75,7 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
       "INSERT INTO t SELECT g, 1, 'new' FROM generate_series(3001, 3100) g; COMMIT";
   if (w.in_cdc) {  // the snapshot first, unarmed
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(wait_for_checkpoint(p, dir, "fpw", [](const std::string& c) {
+    ASSERT_TRUE(wait_for_checkpoint(p, dir, id, [](const std::string& c) {
       return starts_with(c, "cdc ");
     })) << p.stderr_text();
     p.terminate();
@@ -95,14 +102,14 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
               std::string::npos)
         << p.stderr_text();
     if (!w.in_cdc) {
-      EXPECT_FALSE(starts_with(checkpoint_of(dir, "fpw"), "cdc "))
-          << "crashed after the snapshot: " << checkpoint_of(dir, "fpw");
+      EXPECT_FALSE(starts_with(checkpoint_of(dir, id), "cdc "))
+          << "crashed after the snapshot: " << checkpoint_of(dir, id);
     }
   }
   {
     Process p({"run", "p.yaml"}, dir);
     if (!w.in_cdc) {
-      ASSERT_TRUE(wait_for_checkpoint(p, dir, "fpw", [](const std::string& c) {
+      ASSERT_TRUE(wait_for_checkpoint(p, dir, id, [](const std::string& c) {
         return starts_with(c, "cdc ");
       })) << p.stderr_text();
       ASSERT_TRUE(src.sql().exec(big_transaction));

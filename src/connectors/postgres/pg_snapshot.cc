@@ -83,6 +83,8 @@ Status PostgresDriver::load_copy_table() {
   copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
   chunk_sizer_.start_table(std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr));
   copy_table_index_ = st_->position.table_index;
+  spdlog::debug("pipeline {}: snapshot of {}.{} from page {} (of {})", ctx_.pipeline_id, t.schema,
+                t.name, st_->position.cursor.page, copy_table_pages_);
   return ok_status();
 }
 
