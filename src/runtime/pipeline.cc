@@ -9,6 +9,7 @@
 #include "sluice/result.h"
 #include "sluice/secrets.h"
 #include "support/backoff.h"
+#include "support/failpoint.h"
 
 namespace sluice {
 
@@ -717,6 +718,9 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
     metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
     fail(status.error().with_context(options_.destination_connector + " destination: "));
   }
+  // The destination committed the batch (a Kafka transaction, a SQL transaction with the position
+  // stored in it); the checkpoint store does not have it yet.
+  if (status.ok() && !batch->empty()) SLUICE_FAILPOINT("after_destination_commit");
   (void)acker_.complete(batch->sequence(), status);
   release_batch(batch);
 }
@@ -726,6 +730,7 @@ void Pipeline::persist(const std::string& position) {
     fail(st.error().with_context("checkpoint store: "));
     return;
   }
+  SLUICE_FAILPOINT("after_checkpoint");  // checkpointed, the source not yet acknowledged
   source_->ack(position);
   metrics_.checkpoints.fetch_add(1, std::memory_order_relaxed);
   metrics_.last_checkpoint_unix_ms = now_unix_ms();

@@ -48,6 +48,7 @@
 #include "connectors/common/log_position.h"
 #include "sluice/connector.h"
 #include "support/backoff.h"
+#include "support/failpoint.h"
 
 namespace sluice {
 
@@ -339,6 +340,9 @@ class LogSource final : public Source {
       report_phase();
     }
     if (s_.ctx.stats) s_.ctx.stats->snapshot_rows_done = s_.snapshot_rows;
+    // A batch of snapshot rows and more to come (of this table's chunk or the next ones).
+    if (s_.position.phase == LogPhase::snapshot && !batch.empty())
+      SLUICE_FAILPOINT("mid_snapshot_chunk");
     batch.set_position(s_.position.encode());
     return s_.position.phase == LogPhase::done ? ReadStatus::end : ReadStatus::more;
   }
@@ -375,6 +379,8 @@ class LogSource final : public Source {
       else probe_.lost();
     }
     std::string position = stream_position();
+    // A batch that ends inside a transaction: its rest comes in the next batches.
+    if (!batch.empty() && s_.tx.partial()) SLUICE_FAILPOINT("mid_transaction");
     if (!batch.empty() || position != last_returned_position_) {
       batch.set_position(position);
       last_returned_position_ = std::move(position);

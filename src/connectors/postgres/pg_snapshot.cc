@@ -1,10 +1,25 @@
 // The postgres snapshot: one REPEATABLE READ transaction (in the snapshot the slot exported when it
-// was created), each table read by COPY in chunks of heap pages, so that a restart re-reads at
-// most one chunk. The position's cursor is the first page of the chunk being read.
+// was created), each table read by COPY in chunks of heap pages (TID range scans), each chunk sized
+// to the room left in the batch (ChunkSizer), and a batch ends only where a chunk ends. The
+// position's cursor is the first page not read yet, so it names exactly the rows the batch holds:
+// a restart neither repeats nor skips a row, and a transactional destination (Kafka
+// `transactions: true`) is exactly once in the snapshot as in the stream.
+//
+//   batch:  [ chunk: pages P … P+k ) [ chunk: P+k … P+k+m )  ─▶ position "snapshot … P+k+m"
+//              COPY (SELECT … WHERE ctid >= '(P,0)' AND ctid < '(P+k,0)')
+//
+// Selecting each row's ctid instead (a cursor after any row) costs the server about a third more
+// time per row (tidout), and the server's COPY is the snapshot's bottleneck; page-aligned chunks
+// cost one COPY per batch, and the server never waits for the client: a chunk is received whole
+// (libpq's row buffers, kept), the next one is sent, and only then is the first parsed (one chunk
+// of text in memory). The price:
+// a heap page's rows are never split across batches, so a batch can exceed max_records by up to one
+// page's rows (a few hundred small rows at most) when a page is denser than any before it.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "connectors/postgres/postgres_source_driver.h"
 
@@ -29,47 +44,102 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
   return ok_status();
 }
 
-// Heap pages per snapshot chunk (32 MiB): a restart re-reads at most one chunk of a table.
-constexpr uint64_t kChunkPages = 4096;
+uint64_t ChunkSizer::pages(uint64_t room_rows, uint64_t room_bytes, bool batch_empty) const {
+  double fit = double(kMaxPages);
+  if (rows_per_page_ > 0) fit = std::min(fit, double(room_rows) / rows_per_page_);
+  if (bytes_per_page_ > 0) fit = std::min(fit, double(room_bytes) / bytes_per_page_);
+  if (rows_per_page_ <= 0) fit = std::min(fit, 1.0);  // nothing known: one page, then measure
+  uint64_t n = uint64_t(fit);
+  if (n == 0) return batch_empty ? 1 : 0;
+  return std::min(kMaxPages, n * boost_);
+}
 
-Status PostgresDriver::start_copy() {
+void ChunkSizer::chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes) {
+  if (pages == 0) return;
+  const double rpp = double(rows) / double(pages), bpp = double(bytes) / double(pages);
+  // Sparse (under half the density expected): the next chunk may span more pages.
+  if (rows_per_page_ > 0 && rpp < rows_per_page_ / 2) boost_ = std::min(kMaxPages, boost_ * 2);
+  else boost_ = 1;
+  rows_per_page_ = std::max(rows_per_page_, rpp);
+  bytes_per_page_ = std::max(bytes_per_page_, bpp);
+}
+
+Status PostgresDriver::load_copy_table() {
   const TableRef& t = tables_[st_->position.table_index];
-  if (copy_table_index_ != st_->position.table_index) {
-    auto st = table_from_catalog(t);
-    if (!st.ok()) return std::move(st).error();
-    copy_table_ = st.value();
-    // The shape the snapshot read, at the slot's consistent point: the baseline of the stream's
-    // first Relation message of the table, in this run or a later one.
-    if (!ddl_capture_) SLUICE_TRY(record_shape(*copy_table_->rel, st_->position.point));
-    // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
-    auto size = conn_.exec_params(
-        "SELECT pg_relation_size($1::oid) / current_setting('block_size')::bigint",
-        {std::to_string(t.oid)});
-    if (!size.ok())
-      return size.error().with_context(fmt::format("cannot size {}.{}: ", t.schema, t.name));
-    copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
-    copy_table_index_ = st_->position.table_index;
-  }
+  if (copy_table_index_ == st_->position.table_index) return ok_status();
+  auto st = table_from_catalog(t);
+  if (!st.ok()) return std::move(st).error();
+  copy_table_ = st.value();
+  // The shape the snapshot read, at the slot's consistent point: the baseline of the stream's
+  // first Relation message of the table, in this run or a later one.
+  if (!ddl_capture_) SLUICE_TRY(record_shape(*copy_table_->rel, st_->position.point));
+  // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
+  auto size = conn_.exec_params(
+      "SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, "
+      "CASE WHEN relpages > 0 AND reltuples > 0 THEN reltuples / relpages ELSE 0 END "
+      "FROM pg_class WHERE oid = $1::oid",
+      {std::to_string(t.oid)});
+  if (!size.ok())
+    return size.error().with_context(fmt::format("cannot size {}.{}: ", t.schema, t.name));
+  if (PQntuples(size.value().get()) != 1)
+    return Error(Errc::data, fmt::format("{}.{} is gone from the catalogue", t.schema, t.name));
+  copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
+  chunk_sizer_.start_table(std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr));
+  copy_table_index_ = st_->position.table_index;
+  spdlog::debug("pipeline {}: snapshot of {}.{} from page {} (of {})", ctx_.pipeline_id, t.schema,
+                t.name, st_->position.cursor.page, copy_table_pages_);
+  return ok_status();
+}
+
+Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
+  const TableRef& t = tables_[st_->position.table_index];
   std::string cols;
   for (const auto& c : copy_table_->rel->columns)
     cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
   if (cols.empty()) cols = "NULL";  // a table without columns still has rows
-  // Chunks of physical pages read by TID range scans: as fast as a plain COPY, and resumable at a
-  // chunk boundary. Rows that changed after the snapshot come again through the stream, which
-  // starts at the snapshot's LSN, so a resume under a newer snapshot still converges.
-  copy_last_chunk_ = st_->position.cursor.page + kChunkPages >= copy_table_pages_;
-  std::string where = fmt::format("ctid >= '({},0)'::tid", st_->position.cursor.page);
-  if (!copy_last_chunk_)
-    where += fmt::format(" AND ctid < '({},0)'::tid", st_->position.cursor.page + kChunkPages);
+  // Rows that changed after the snapshot come again through the stream, which starts at the
+  // snapshot's LSN, so a resume under a newer snapshot still converges.
+  inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false};
+  inflight_.last = from + inflight_.pages >= copy_table_pages_;
+  std::string where = fmt::format("ctid >= '({},0)'::tid", from);
+  if (!inflight_.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + inflight_.pages);
   const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
                                       quote_identifier(t.schema), quote_identifier(t.name), where);
-  PgResult r(PQexec(conn_.get(), sql.c_str()));
-  if (!r || PQresultStatus(r.get()) != PGRES_COPY_OUT)
-    return classify_error(r ? PQresultErrorMessage(r.get()) : conn_.last_error(),
-                          fmt::format("cannot read {}.{}", t.schema, t.name));
+  if (!PQsendQuery(conn_.get(), sql.c_str()))
+    return classify_error(conn_.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
   copy_active_ = true;
-  spdlog::debug("pipeline {}: snapshot of {}.{} from page {}", ctx_.pipeline_id, t.schema, t.name,
-                st_->position.cursor.page);
+  spdlog::trace("pipeline {}: snapshot of {}.{}: pages {} +{}", ctx_.pipeline_id, t.schema, t.name,
+                from, inflight_.pages);
+  return ok_status();
+}
+
+Status PostgresDriver::receive_copy() {
+  const TableRef& t = tables_[st_->position.table_index];
+  PgResult start(PQgetResult(conn_.get()));
+  if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
+    return classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
+                          fmt::format("cannot read {}.{}", t.schema, t.name));
+  chunk_lines_.clear();
+  chunk_rows_ = 0;
+  for (;;) {
+    char* buf = nullptr;
+    const int n = PQgetCopyData(conn_.get(), &buf, 0);
+    if (n > 0) {
+      chunk_lines_.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
+      ++chunk_rows_;
+      continue;
+    }
+    if (n == -1) break;
+    return classify_error(conn_.last_error(), "snapshot read failed");
+  }
+  PgResult res(PQgetResult(conn_.get()));
+  if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
+    return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
+                          "snapshot COPY failed");
+  while (PgResult more{PQgetResult(conn_.get())}) {
+  }
+  copy_active_ = false;
+  chunk_ = inflight_;
   return ok_status();
 }
 
@@ -84,19 +154,36 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
   Tuple tuple;
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
-    if (!copy_active_) {
-      if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
-      if (Status st = start_copy(); !st.ok()) return st.error();
-      // The table's rows are bounded by markers, so a keyed destination can remove rows this
-      // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
-      // again: every row of the table comes again.
-      if (pos.cursor.page == 0)
-        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
+    if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
+    if (!copy_active_) {  // nothing in flight: a chunk for the room left in this batch
+      SLUICE_TRY(load_copy_table());
+      const uint64_t pages = chunk_sizer_.pages(req.max_records - batch.size(),
+                                                req.max_bytes - batch.bytes(), batch.empty());
+      if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
+      SLUICE_TRY(send_copy(pos.cursor.page, pages));
+      next_in_this_batch_ = true;
+    } else if (!next_in_this_batch_ && !batch.empty()) {
+      break;  // the chunk in flight was sized for a batch of its own
     }
-    char* buf = nullptr;
-    const int n = PQgetCopyData(conn_.get(), &buf, 0);
-    if (n > 0) {
-      std::string_view line(buf, size_t(n));
+    SLUICE_TRY(receive_copy());
+    // While this chunk is parsed the server already reads the next one: the next chunk of the
+    // table, sized for what this batch has left after it, or else for the next batch.
+    if (!chunk_.last) {
+      const uint64_t rows_left = req.max_records - batch.size();
+      const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
+      uint64_t pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
+      next_in_this_batch_ = pages > 0;
+      if (!pages) pages = chunk_sizer_.pages(req.max_records, req.max_bytes, true);
+      SLUICE_TRY(send_copy(chunk_.from + chunk_.pages, pages));
+    }
+    // The table's rows are bounded by markers, so a keyed destination can remove rows this
+    // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
+    // again: every row of the table comes again.
+    if (chunk_.from == 0)
+      add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
+    const size_t bytes_before = batch.bytes();
+    for (const auto& [data, size] : chunk_lines_) {
+      std::string_view line(data.get(), size);
       if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
       // Split on tabs; unescape fields that contain a backslash.
       const auto& cols = copy_table_->rel->columns;
@@ -128,30 +215,20 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
       Status st = tuple_to_object(batch, *copy_table_, tuple, false, &r.after);
       if (st.ok() && !copy_table_->key_columns.empty())
         st = tuple_to_object(batch, *copy_table_, tuple, true, &r.key);
-      PQfreemem(buf);
       if (!st.ok()) return st.error();
       mark_poison(batch, r);
       ++st_->snapshot_rows;
-      continue;
     }
-    if (n == -1) {  // this table is done
-      PgResult res(PQgetResult(conn_.get()));
-      if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-        return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
-                              "snapshot COPY failed");
-      while (PgResult more{PQgetResult(conn_.get())}) {
-      }
-      copy_active_ = false;
-      if (copy_last_chunk_) {
-        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, false);
-        ++pos.table_index;
-        pos.cursor.page = 0;
-      } else {
-        pos.cursor.page += kChunkPages;
-      }
-      continue;
+    chunk_sizer_.chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
+    chunk_lines_.clear();
+    // The batch now holds every row before the chunk's end: its position says so.
+    if (chunk_.last) {
+      add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, false);
+      ++pos.table_index;
+      pos.cursor.page = 0;
+    } else {
+      pos.cursor.page = chunk_.from + chunk_.pages;
     }
-    return classify_error(conn_.last_error(), "snapshot read failed");
   }
   return SnapshotRead::more;
 }

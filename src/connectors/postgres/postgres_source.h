@@ -3,7 +3,7 @@
 //
 //   open: connect ─▶ checks (wal_level, REPLICATION, tables) ─▶ publication ─▶ slot
 //                      (created with an exported snapshot the first time)
-//   read: ┌ snapshot phase: COPY (SELECT cols FROM t WHERE ctid in a 32 MiB page range) ────┐
+//   read: ┌ snapshot phase: COPY (SELECT cols FROM t WHERE ctid in a batch-sized page range) ┐
 //         └──────────────────────────────────────────────────────────────────────────────┴▶ CDC:
 //         START_REPLICATION from the checkpoint; XLogData → pgoutput → records
 //   ack:  standby status updates carry flush = the position the runtime acknowledged (durable at
@@ -14,8 +14,9 @@
 // transaction and reconnects (docs/development/log-sources.md).
 //
 // Position (opaque to the runtime, text; the skeleton's LogPosition, version 1):
-//   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress at the chunk starting at
-//                                                   heap page <page>; stream starts at start-lsn
+//   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress: the pages before <page>
+//                                                   are read (batches end where chunks end);
+//                                                   stream starts at start-lsn
 //   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn
 //   are
 //                                                   durable, plus the first n changes of the

@@ -4,7 +4,8 @@
 //
 //   postgres_source.cc   settings, factory, connect and checks, slot/publication planning, cleanup
 //   pg_catalog.cc        tables, publication, types, relations and their record keys
-//   pg_snapshot.cc       the snapshot: COPY of 32 MiB heap-page chunks in the exported snapshot
+//   pg_snapshot.cc       the snapshot: COPY of heap-page chunks sized to the batch, in the exported
+//                        snapshot
 //   pg_stream.cc         the replication stream: START_REPLICATION, XLogData → pgoutput, status
 //   pg_records.cc        pgoutput tuples → records (values, key, metadata)
 //   pg_ddl.cc            schema changes: the DDL capture (event trigger, log and state tables in
@@ -33,7 +34,11 @@
 
 namespace sluice::pg {
 
-// Snapshot cursor: the first heap page of the chunk being read.
+// Snapshot cursor: the first heap page not read yet. Every batch ends at a chunk's end, so the
+// batch's position names exactly the rows it holds: those on the pages before it. (Before batches
+// and chunks were aligned, the same number named the first page of the 32 MiB chunk being read —
+// rows of it could already be durable; such a stored position still resumes correctly, re-reading
+// at most that chunk.)
 struct PageCursor {
   uint64_t page = 0;
   bool operator==(const PageCursor&) const = default;
@@ -49,6 +54,31 @@ struct PositionTraits {
   using Cursor = PageCursor;
 };
 using SourcePosition = LogPosition<PositionTraits>;
+
+// Sizes snapshot chunks (heap-page ranges) to the room left in a batch, from the densest rows and
+// bytes per page seen so far in the table: a batch ends only at a chunk's end (so that its position
+// is exact), and the chunk should fill it without running over. A chunk of sparse pages (far fewer
+// rows than expected: deleted rows, bloat) doubles the next one, so an empty stretch of the heap
+// costs few COPYs; a dense one resets it.
+class ChunkSizer {
+ public:
+  static constexpr uint64_t kMaxPages = 4096;  // 32 MiB: the largest chunk
+  // A table starts: the catalogue's estimate, when it has one (0: none).
+  void start_table(double rows_per_page) {
+    rows_per_page_ = rows_per_page > 0 ? rows_per_page : 0;
+    bytes_per_page_ = 0;
+    boost_ = 1;
+  }
+  // Pages for a chunk that may add `room_rows` records and `room_bytes` bytes; 0 when not even one
+  // page is expected to fit (end the batch first), at least 1 for an empty batch.
+  uint64_t pages(uint64_t room_rows, uint64_t room_bytes, bool batch_empty) const;
+  // A chunk of `pages` pages gave `rows` records of `bytes` bytes.
+  void chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes);
+
+ private:
+  double rows_per_page_ = 0, bytes_per_page_ = 0;
+  uint64_t boost_ = 1;
+};
 
 struct TableRef {
   std::string schema, name;
@@ -165,7 +195,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status record_shape(const Relation& r, Lsn lsn);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
-  Status start_copy();
+  // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
+  // page range, the whole chunk received into chunk_lines_.
+  Status load_copy_table();
+  Status send_copy(uint64_t from, uint64_t pages);
+  Status receive_copy();
   // pg_stream.cc
   Status handle_xlog(Batch& batch, const char* buf, int len);
   // force: now, whatever the interval; reply: ask the walsender for a keepalive at once.
@@ -245,10 +279,22 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool shapes_loaded_ = false;
 
   // snapshot
-  bool copy_active_ = false;
-  bool copy_last_chunk_ = false;
+  struct CopyChunk {
+    uint64_t from = 0, pages = 0;  // heap pages [from, from + pages)
+    bool last = false;             // to the table's end
+  };
+  bool copy_active_ = false;         // a COPY is in flight (inflight_)
+  CopyChunk inflight_, chunk_;       // the chunk sent; the chunk received (being parsed)
+  bool next_in_this_batch_ = false;  // inflight_ was sized for the batch being filled
+  struct PqFree {
+    void operator()(char* p) const noexcept { PQfreemem(p); }
+  };
+  // chunk_'s COPY lines as libpq returned them (each with its newline), parsed in place.
+  std::vector<std::pair<std::unique_ptr<char, PqFree>, size_t>> chunk_lines_;
+  uint64_t chunk_rows_ = 0;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
   uint64_t copy_table_pages_ = 0;
+  ChunkSizer chunk_sizer_;
   TableState* copy_table_ = nullptr;
   std::vector<std::string> field_scratch_;
   // stream

@@ -1,0 +1,96 @@
+// Fail points (failpoint.h): SLUICE_FAILPOINTS parsed once before main, each armed point with its
+// own hit counter.
+#include "support/failpoint.h"
+
+#if SLUICE_FAILPOINTS_ON
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace sluice::failpoint {
+namespace {
+
+// Every point the code has; an armed name must be one of them.
+constexpr std::array<std::string_view, 4> kFailPoints = {
+    "after_destination_commit",  // runtime: a batch is durable at the destination, not checkpointed
+    "after_checkpoint",          // runtime: the checkpoint is saved, the source not yet acked
+    "mid_transaction",           // log sources: a batch ends inside a CDC transaction
+    "mid_snapshot_chunk",        // log sources: a batch ends inside a table's snapshot
+};
+
+struct Armed {
+  uint64_t at = 0;  // fire on this hit (1: the first)
+  std::atomic<uint64_t> hits{0};
+};
+std::array<Armed, kFailPoints.size()> g_points;
+
+[[noreturn]] void refuse(const std::string& why) {
+  std::fprintf(stderr, "sluice: SLUICE_FAILPOINTS: %s (expected name=crash[@N],…)\n", why.c_str());
+  std::_Exit(2);
+}
+
+bool parse_env() {
+  const char* env = std::getenv("SLUICE_FAILPOINTS");
+  if (!env || !*env) return false;
+  std::string_view rest(env);
+  bool any = false;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) refuse("'" + std::string(item) + "' has no action");
+    const std::string_view name = item.substr(0, eq);
+    std::string_view action = item.substr(eq + 1);
+    uint64_t at = 1;
+    if (const size_t amp = action.find('@'); amp != std::string_view::npos) {
+      const std::string_view n = action.substr(amp + 1);
+      auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), at);
+      if (ec != std::errc() || p != n.data() + n.size() || at == 0)
+        refuse("'" + std::string(item) + "': @N needs a count of at least 1");
+      action = action.substr(0, amp);
+    }
+    if (action != "crash")
+      refuse("'" + std::string(item) + "': unknown action '" + std::string(action) + "'");
+    size_t i = 0;
+    while (i < kFailPoints.size() && kFailPoints[i] != name) ++i;
+    if (i == kFailPoints.size()) {
+      std::string names;
+      for (std::string_view k : kFailPoints) names += (names.empty() ? "" : ", ") + std::string(k);
+      refuse("unknown fail point '" + std::string(name) + "' (there are " + names + ")");
+    }
+    g_points[i].at = at;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace
+
+const bool armed = parse_env();
+
+void hit(std::string_view name) noexcept {
+  for (size_t i = 0; i < kFailPoints.size(); ++i) {
+    if (kFailPoints[i] != name) continue;
+    Armed& p = g_points[i];
+    if (p.at == 0) return;
+    if (p.hits.fetch_add(1, std::memory_order_relaxed) + 1 != p.at) return;
+    // One write(2), no stdio buffer: the line is out before the signal.
+    const std::string line = "sluice: fail point " + std::string(name) + " fired (crash)\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    ::kill(::getpid(), SIGKILL);
+    std::_Exit(137);
+  }
+}
+
+}  // namespace sluice::failpoint
+
+#endif
