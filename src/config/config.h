@@ -51,6 +51,7 @@ struct PipelineConfig {
   ConnectorConfig destination;
   BatchConfig batch;
   OnError on_error{};                  // on_error
+  std::chrono::milliseconds stall_timeout{};  // stall_timeout (0: stalls are not reported)
   std::optional<ConnectorConfig> dlq;  // required when on_error is dlq
 };
 

@@ -26,6 +26,7 @@
 #include "connectors/builtin.h"
 #include "connectors/common/log_source.h"
 #include "connectors/postgres/pg_connection.h"
+#include "connectors/postgres/pg_slot_health.h"
 #include "connectors/postgres/pg_types.h"
 #include "connectors/postgres/pgoutput.h"
 #include "sluice/schema_change.h"
@@ -74,6 +75,8 @@ struct PostgresSourceOptions {
   std::string publication;  // empty: sluice_<pipeline id>
   std::string snapshot_mode;
   std::chrono::milliseconds heartbeat_interval{};
+  bool heartbeat_emit_message = true;
+  uint64_t slot_lag_warning = 0;  // bytes; 0: never warn
   bool logical_messages = false;
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
@@ -185,6 +188,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::vector<std::string> tables_setting_;
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
+  bool heartbeat_emit_message_;
+  uint64_t slot_lag_warning_;
   bool logical_messages_;
   bool ddl_capture_;
   std::string signal_table_setting_;
@@ -228,6 +233,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::optional<std::chrono::steady_clock::time_point> lost_at_;  // when the stream last broke
   Message msg_;
   std::jthread status_thread_;
+  SlotHealthMonitor slot_health_;  // pg_slot_health.cc: lag figures, warning, heartbeats
   // incremental snapshot
   uint32_t signal_oid_ = 0;
   std::optional<TableState> inc_table_;  // the table being chunked, described by the catalogue
