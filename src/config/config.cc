@@ -390,7 +390,8 @@ class Loader {
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
     PipelineConfig out;
     auto fields = entries(
-        p, {"id", "source", "processors", "destination", "batch", "on_error", "stall_timeout", "dlq"},
+        p,
+        {"id", "source", "processors", "destination", "batch", "on_error", "stall_timeout", "dlq"},
         false);
 
     const Entry* id = find(fields, "id");

@@ -306,9 +306,10 @@ TEST(LoadConfig, VersionBatchHttpValues) {
             "p.yaml:11:16: http.listen: expected host:port like 127.0.0.1:8080, got '8080'");
   EXPECT_EQ(error_of(std::string(kBase) + "http: {enabled: perhaps}\n"),
             "p.yaml:11:17: http.enabled: expected a boolean (true or false), got 'perhaps'");
-  EXPECT_EQ(error_of(std::string(kBase) + "    stall_timeout: soon\n"),
-            "p.yaml:11:20: pipelines[0].stall_timeout: expected a duration like 250ms, 5s, 2m or 1h, "
-            "got 'soon'");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    stall_timeout: soon\n"),
+      "p.yaml:11:20: pipelines[0].stall_timeout: expected a duration like 250ms, 5s, 2m or 1h, "
+      "got 'soon'");
   EXPECT_EQ(load(std::string(kBase) + "    stall_timeout: 30s\n").pipelines[0].stall_timeout,
             milliseconds(30000));
   EXPECT_EQ(load(std::string(kBase) + "    stall_timeout: 0\n").pipelines[0].stall_timeout,

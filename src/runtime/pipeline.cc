@@ -24,6 +24,10 @@ int64_t now_unix_ms() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+// "0.4 s", "12 s": a tenth of a second where it matters.
+std::string seconds_text(double s) {
+  return s < 10 ? fmt::format("{:.1f} s", s) : fmt::format("{:.0f} s", s);
+}
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -186,8 +190,7 @@ void Pipeline::check_stalls() {
   std::vector<Stall> now_stalled;
   // Source: a read that has not returned (reads return within poll/linger when there is nothing).
   if (const int64_t since = read_started_ns_.load(); since != 0 && now - since >= timeout_ns)
-    now_stalled.push_back(
-        {"source", "a read that has not returned", double(now - since) / 1e9});
+    now_stalled.push_back({"source", "a read that has not returned", double(now - since) / 1e9});
   // Destination: batches handed on that have not become durable, none settled meanwhile.
   if (const uint64_t batches = acker_.pending(); batches > 0) {
     const int64_t since = destination_progress_ns_.load();
@@ -209,16 +212,17 @@ void Pipeline::check_stalls() {
     (source ? metrics_.source_stalls : metrics_.destination_stalls)
         .fetch_add(1, std::memory_order_relaxed);
     spdlog::warn(
-        "pipeline {}: {} {} stalled: no progress for {:.0f} s; pending: {} (stall_timeout {} ms)",
+        "pipeline {}: {} {} stalled: no progress for {}; pending: {} (stall_timeout {} ms)",
         options_.id, source ? options_.source_connector : options_.destination_connector, s.side,
-        s.seconds, s.pending, options_.stall_timeout.count());
+        seconds_text(s.seconds), s.pending, options_.stall_timeout.count());
   }
   for (const Stall& s : stalls_) {
     if (find(now_stalled, s.side)) continue;
     const bool source = s.side == "source";
-    spdlog::info("pipeline {}: {} {} progressing again after a stall of {:.0f} s", options_.id,
+    // s.seconds: as of the last check that found the side stalled (≤ one acker wake-up ago).
+    spdlog::info("pipeline {}: {} {} progressing again after a stall of {}", options_.id,
                  source ? options_.source_connector : options_.destination_connector, s.side,
-                 s.seconds);
+                 seconds_text(s.seconds));
   }
   stalls_ = std::move(now_stalled);
 }

@@ -43,8 +43,9 @@ TEST(PostgresDestinationStall, LockedTableIsReportedAsAStallAndRecovers) {
   ASSERT_GT(port, 0) << p.stderr_text();
   httplib::Client http("127.0.0.1", port);
   auto stalls = [&] {
-    return test::metric_series(test::scrape_metrics(port),
-                               "sluice_pipeline_stalls_total{pipeline=\"stall\",side=\"destination\"}");
+    return test::metric_series(
+        test::scrape_metrics(port),
+        "sluice_pipeline_stalls_total{pipeline=\"stall\",side=\"destination\"}");
   };
   ASSERT_TRUE(wait_for_checkpoint(p, dir, "stall", [](const std::string& c) {
     return starts_with(c, "cdc ");

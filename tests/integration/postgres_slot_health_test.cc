@@ -113,19 +113,23 @@ TEST(PostgresSlotHealth, LagHeartbeatsWarningAndASlotOnlyCleanupDrops) {
     p.register_metrics(registry);
     Status result;
     std::thread t([&] { result = p.run(); });
-    auto figure = [&](const char* name) { return registry.sum(name, {{"pipeline", "slot_health"}}); };
+    auto figure = [&](const char* name) {
+      return registry.sum(name, {{"pipeline", "slot_health"}});
+    };
     ASSERT_TRUE(wait_until([&] { return streaming(db); }, 60s));
     ASSERT_TRUE(wait_until([&] { return figure("sluice_source_slot_lag_bytes") >= 0; }, 30s));
 
     // The destination holds the changes back: the slot falls behind, in bytes and in seconds.
-    ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 2000) g"));
+    ASSERT_TRUE(
+        db.sql().exec("INSERT INTO t SELECT g, repeat('x', 100) FROM generate_series(1, 2000) g"));
     const std::string after_rows = db.sql().scalar("SELECT pg_current_wal_lsn()");
     EXPECT_TRUE(wait_until([&] { return figure("sluice_source_slot_lag_bytes") > 16384; }, 30s))
         << figure("sluice_source_slot_lag_bytes");
     EXPECT_TRUE(wait_until([&] { return figure("sluice_source_slot_lag_seconds") >= 1.0; }, 30s))
         << figure("sluice_source_slot_lag_seconds");
     EXPECT_GT(figure("sluice_source_slot_retained_bytes"), 16384);
-    EXPECT_TRUE(wait_until([&] { return logged("replication slot \"sluice_slot_health\" is"); }, 30s));
+    EXPECT_TRUE(
+        wait_until([&] { return logged("replication slot \"sluice_slot_health\" is"); }, 30s));
 
     // Released: the slot confirms everything written so far.
     d->open_gate();
@@ -133,7 +137,8 @@ TEST(PostgresSlotHealth, LagHeartbeatsWarningAndASlotOnlyCleanupDrops) {
     EXPECT_EQ(d->written.load(), 2000u);
 
     // The captured table idle, other WAL growing: heartbeats move the slot past it.
-    ASSERT_TRUE(db.sql().exec("INSERT INTO other (v) SELECT repeat('y', 100) FROM generate_series(1, 2000)"));
+    ASSERT_TRUE(db.sql().exec(
+        "INSERT INTO other (v) SELECT repeat('y', 100) FROM generate_series(1, 2000)"));
     const std::string after_other = db.sql().scalar("SELECT pg_current_wal_lsn()");
     EXPECT_TRUE(wait_until([&] { return figure("sluice_source_heartbeats_total") >= 1; }, 30s));
     EXPECT_TRUE(wait_until([&] { return confirmed_past(db, after_other); }, 60s));

@@ -20,9 +20,9 @@ namespace sluice::pgtest {
 namespace {
 
 using e2e::Process;
-using test::services;
 using test::opencdc_json;
 using test::ProduceMessage;
+using test::services;
 
 std::vector<ProduceMessage> changes(std::mt19937_64& rng, int n, int64_t keys, int round,
                                     std::map<int64_t, std::string>& want) {

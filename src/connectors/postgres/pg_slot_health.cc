@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <poll.h>
+
 #include <charconv>
 #include <condition_variable>
 #include <optional>
+#include <vector>
 
 #include "connectors/postgres/pg_connection.h"
 
@@ -26,6 +29,38 @@ std::optional<uint64_t> as_u64(const char* text) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+// A query that gives up after `timeout` or when `stop` is requested: a server that went silent
+// (a partition, a blackholed link) must never hold the monitor — and with it close() — forever.
+// The caller drops the connection after an error.
+Result<PgResult> exec_bounded(PgConn& conn, const std::string& sql,
+                              const std::vector<std::string>& params,
+                              std::chrono::milliseconds timeout, const std::stop_token& stop) {
+  std::vector<const char*> values;
+  for (const std::string& p : params) values.push_back(p.c_str());
+  PGconn* c = conn.get();
+  if (PQsendQueryParams(c, sql.c_str(), int(values.size()), nullptr, values.data(), nullptr,
+                        nullptr, 0) != 1)
+    return Error(Errc::connection, conn.last_error(), true);
+  const auto deadline = Clock::now() + timeout;
+  while (PQisBusy(c)) {
+    if (stop.stop_requested()) return Error(Errc::cancelled, "stopped");
+    if (Clock::now() >= deadline)
+      return Error(Errc::timeout, "the server did not answer the slot query in time", true);
+    pollfd pfd{PQsocket(c), POLLIN, 0};
+    (void)::poll(&pfd, 1, 100);
+    if (PQconsumeInput(c) != 1) return Error(Errc::connection, conn.last_error(), true);
+  }
+  PgResult first(PQgetResult(c));
+  while (PGresult* more = PQgetResult(c)) PQclear(more);
+  if (!first || PQresultStatus(first.get()) != PGRES_TUPLES_OK) {
+    std::string message = first ? PQresultErrorMessage(first.get()) : conn.last_error();
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    return Error(Errc::io, message);
+  }
+  return first;
 }
 
 std::string human_bytes(uint64_t b) {
@@ -107,20 +142,22 @@ void SlotHealthMonitor::run(std::stop_token stop) {
         lag_ms_ = -1;
       }
     }
-    if (conn.ok()) poll_once(conn);
+    if (conn.ok()) poll_once(conn, stop);
     std::unique_lock lock(mu);
     cv.wait_for(lock, stop, interval, [] { return false; });
   }
 }
 
-void SlotHealthMonitor::poll_once(PgConn& conn) {
-  auto r = conn.exec_params(
+void SlotHealthMonitor::poll_once(PgConn& conn, const std::stop_token& stop) {
+  constexpr auto kQueryTimeout = std::chrono::seconds(10);
+  auto r = exec_bounded(
+      conn,
       "SELECT (w.lsn - '0/0'::pg_lsn)::text, (s.confirmed_flush_lsn - '0/0'::pg_lsn)::text, "
       "(s.restart_lsn - '0/0'::pg_lsn)::text, w.standby "
       "FROM (SELECT pg_is_in_recovery() AS standby, CASE WHEN pg_is_in_recovery() THEN "
       "pg_last_wal_receive_lsn() ELSE pg_current_wal_lsn() END AS lsn) w "
       "LEFT JOIN pg_replication_slots s ON s.slot_name = $1",
-      {o_.slot});
+      {o_.slot}, kQueryTimeout, stop);
   if (!r.ok()) {
     // The server went away (the stream reconnects on its own); try a new connection next time.
     conn.reset();
@@ -155,14 +192,14 @@ void SlotHealthMonitor::poll_once(PgConn& conn) {
     if (!warned_ || now - last_warning_ >= kWarningEvery) {
       spdlog::warn(
           "pipeline {}: replication slot \"{}\" is {} behind the server's WAL (oldest unconfirmed "
-          "{:.0f} s ago; slot.lag_warning {}): the server keeps that WAL until sluice confirms it "
+          "{:.0f} s ago; slot_lag_warning {}): the server keeps that WAL until sluice confirms it "
           "— check that the destination keeps up",
           ctx_.pipeline_id, o_.slot, human_bytes(lag), seconds, human_bytes(o_.lag_warning));
       last_warning_ = now;
       warned_ = true;
     }
   } else if (warned_) {
-    spdlog::info("pipeline {}: replication slot \"{}\" is back within slot.lag_warning ({} behind)",
+    spdlog::info("pipeline {}: replication slot \"{}\" is back within slot_lag_warning ({} behind)",
                  ctx_.pipeline_id, o_.slot, human_bytes(lag));
     warned_ = false;
   }
@@ -170,11 +207,13 @@ void SlotHealthMonitor::poll_once(PgConn& conn) {
   // Idle captured tables while other WAL grows: a change of our own moves the slot along.
   if (o_.heartbeat && !heartbeat_refused_ && !standby && lag > 0 &&
       now - confirmed_moved_ >= o_.interval && now - last_heartbeat_ >= o_.interval) {
-    auto hb = conn.exec_params("SELECT pg_logical_emit_message(true, $1, '')",
-                               {std::string(kHeartbeatPrefix)});
+    auto hb = exec_bounded(conn, "SELECT pg_logical_emit_message(true, $1, '')",
+                           {std::string(kHeartbeatPrefix)}, kQueryTimeout, stop);
     last_heartbeat_ = now;
     if (hb.ok()) {
       heartbeats_.fetch_add(1, std::memory_order_relaxed);
+    } else if (hb.error().retriable() || hb.error().code() == Errc::cancelled) {
+      conn.reset();  // the server went away: reconnect on the next poll, try again then
     } else {
       heartbeat_refused_ = true;
       spdlog::warn(

@@ -7,7 +7,7 @@
 //       ├─▶ sluice_source_slot_lag_bytes       server WAL − confirmed_flush_lsn
 //       ├─▶ sluice_source_slot_retained_bytes  server WAL − restart_lsn (WAL the server keeps)
 //       ├─▶ sluice_source_slot_lag_seconds     age of the oldest WAL the slot has not confirmed
-//       ├─▶ a warning (at most every 5 min) while the lag is above slot.lag_warning
+//       ├─▶ a warning (at most every 5 min) while the lag is above slot_lag_warning
 //       └─▶ a transactional heartbeat, pg_logical_emit_message(true, 'sluice.heartbeat', ''),
 //           when the slot lags and its confirmed position has not moved for heartbeat.interval
 //
@@ -43,7 +43,7 @@ struct SlotHealthOptions {
   std::string slot;
   std::chrono::milliseconds interval{5000};  // heartbeat.interval
   bool heartbeat = true;                     // heartbeat.emit_message
-  uint64_t lag_warning = 0;                  // slot.lag_warning in bytes (0: never)
+  uint64_t lag_warning = 0;                  // slot_lag_warning in bytes (0: never)
 };
 
 // One server sample and what the monitor derives from it (pure: unit-tested).
@@ -75,7 +75,7 @@ class SlotHealthMonitor {
 
  private:
   void run(std::stop_token stop);
-  void poll_once(PgConn& conn);
+  void poll_once(PgConn& conn, const std::stop_token& stop);
 
   ConnectorContext ctx_;
   SlotHealthOptions o_;

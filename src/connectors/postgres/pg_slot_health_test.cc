@@ -19,12 +19,12 @@ TEST(SlotLagClock, CaughtUpIsZero) {
 TEST(SlotLagClock, AgeOfTheOldestUnconfirmedSample) {
   SlotLagClock c;
   const auto t0 = Clock::time_point() + 100s;
-  EXPECT_EQ(c.observe(t0, 1000, 900), 0.0);         // first seen now
-  EXPECT_EQ(c.observe(t0 + 4s, 2000, 900), 4.0);    // still behind the first sample
-  EXPECT_EQ(c.observe(t0 + 6s, 3000, 1500), 2.0);   // 1000 confirmed: the 2000 sample is oldest
-  EXPECT_EQ(c.observe(t0 + 7s, 3000, 3000), 0.0);   // caught up
-  EXPECT_EQ(c.observe(t0 + 9s, 3500, 3000), 0.0);   // new WAL, seen now
-  EXPECT_EQ(c.observe(t0 + 19s, 3500, 3000), 10.0); // the slot stays behind
+  EXPECT_EQ(c.observe(t0, 1000, 900), 0.0);          // first seen now
+  EXPECT_EQ(c.observe(t0 + 4s, 2000, 900), 4.0);     // still behind the first sample
+  EXPECT_EQ(c.observe(t0 + 6s, 3000, 1500), 2.0);    // 1000 confirmed: the 2000 sample is oldest
+  EXPECT_EQ(c.observe(t0 + 7s, 3000, 3000), 0.0);    // caught up
+  EXPECT_EQ(c.observe(t0 + 9s, 3500, 3000), 0.0);    // new WAL, seen now
+  EXPECT_EQ(c.observe(t0 + 19s, 3500, 3000), 10.0);  // the slot stays behind
 }
 
 TEST(SlotLagClock, ManySamplesKeepTheOldest) {
