@@ -9,10 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
+#include "support/kafka.h"
 #include "support/process.h"
 
 namespace sluice::test {
@@ -37,6 +40,7 @@ class PrivateKafka {
     setenv("SLUICE_TEST_KAFKA_BROKERS", brokers().c_str(), 1);
     ok_ = services("start kafka") == 0;
     if (!ok_) ADD_FAILURE() << "cannot start a private Kafka broker on port " << port_;
+    if (ok_) ok_ = coordinator_ready();
   }
   ~PrivateKafka() {
     if (port_ != 0) (void)services("stop kafka");
@@ -50,6 +54,31 @@ class PrivateKafka {
   std::string brokers() const { return "127.0.0.1:" + std::to_string(port_); }
 
  private:
+  // A new broker answers metadata before its group coordinator (__consumer_offsets) is loaded:
+  // wait for the coordinator, as the shared broker of a running test suite has it already.
+  static bool coordinator_ready() {
+    rd_kafka_t* rk = detail::make_client(
+        RD_KAFKA_CONSUMER,
+        {{"group.id", "sluice-private-kafka-warmup"}, {"enable.auto.commit", "false"}});
+    if (!rk) return false;
+    rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, "sluice_private_kafka_warmup", 0);
+    // Its first use creates __consumer_offsets (50 partitions), which takes a while on a busy host.
+    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+    for (;;) {
+      e = rd_kafka_committed(rk, l, 10000);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR || std::chrono::steady_clock::now() > give_up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+    rd_kafka_destroy(rk);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+      ADD_FAILURE() << "the private Kafka broker's group coordinator is not ready: "
+                    << rd_kafka_err2str(e);
+    return e == RD_KAFKA_RESP_ERR_NO_ERROR;
+  }
+
   // The broker listens on PORT and its controller on PORT + 1.
   static int free_port_pair() {
     for (int attempt = 0; attempt < 20; ++attempt) {
