@@ -55,6 +55,7 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
   options.on_error = config.on_error == OnError::dlq ? PipelineOptions::OnError::dlq
                                                      : PipelineOptions::OnError::stop;
   if (config.dlq) options.dlq_connector = config.dlq->connector;
+  options.stall_timeout = config.stall_timeout;
   return std::make_unique<Pipeline>(std::move(options), std::move(source.value()),
                                     std::move(processors), std::move(destination.value()),
                                     checkpoints, std::move(dlq));

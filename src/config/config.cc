@@ -209,7 +209,16 @@ constexpr auto kPipelineSettings = settings_table<PipelineConfig>(
         "checkpoint stays before the batch); dlq: the record goes to the `dlq` destination and the "
         "pipeline goes on.")
         .one_of("stop,dlq")
-        .with_default("stop"));
+        .with_default("stop"),
+    setting<&PipelineConfig::stall_timeout>(
+        "stall_timeout",
+        "A side that makes no progress this long while work is pending is reported as stalled: "
+        "the source (a read that does not return) or the destination (batches handed to it that "
+        "do not become durable, e.g. a locked table). Logged once with what is pending, shown on "
+        "/healthz as degraded (HTTP 503), counted in sluice_pipeline_stalls_total{side}; recovery "
+        "logs once. 0 turns it off.")
+        .with_default("5m")
+        .at_least(0));
 
 constexpr auto kBatchSettings = settings_table<BatchConfig>(
     setting<&BatchConfig::max_records>(
@@ -451,7 +460,9 @@ class Loader {
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
     PipelineConfig out;
     auto fields = entries(
-        p, {"id", "source", "processors", "destination", "batch", "on_error", "dlq"}, false);
+        p,
+        {"id", "source", "processors", "destination", "batch", "on_error", "stall_timeout", "dlq"},
+        false);
 
     const Entry* id = find(fields, "id");
     if (!id) fail(p.mark, p.path, "missing required key 'id'");
@@ -493,8 +504,9 @@ class Loader {
         load_batch(batch ? child(p, *batch) : Val{YAML::Node(), p.mark, join(p.path, "batch")});
 
     Settings pipeline_level(kPipelineSettings);
-    if (const Entry* e = find(fields, "on_error"))
-      pipeline_level.set(e->key, setting_value(kPipelineSettings.specs[0], child(p, *e)));
+    for (const SettingSpec& spec : kPipelineSettings.specs)
+      if (const Entry* e = find(fields, spec.name))
+        pipeline_level.set(e->key, setting_value(spec, child(p, *e)));
     bind(kPipelineSettings, pipeline_level, p, &out);
 
     const Entry* dlq = find(fields, "dlq");

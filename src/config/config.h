@@ -50,8 +50,9 @@ struct PipelineConfig {
   std::vector<ProcessorConfig> processors;
   ConnectorConfig destination;
   BatchConfig batch;
-  OnError on_error{};                  // on_error
-  std::optional<ConnectorConfig> dlq;  // required when on_error is dlq
+  OnError on_error{};                         // on_error
+  std::chrono::milliseconds stall_timeout{};  // stall_timeout (0: stalls are not reported)
+  std::optional<ConnectorConfig> dlq;         // required when on_error is dlq
 };
 
 struct Config {

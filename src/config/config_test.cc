@@ -125,6 +125,7 @@ TEST(LoadConfig, ValidFileWithDefaults) {
   EXPECT_EQ(p.batch.max_bytes, 64ull << 20);
   EXPECT_EQ(p.batch.linger, milliseconds(50));
   EXPECT_EQ(p.on_error, OnError::stop);
+  EXPECT_EQ(p.stall_timeout, milliseconds(5 * 60 * 1000));
   EXPECT_FALSE(p.dlq);
 }
 
@@ -170,7 +171,7 @@ TEST(LoadConfig, UnknownKeysInNestedSections) {
   EXPECT_EQ(
       error_of(std::string(kBase) + "    batchh: {}\n"),
       "p.yaml:11:5: pipelines[0].batchh: unknown key 'batchh' (known: id, source, processors, destination, "
-      "batch, on_error, dlq)");
+      "batch, on_error, stall_timeout, dlq)");
   EXPECT_EQ(
       error_of(std::string(kBase) + "    batch: {max_record: 5}\n"),
       "p.yaml:11:13: pipelines[0].batch.max_record: unknown key 'max_record' (known: max_records, max_bytes, "
@@ -306,6 +307,14 @@ TEST(LoadConfig, VersionBatchHttpValues) {
             "p.yaml:11:16: http.listen: expected host:port like 127.0.0.1:8080, got '8080'");
   EXPECT_EQ(error_of(std::string(kBase) + "http: {enabled: perhaps}\n"),
             "p.yaml:11:17: http.enabled: expected a boolean (true or false), got 'perhaps'");
+  EXPECT_EQ(
+      error_of(std::string(kBase) + "    stall_timeout: soon\n"),
+      "p.yaml:11:20: pipelines[0].stall_timeout: expected a duration like 250ms, 5s, 2m or 1h, "
+      "got 'soon'");
+  EXPECT_EQ(load(std::string(kBase) + "    stall_timeout: 30s\n").pipelines[0].stall_timeout,
+            milliseconds(30000));
+  EXPECT_EQ(load(std::string(kBase) + "    stall_timeout: 0\n").pipelines[0].stall_timeout,
+            milliseconds(0));
   Config c = load(std::string(kBase) + "    batch: {linger_ms: 1s, max_bytes: 4096}\n");
   EXPECT_EQ(c.pipelines[0].batch.linger, milliseconds(1000));
   EXPECT_EQ(c.pipelines[0].batch.max_bytes, 4096u);

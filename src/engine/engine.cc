@@ -106,6 +106,7 @@ PipelineStatus Engine::status_of(const Entry& e) const {
   s.checkpoint = p.checkpoint_position();
   s.source_server_state = p.source_server_state();
   s.idle_since = p.idle_since();
+  s.stalls = p.stalls();
   return s;
 }
 

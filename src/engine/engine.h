@@ -39,6 +39,8 @@ struct PipelineStatus {
   std::string source_server_state;  // Source::server_state(): a failed run names it
   // Since when the source has had nothing to read with everything acknowledged.
   std::optional<std::chrono::steady_clock::time_point> idle_since;
+  // The sides stalled now (PipelineOptions::stall_timeout): /healthz shows them as degraded.
+  std::vector<Stall> stalls;
 };
 
 struct EngineOptions {

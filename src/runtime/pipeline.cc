@@ -25,6 +25,10 @@ int64_t now_unix_ms() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+// "0.4 s", "12 s": a tenth of a second where it matters.
+std::string seconds_text(double s) {
+  return s < 10 ? fmt::format("{:.1f} s", s) : fmt::format("{:.0f} s", s);
+}
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -110,6 +114,27 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                        "Snapshot rows done and estimated total (-1: no snapshot).", total,
                        [&s] { return MetricValue(s.snapshot_rows_total.load()); }),
   }));
+  MetricLabels source_side{{"pipeline", options_.id}, {"side", "source"}};
+  MetricLabels destination_side{{"pipeline", options_.id}, {"side", "destination"}};
+  auto stalled = [this](const char* side) {
+    return [this, side] {
+      int64_t on = 0;
+      for (const Stall& st : stalls()) on = on || st.side == side;
+      return MetricValue(on);
+    };
+  };
+  probes_.push_back(registry.add({
+      MetricDef::counter("sluice_pipeline_stalls_total",
+                         "Stalls: a side made no progress for stall_timeout with work pending.",
+                         source_side, m.source_stalls),
+      MetricDef::counter("sluice_pipeline_stalls_total",
+                         "Stalls: a side made no progress for stall_timeout with work pending.",
+                         destination_side, m.destination_stalls),
+      MetricDef::gauge("sluice_pipeline_stalled", "1 while the side is stalled, else 0.",
+                       source_side, stalled("source")),
+      MetricDef::gauge("sluice_pipeline_stalled", "1 while the side is stalled, else 0.",
+                       destination_side, stalled("destination")),
+  }));
   probes_.push_back(registry.add({
       MetricDef::gauge("sluice_pipeline_up", "1 while the pipeline runs, 0 once stopped or failed.",
                        {{"pipeline", options_.id}},
@@ -145,8 +170,62 @@ std::optional<std::chrono::steady_clock::time_point> Pipeline::idle_since() cons
 }
 
 uint64_t Pipeline::in_flight_records() const noexcept {
-  uint64_t begun = records_begun_.load(), written = metrics_.records_written.load();
-  return begun > written ? begun - written : 0;
+  // A record is settled once written or dead-lettered (by the destination or the source).
+  const uint64_t begun = records_begun_.load();
+  const uint64_t settled = metrics_.records_written.load() + metrics_.dlq_records.load();
+  return begun > settled ? begun - settled : 0;
+}
+
+std::vector<Stall> Pipeline::stalls() const {
+  std::lock_guard lock(stall_mu_);
+  return stalls_;
+}
+
+void Pipeline::note_destination_progress() noexcept { destination_progress_ns_ = steady_ns(); }
+
+void Pipeline::check_stalls() {
+  if (options_.stall_timeout.count() <= 0) return;
+  const int64_t now = steady_ns();
+  const int64_t timeout_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.stall_timeout).count();
+  std::vector<Stall> now_stalled;
+  // Source: a read that has not returned (reads return within poll/linger when there is nothing).
+  if (const int64_t since = read_started_ns_.load(); since != 0 && now - since >= timeout_ns)
+    now_stalled.push_back({"source", "a read that has not returned", double(now - since) / 1e9});
+  // Destination: batches handed on that have not become durable, none settled meanwhile.
+  if (const uint64_t batches = acker_.pending(); batches > 0) {
+    const int64_t since = destination_progress_ns_.load();
+    if (since != 0 && now - since >= timeout_ns)
+      now_stalled.push_back({"destination",
+                             fmt::format("{} batch{} ({} records) not yet durable", batches,
+                                         batches == 1 ? "" : "es", in_flight_records()),
+                             double(now - since) / 1e9});
+  }
+  std::lock_guard lock(stall_mu_);
+  auto find = [](const std::vector<Stall>& v, const std::string& side) -> const Stall* {
+    for (const Stall& s : v)
+      if (s.side == side) return &s;
+    return nullptr;
+  };
+  for (const Stall& s : now_stalled) {
+    if (find(stalls_, s.side)) continue;
+    const bool source = s.side == "source";
+    (source ? metrics_.source_stalls : metrics_.destination_stalls)
+        .fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn(
+        "pipeline {}: {} {} stalled: no progress for {}; pending: {} (stall_timeout {} ms)",
+        options_.id, source ? options_.source_connector : options_.destination_connector, s.side,
+        seconds_text(s.seconds), s.pending, options_.stall_timeout.count());
+  }
+  for (const Stall& s : stalls_) {
+    if (find(now_stalled, s.side)) continue;
+    const bool source = s.side == "source";
+    // s.seconds: as of the last check that found the side stalled (≤ one acker wake-up ago).
+    spdlog::info("pipeline {}: {} {} progressing again after a stall of {}", options_.id,
+                 source ? options_.source_connector : options_.destination_connector, s.side,
+                 seconds_text(s.seconds));
+  }
+  stalls_ = std::move(now_stalled);
 }
 
 std::string Pipeline::checkpoint_position() const {
@@ -317,7 +396,9 @@ void Pipeline::reader_loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     Batch* batch = take_batch(stop);
     if (batch == nullptr) break;
+    read_started_ns_ = steady_ns();
     auto result = source_->read(*batch, req, stop);
+    read_started_ns_ = 0;
     if (!result.ok()) {
       release_batch(batch);
       if (result.error().code() != Errc::cancelled)
@@ -361,6 +442,8 @@ void Pipeline::reader_loop(std::stop_token stop) {
       const uint64_t seq = next_seq_++;
       batch->set_sequence(seq);
       records_begun_.fetch_add(batch->data_count(), std::memory_order_relaxed);
+      // Nothing was pending: the destination's wait for this batch starts now.
+      if (acker_.pending() == 0) note_destination_progress();
       acker_.begin(seq, batch->position());
       if (!queue_.push(batch)) {
         release_batch(batch);
@@ -414,6 +497,7 @@ void Pipeline::writer_loop() {
       const bool advance_destination = destination_->stores_positions() && batch->has_position() &&
                                        batch->position() != last_position_written_;
       if (!advance_destination) {
+        note_destination_progress();
         (void)acker_.complete(batch->sequence(), ok_status());
         release_batch(batch);
         continue;
@@ -721,6 +805,7 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
   // The destination committed the batch (a Kafka transaction, a SQL transaction with the position
   // stored in it); the checkpoint store does not have it yet.
   if (status.ok() && !batch->empty()) SLUICE_FAILPOINT("after_destination_commit");
+  note_destination_progress();
   (void)acker_.complete(batch->sequence(), status);
   release_batch(batch);
 }
@@ -742,8 +827,11 @@ void Pipeline::acker_loop(std::stop_token stop) {
   while (!stop.stop_requested()) {
     acker_.wait_for_change(options_.checkpoint_interval);
     if (auto pos = acker_.take_advanced()) persist(*pos);
+    check_stalls();
   }
   if (auto pos = acker_.take_advanced()) persist(*pos);
+  std::lock_guard lock(stall_mu_);
+  stalls_.clear();  // a pipeline that stopped is not stalled
 }
 
 }  // namespace sluice

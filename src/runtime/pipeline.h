@@ -54,6 +54,18 @@ struct PipelineOptions {
   // stays before its batch), or go to the dead-letter destination while the rest lands.
   enum class OnError { stop, dlq } on_error = OnError::stop;
   std::string dlq_connector;
+  // A side that makes no progress this long while work is pending is reported as stalled: logged
+  // once (with what is pending), counted, shown by stalls(); recovery logs once (0: never).
+  std::chrono::milliseconds stall_timeout{0};
+};
+
+// A side of the pipeline that has made no progress for PipelineOptions::stall_timeout while work
+// is pending: the source (a read that has not returned) or the destination (batches handed to it
+// that have not become durable).
+struct Stall {
+  std::string side;     // "source" or "destination"
+  std::string pending;  // what waits, e.g. "2 batches (20 records) not yet durable"
+  double seconds = 0;   // since the last progress
 };
 
 class Pipeline {
@@ -83,7 +95,10 @@ class Pipeline {
   bool idle() const noexcept;
   // Since when idle() has been true (steady clock), if it is.
   std::optional<std::chrono::steady_clock::time_point> idle_since() const;
+  // Records read and handed on but not yet settled (durably written or dead-lettered).
   uint64_t in_flight_records() const noexcept;
+  // The sides stalled now (empty when none is, or stall_timeout is 0). Thread-safe.
+  std::vector<Stall> stalls() const;
   std::string checkpoint_position() const;
   // Source::server_state(): what the source holds on its server between runs.
   std::string source_server_state() const { return source_ ? source_->server_state() : ""; }
@@ -136,6 +151,11 @@ class Pipeline {
   void release_batch(Batch* batch);
   void fail(Error error);
   void persist(const std::string& position);
+  // Acker thread, every wake-up: compares each side's last progress with stall_timeout, logs and
+  // counts a stall once when it begins and once when it ends.
+  void check_stalls();
+  // The writer (or a completion) settled a batch: the destination progressed.
+  void note_destination_progress() noexcept;
 
   PipelineOptions options_;
   std::unique_ptr<Source> source_;
@@ -176,6 +196,12 @@ class Pipeline {
   std::atomic<int64_t> idle_since_ns_{0};
   std::atomic<uint64_t> records_acked_{0};
   std::atomic<uint64_t> records_begun_{0};
+  // Stall detection: since when the reader waits in source.read (0: it does not); when the
+  // destination last settled a batch, or work for it appeared while none was pending.
+  std::atomic<int64_t> read_started_ns_{0};
+  std::atomic<int64_t> destination_progress_ns_{0};
+  mutable std::mutex stall_mu_;
+  std::vector<Stall> stalls_;  // the sides stalled now (acker thread writes, anyone reads)
   uint64_t next_seq_ = 1;
 
   mutable std::mutex pos_mu_;

@@ -24,6 +24,9 @@ struct PipelineMetrics {
   std::atomic<uint64_t> write_retries{0};
   std::atomic<uint64_t> dlq_records{0};
   std::atomic<uint64_t> checkpoints{0};
+  // Stalls (PipelineOptions::stall_timeout): how many began, per side.
+  std::atomic<uint64_t> source_stalls{0};
+  std::atomic<uint64_t> destination_stalls{0};
   std::atomic<int64_t> last_checkpoint_unix_ms{0};
   std::atomic<int> state{static_cast<int>(PipelineState::starting)};
   LatencyHistogram write_latency;

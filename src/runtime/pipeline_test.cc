@@ -307,6 +307,167 @@ TEST(Pipeline, RejectedRecordsGoToTheDeadLetterQueueAndTheRestLandsInOrder) {
   EXPECT_EQ(cps.saved["t"], "250");
 }
 
+TEST(Pipeline, DeadLetteredRecordsAreNotInFlight) {
+  MemoryCheckpoints cps;
+  PipelineOptions o = options(100);
+  o.on_error = PipelineOptions::OnError::dlq;
+  o.dlq_connector = "test";
+  Pipeline p(o, std::make_unique<IdSource>(250, std::set<int>{3, 150, 151, 249}), {},
+             std::make_unique<RejectingDestination>(), &cps,
+             std::make_unique<CollectingDestination>());
+  Status st = p.run();
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(p.metrics().dlq_records.load(), 4u);
+  // Settled: 246 written, 4 in the dead-letter queue; none waits any more.
+  EXPECT_EQ(p.in_flight_records(), 0u);
+}
+
+// Five records, then nothing (idle reads); with `block_reads`, a read waits until released.
+class GatedSource final : public Source {
+ public:
+  Status open(const ConnectorContext&, const std::optional<std::string>&) override {
+    return ok_status();
+  }
+  Result<ReadStatus> read(Batch& b, const ReadRequest& req, std::stop_token stop) override {
+    if (!sent_) {
+      for (int i = 0; i < 5; ++i) {
+        Record& r = b.add();
+        r.op = Operation::create;
+        r.key = b.object(1).add("id", Value::int64(i)).build();
+      }
+      b.set_position("5");
+      sent_ = true;
+      return ReadStatus::idle;
+    }
+    std::unique_lock l(mu);
+    cv.wait_for(l, stop, req.poll, [&] { return false; });
+    cv.wait(l, stop, [&] { return !block_reads; });
+    return ReadStatus::idle;
+  }
+  void ack(std::string_view) override {}
+  void set_blocking(bool on) {
+    {
+      std::lock_guard l(mu);
+      block_reads = on;
+    }
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable_any cv;
+  bool block_reads = false;
+
+ private:
+  bool sent_ = false;
+};
+
+// Blocks every write until opened (a locked table, a hung server).
+class GatedDestination final : public Destination {
+ public:
+  Status open(const ConnectorContext&) override { return ok_status(); }
+  void write(Batch& b, WriteDone done) override {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return open_; });
+    written += b.size();
+    done(ok_status());
+  }
+  void open_gate() {
+    {
+      std::lock_guard l(mu);
+      open_ = true;
+    }
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<size_t> written{0};
+
+ private:
+  bool open_ = false;
+};
+
+bool eventually(const std::function<bool()>& f, std::chrono::milliseconds within = 10s) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  while (!f()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+TEST(Pipeline, BlockedDestinationIsReportedAsStalledOnceAndRecovers) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<GatedDestination>();
+  GatedDestination* d = dest.get();
+  PipelineOptions o = options(100);
+  o.poll = 20ms;
+  o.stall_timeout = 200ms;
+  MetricsRegistry registry;
+  Pipeline p(o, std::make_unique<GatedSource>(), {}, std::move(dest), &cps);
+  p.register_metrics(registry);
+  std::thread t([&] { (void)p.run(); });
+  const MetricLabels destination{{"pipeline", "t"}, {"side", "destination"}};
+  ASSERT_TRUE(eventually([&] { return !p.stalls().empty(); }));
+  std::vector<Stall> stalls = p.stalls();
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(stalls[0].side, "destination");
+  EXPECT_EQ(stalls[0].pending, "1 batch (5 records) not yet durable");
+  EXPECT_GE(stalls[0].seconds, 0.2);
+  EXPECT_EQ(registry.sum("sluice_pipeline_stalled", destination), 1.0);
+  // Still stalled a while later: one stall, counted once.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(p.stalls().size(), 1u);
+  EXPECT_EQ(registry.sum("sluice_pipeline_stalls_total", destination), 1.0);
+  EXPECT_EQ(registry.sum("sluice_pipeline_stalls_total", {{"side", "source"}}), 0.0);
+
+  d->open_gate();
+  EXPECT_TRUE(eventually([&] { return p.stalls().empty(); }));
+  EXPECT_EQ(d->written.load(), 5u);
+  EXPECT_EQ(registry.sum("sluice_pipeline_stalled", destination), 0.0);
+  EXPECT_EQ(registry.sum("sluice_pipeline_stalls_total", destination), 1.0);
+  p.request_stop();
+  t.join();
+}
+
+TEST(Pipeline, ReadThatDoesNotReturnIsReportedAsASourceStall) {
+  MemoryCheckpoints cps;
+  auto src = std::make_unique<GatedSource>();
+  GatedSource* s = src.get();
+  PipelineOptions o = options(100);
+  o.poll = 20ms;
+  o.stall_timeout = 200ms;
+  MetricsRegistry registry;
+  Pipeline p(o, std::move(src), {}, std::make_unique<RecordingDestination>(), &cps);
+  p.register_metrics(registry);
+  std::thread t([&] { (void)p.run(); });
+  // Idle reads that return within poll are no stall, however long nothing arrives.
+  std::this_thread::sleep_for(400ms);
+  EXPECT_TRUE(p.stalls().empty());
+  s->set_blocking(true);
+  ASSERT_TRUE(eventually([&] { return !p.stalls().empty(); }));
+  EXPECT_EQ(p.stalls()[0].side, "source");
+  EXPECT_EQ(registry.sum("sluice_pipeline_stalls_total", {{"side", "source"}}), 1.0);
+  s->set_blocking(false);
+  EXPECT_TRUE(eventually([&] { return p.stalls().empty(); }));
+  p.request_stop();
+  t.join();
+}
+
+TEST(Pipeline, StallsAreNotReportedWhenTheTimeoutIsZero) {
+  MemoryCheckpoints cps;
+  auto dest = std::make_unique<GatedDestination>();
+  GatedDestination* d = dest.get();
+  PipelineOptions o = options(100);
+  o.poll = 20ms;
+  o.stall_timeout = 0ms;
+  Pipeline p(o, std::make_unique<GatedSource>(), {}, std::move(dest), &cps);
+  std::thread t([&] { (void)p.run(); });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(p.stalls().empty());
+  d->open_gate();
+  p.request_stop();
+  t.join();
+}
+
 TEST(Pipeline, RejectedRecordStopsThePipelineWithTheCheckpointBeforeItsBatch) {
   MemoryCheckpoints cps;
   auto dest = std::make_unique<RejectingDestination>();

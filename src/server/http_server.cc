@@ -154,10 +154,23 @@ Status HttpServer::start(const std::string& listen, std::string token) {
   server_->Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
     std::string body;
     bool healthy = true;
+    // One line per pipeline: "ID ok", "ID failed", or "ID degraded: CONNECTOR SIDE stalled for
+    // N s, pending: …" (each stalled side, ';'-separated). Anything but ok answers 503.
     for (const PipelineStatus& p : engine_.list()) {
       const bool failed = p.state == PipelineState::failed;
-      healthy = healthy && !failed;
-      body += fmt::format("{} {}\n", p.id, failed ? "failed" : "ok");
+      healthy = healthy && !failed && p.stalls.empty();
+      if (failed || p.stalls.empty()) {
+        body += fmt::format("{} {}\n", p.id, failed ? "failed" : "ok");
+        continue;
+      }
+      body += fmt::format("{} degraded:", p.id);
+      for (size_t i = 0; i < p.stalls.size(); ++i) {
+        const Stall& st = p.stalls[i];
+        const std::string& connector = st.side == "source" ? p.source : p.destination;
+        body += fmt::format("{} {} {} stalled for {:.0f} s, pending: {}", i ? ";" : "", connector,
+                            st.side, st.seconds, st.pending);
+      }
+      body += "\n";
     }
     res.status = healthy ? 200 : 503;
     res.set_content(redact(body), "text/plain");

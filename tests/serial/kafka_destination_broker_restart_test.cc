@@ -1,9 +1,8 @@
 // The Kafka broker stops and starts again while PostgreSQL changes stream into it: the idempotent
 // producer's own in-order retries (within delivery.timeout) absorb the outage, the pipeline keeps
 // running and every change arrives; the destination's connection probe shows the outage and
-// counts the reconnect (sluice_destination_connected, _reconnects_total). Restarts the broker of
-// SLUICE_TEST_KAFKA_BROKERS with $SLUICE_SOURCE_DIR/scripts/services (environment inherited, so
-// SLUICE_SERVICES_DIR and SLUICE_KAFKA_PORT select a private broker): a serial test.
+// counts the reconnect (sluice_destination_connected, _reconnects_total). The broker it restarts is
+// its own (serial/private_kafka.h), never the shared one of SLUICE_TEST_KAFKA_BROKERS.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,20 +10,18 @@
 
 #include "integration/pg_harness.h"
 #include "kafka_harness.h"
+#include "serial/private_kafka.h"
 #include "support/metrics.h"
 
 namespace sluice::pgtest {
 namespace {
 
 using e2e::Process;
-
-int services(const std::string& args) {
-  const std::string cmd =
-      std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >/dev/null 2>&1";
-  return std::system(cmd.c_str());
-}
+using test::services;
 
 TEST(KafkaDestinationBrokerRestart, ChangesStreamingThroughABrokerRestartAllArrive) {
+  test::PrivateKafka kafka;  // restarted below: never a shared broker
+  ASSERT_TRUE(kafka.ok());
   TestDb db("kd_broker_restart");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int)"));

@@ -1,9 +1,8 @@
 // The Kafka broker stops and starts again while the kafka source reads from it into PostgreSQL:
 // the pipeline keeps polling (librdkafka reconnects), resumes where it was, and every message
 // arrives — the keyed destination ends equal to the input and the group is committed to the end.
-// Restarts the broker of SLUICE_TEST_KAFKA_BROKERS with $SLUICE_SOURCE_DIR/scripts/services
-// (environment inherited, so SLUICE_SERVICES_DIR and SLUICE_KAFKA_PORT select a private broker):
-// a serial test.
+// The broker it restarts is its own (serial/private_kafka.h), never the shared one of
+// SLUICE_TEST_KAFKA_BROKERS.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,6 +13,7 @@
 
 #include "integration/pg_harness.h"
 #include "kafka_harness.h"
+#include "serial/private_kafka.h"
 #include "support/metrics.h"
 
 namespace sluice::pgtest {
@@ -22,12 +22,7 @@ namespace {
 using e2e::Process;
 using test::opencdc_json;
 using test::ProduceMessage;
-
-int services(const std::string& args) {
-  const std::string cmd =
-      std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >/dev/null";
-  return std::system(cmd.c_str());
-}
+using test::services;
 
 std::vector<ProduceMessage> changes(std::mt19937_64& rng, int n, int64_t keys, int round,
                                     std::map<int64_t, std::string>& want) {
@@ -55,6 +50,8 @@ std::map<int64_t, std::string> rows(Conn& c) {
 }
 
 TEST(KafkaSourceBrokerRestart, TheBrokerRestartsMidStreamAndEveryMessageStillArrives) {
+  test::PrivateKafka kafka;  // restarted below: never a shared broker
+  ASSERT_TRUE(kafka.ok());
   TestDb db("ks_restart");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE items (id bigint PRIMARY KEY, v text)"));

@@ -198,6 +198,7 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
 }
 
 Result<bool> PostgresDriver::incremental_message(Batch& batch, const LogicalMsg& m) {
+  if (m.prefix == kHeartbeatPrefix) return true;  // pg_slot_health.cc: moves the slot, no record
   if (m.prefix != kWatermarkPrefix) return false;
   IncrementalSnapshot& engine = st_->incremental;
   const size_t sp = m.content.find(' ');

@@ -85,6 +85,20 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "reconnected at most this long later.")
         .with_default("5s")
         .at_least(1),
+    setting<&PostgresSourceOptions::heartbeat_emit_message>(
+        "heartbeat.emit_message",
+        "While the slot lags the server's WAL and its confirmed position has not moved for "
+        "heartbeat.interval (the captured tables are idle, other WAL grows), write a transactional "
+        "pg_logical_emit_message(true, 'sluice.heartbeat', '') so the slot advances; counted in "
+        "sluice_source_heartbeats_total, never a record. Off on a standby.")
+        .with_default("true"),
+    setting<&PostgresSourceOptions::slot_lag_warning>(
+        "slot_lag_warning",
+        "Log a warning (at most every 5 minutes) while the replication slot's lag "
+        "(sluice_source_slot_lag_bytes: the server's WAL position minus the slot's "
+        "confirmed_flush_lsn) is above this size; 0 never warns.")
+        .with_default("1GiB")
+        .at_least(0),
     setting<&PostgresSourceOptions::logical_messages>(
         "logical_messages",
         "Emit pg_logical_emit_message() messages as records (metadata message.prefix; after.content).")
@@ -198,6 +212,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       stream_timeout_setting_(o.stream_timeout),
       net_{o.tcp_user_timeout},
       reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff},
+      heartbeat_emit_message_(o.heartbeat_emit_message),
+      slot_lag_warning_(o.slot_lag_warning),
       logical_messages_(o.logical_messages),
       ddl_capture_(o.ddl_capture),
       signal_table_setting_(std::move(o.signal_table)),
@@ -383,9 +399,12 @@ void PostgresDriver::opened(State& s) {
   acked_flush_ = s.position.phase == LogPhase::stream ? s.position.point.value : 0;
   sent_flush_ = acked_flush_;
   status_thread_ = std::jthread([this](std::stop_token st) { status_loop(st); });
+  if (!snapshot_only())
+    slot_health_.start(ctx_, {url_, slot_, heartbeat_, heartbeat_emit_message_, slot_lag_warning_});
 }
 
 void PostgresDriver::close() noexcept {
+  slot_health_.stop();
   if (status_thread_.joinable()) {
     status_thread_.request_stop();
     status_thread_.join();

@@ -28,6 +28,7 @@
 #include "connectors/common/key_columns.h"
 #include "connectors/common/log_source.h"
 #include "connectors/postgres/pg_connection.h"
+#include "connectors/postgres/pg_slot_health.h"
 #include "connectors/postgres/pg_types.h"
 #include "connectors/postgres/pgoutput.h"
 #include "sluice/schema_change.h"
@@ -112,6 +113,8 @@ struct PostgresSourceOptions {
   std::optional<std::chrono::milliseconds> stream_timeout;
   std::chrono::milliseconds tcp_user_timeout{};
   std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};
+  bool heartbeat_emit_message = true;
+  uint64_t slot_lag_warning = 0;  // bytes; 0: never warn
   bool logical_messages = false;
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
@@ -249,6 +252,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::optional<std::chrono::milliseconds> stream_timeout_setting_;
   PgNetOptions net_;
   BackoffPolicy reconnect_;
+  bool heartbeat_emit_message_;
+  uint64_t slot_lag_warning_;
   bool logical_messages_;
   bool ddl_capture_;
   std::string signal_table_setting_;
@@ -314,6 +319,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::optional<std::chrono::steady_clock::time_point> reply_requested_at_;  // unanswered
   Message msg_;
   std::jthread status_thread_;
+  SlotHealthMonitor slot_health_;  // pg_slot_health.cc: lag figures, warning, heartbeats
   // incremental snapshot
   uint32_t signal_oid_ = 0;
   std::optional<TableState> inc_table_;  // the table being chunked, described by the catalogue
