@@ -52,6 +52,9 @@ namespace sluice {
 struct ChunkRow {
   std::vector<std::string> key;                 // primary-key values, text, in key order
   std::vector<std::optional<std::string>> row;  // every column, text; nullopt = NULL
+  // The key as the cursor stores it (the server's text, for the next chunk's query), when the
+  // driver matches streamed changes on another form of it (`key`); empty: `key`.
+  std::vector<std::string> cursor_key;
 };
 
 // A key as one string, for matching a streamed change against the buffer: the key columns' text
