@@ -112,7 +112,8 @@ std::optional<std::string> IncrementalSnapshot::finish(IncrementalState& st) {
     emitted_ = dropped_total_ = 0;
   } else {
     st.cursor.kind = KeysetCursor::Kind::after_key;
-    st.cursor.key = rows_.back().key;  // past the chunk, dropped rows included
+    const ChunkRow& last = rows_.back();  // past the chunk, dropped rows included
+    st.cursor.key = last.cursor_key.empty() ? last.key : last.cursor_key;
   }
   rows_.clear();
   dropped_.clear();

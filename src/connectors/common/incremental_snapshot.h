@@ -30,7 +30,10 @@
 // stream matches no open window and is ignored. The buffer is memory only (one chunk).
 //
 // Markers: a table's first chunk is preceded by a snapshot_begin marker, its last followed by a
-// snapshot_end one, so a keyed destination can remove rows the snapshot did not see. A restart
+// snapshot_end one, so a keyed destination can remove rows the snapshot did not see. The driver
+// emits snapshot_begin when it reads the first chunk, not when it emits it: a streamed change
+// that drops a key from that chunk must come after the marker, or the destination's reconcile
+// (snapshot.reconcile: sweep / truncate) would not count it and delete the row. A restart
 // before the table's first chunk was emitted (cursor at start) emits snapshot_begin again: every
 // row of the table comes again, so the destination's new epoch is complete.
 #pragma once
@@ -52,6 +55,9 @@ namespace sluice {
 struct ChunkRow {
   std::vector<std::string> key;                 // primary-key values, text, in key order
   std::vector<std::optional<std::string>> row;  // every column, text; nullopt = NULL
+  // The key as the cursor stores it (the server's text, for the next chunk's query), when the
+  // driver matches streamed changes on another form of it (`key`); empty: `key`.
+  std::vector<std::string> cursor_key;
 };
 
 // A key as one string, for matching a streamed change against the buffer: the key columns' text

@@ -18,6 +18,7 @@ Status MysqlDriver::ensure_catalog() {
 }
 
 bool MysqlDriver::captured(std::string_view db, std::string_view table) const {
+  if (is_signal_table(db, table)) return false;  // its rows are signals and watermarks, not data
   for (const std::string& spec : tables_setting_) {
     if (spec == "*") {
       if (db == opts_.url.database) return true;
@@ -50,7 +51,7 @@ Status MysqlDriver::resolve_tables() {
     const size_t dot = spec.find('.');
     const std::string db = dot == std::string::npos ? opts_.url.database : spec.substr(0, dot);
     const std::string t = dot == std::string::npos ? spec : spec.substr(dot + 1);
-    bool found = false;
+    bool found = is_signal_table(db, t);  // listed, but consumed rather than captured
     for (const TableRef& r : tables_) found |= r.db == db && r.table == t;
     if (!found)
       return Error(Errc::not_found,
@@ -223,6 +224,23 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
     return ok_status();
   TableMapState ms;
   ms.map = std::move(map);
+  if (is_signal_table(ms.map.database, ms.map.table)) {
+    // Watermarks and signals: decoded with the catalogue's columns, never recorded in the schema
+    // history, never emitted.
+    auto s = load_schema(ms.map.database, ms.map.table);
+    if (!s.ok()) return std::move(s).error();
+    ms.signal = true;
+    ms.schema = s.value();
+    for (const auto& c : ms.schema->cols) ms.names.push_back(c.name);
+    if (ms.names.size() != ms.map.types.size())
+      return Error(Errc::unsupported,
+                   fmt::format("signal table {}.{}: the row events at {}:{} have {} columns, the "
+                               "table {}; keep it as id, type, data",
+                               quote_identifier(ms.map.database), quote_identifier(ms.map.table),
+                               cur_file_, event_pos, ms.map.types.size(), ms.names.size()));
+    maps_[ms.map.table_id] = std::move(ms);
+    return ok_status();
+  }
   if (captured(ms.map.database, ms.map.table)) {
     const std::string key = ms.map.database + "." + ms.map.table;
     auto sit = schemas_.find(key);

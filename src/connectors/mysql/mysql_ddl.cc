@@ -261,7 +261,8 @@ Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view
       if (st.tables.empty() || !captured(st.tables[0].db, st.tables[0].table)) break;
       // TRUNCATE [TABLE] name: one key-less delete marked `truncate`; keyed destinations empty
       // the table.
-      if (!st_->tx.next_change()) break;  // written before the restart
+      incremental_truncate(st.tables[0].db, st.tables[0].table);  // the chunk read is stale
+      if (!st_->tx.next_change()) break;                          // written before the restart
       auto t = std::make_shared<TableSchema>();
       t->db = st.tables[0].db;
       t->table = st.tables[0].table;

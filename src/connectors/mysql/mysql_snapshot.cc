@@ -11,6 +11,37 @@
 
 namespace sluice::mysql {
 
+std::string MysqlDriver::snapshot_columns(const TableSchema& t) const {
+  std::string cols;
+  for (size_t i = 0; i < t.cols.size(); ++i) {
+    if (!cols.empty()) cols += ", ";
+    // The text protocol writes a FLOAT with 6 significant digits, which loses precision; as a
+    // DOUBLE it comes exact, like the binlog's 4-byte value.
+    if (t.data_types[i] == "float")
+      cols += "CAST(" + quote_identifier(t.cols[i].name) + " AS DOUBLE)";
+    else cols += quote_identifier(t.cols[i].name);
+  }
+  return cols.empty() ? "1" : cols;
+}
+
+std::string MysqlDriver::keyset_after(const TableSchema& t,
+                                      const std::vector<std::string>& after) const {
+  // (k1, k2) > (v1, v2) as (k1 > v1) OR (k1 = v1 AND k2 > v2), which the primary key index serves.
+  auto lit = [&](size_t k) {
+    const uint32_t ci = t.key[k];
+    return is_numeric_type(t.data_types[ci]) ? after[k] : conn_.quoted(after[k]);
+  };
+  std::string where;
+  for (size_t k = 0; k < t.key.size() && k < after.size(); ++k) {
+    std::string term;
+    for (size_t j = 0; j < k; ++j)
+      term += quote_identifier(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
+    term += quote_identifier(t.cols[t.key[k]].name) + " > " + lit(k);
+    where += (where.empty() ? "" : " OR ") + ("(" + term + ")");
+  }
+  return where;
+}
+
 Status MysqlDriver::begin_snapshot(bool fresh) {
   MYSQL* c = conn_.get();
   if (Status st =
@@ -107,43 +138,21 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     // `sluice cleanup`). A resume at the table's start begins again: all its rows come again.
     if (pos_.cursor.kind == KeysetCursor::Kind::start)
       add_snapshot_marker(batch, t.db, t.table, true);
-    std::string cols;
-    for (size_t i = 0; i < t.cols.size(); ++i) {
-      if (!cols.empty()) cols += ", ";
-      // The text protocol writes a FLOAT with 6 significant digits, which loses precision; as a
-      // DOUBLE it comes exact, like the binlog's 4-byte value.
-      if (t.data_types[i] == "float")
-        cols += "CAST(" + quote_identifier(t.cols[i].name) + " AS DOUBLE)";
-      else cols += quote_identifier(t.cols[i].name);
-    }
-    std::string sql = fmt::format("SELECT {} FROM {}.{}", cols.empty() ? "1" : cols,
+    std::string sql = fmt::format("SELECT {} FROM {}.{}", snapshot_columns(t),
                                   quote_identifier(t.db), quote_identifier(t.table));
     // Keyset paging needs a unique key: a message.key.columns key may repeat, so offsets then.
     const bool keyset = !t.key.empty() && !t.key_from_setting;
     if (keyset) {
       if (pos_.cursor.kind == KeysetCursor::Kind::after_key) {
         // keyset: (k1, k2) > (v1, v2) spelled out so that the primary key index serves it.
-        const std::vector<std::string>& vals = pos_.cursor.key;
-        if (vals.size() != t.key.size())
+        if (pos_.cursor.key.size() != t.key.size())
           return Error(
               Errc::data,
               fmt::format(
                   "snapshot checkpoint of {}.{} does not match its primary key; run `sluice "
                   "cleanup` and start over",
                   t.db, t.table));
-        auto lit = [&](size_t k) {
-          const uint32_t ci = t.key[k];
-          return is_numeric_type(t.data_types[ci]) ? vals[k] : conn_.quoted(vals[k]);
-        };
-        std::string where;
-        for (size_t k = 0; k < t.key.size(); ++k) {
-          std::string term;
-          for (size_t j = 0; j < k; ++j)
-            term += quote_identifier(t.cols[t.key[j]].name) + " = " + lit(j) + " AND ";
-          term += quote_identifier(t.cols[t.key[k]].name) + " > " + lit(k);
-          where += (where.empty() ? "" : " OR ") + ("(" + term + ")");
-        }
-        sql += " WHERE " + where;
+        sql += " WHERE " + keyset_after(t, pos_.cursor.key);
       }
       std::string order;
       for (uint32_t k : t.key)

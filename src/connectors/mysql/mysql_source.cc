@@ -38,9 +38,16 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
     // A value below 1 is raised to 1 by finalize() (accepted since the first release), so no range.
     setting<&MysqlSourceOptions::snapshot_chunk_size>(
         "snapshot.chunk_size",
-        "Rows per snapshot query (keyset pagination on the primary key); a restart re-reads at most one "
-        "chunk.")
+        "Rows per snapshot query (keyset pagination on the primary key), and per chunk of an incremental "
+        "snapshot; a restart re-reads at most one chunk.")
         .with_default("10000"),
+    setting<&MysqlSourceOptions::signal_table>(
+        "signal.table",
+        "Signal table (database.table, or a table of the URL's database) with Debezium's columns `id "
+        "VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT`; the user needs INSERT on it. A row "
+        "of type execute-snapshot starts an incremental snapshot of the tables it names (`sluice snapshot` "
+        "inserts one); sluice writes its chunk watermarks (snapshot-window-open / -close rows) into it, so "
+        "incremental snapshots — of a table added to `tables` on restart too — need it."),
     setting<&MysqlSourceOptions::server_id>(
         "server_id",
         "Replica server id of the binlog connection; unique among the server's replicas (two connections "
@@ -133,6 +140,15 @@ Status finalize(MysqlSourceOptions& o) {
     SLUICE_TRY_ASSIGN(std::vector<std::string> list, parse_key_column_list(table, columns));
     o.key_columns_by_table[{table.substr(0, dot), table.substr(dot + 1)}] = std::move(list);
   }
+  if (!o.signal_table.empty()) {
+    auto name = parse_qualified_name(o.signal_table, "");
+    if (!name || name->second.empty() || o.signal_table.find('*') != std::string::npos)
+      return Error(Errc::config,
+                   fmt::format("setting 'signal.table': {} is not database.table or a table name",
+                               quote_user_text(o.signal_table)));
+    o.signal_db = name->first.empty() ? url.value().database : name->first;
+    o.signal_name = name->second;
+  }
   o.snapshot_chunk_size = std::max<int64_t>(1, o.snapshot_chunk_size);
   o.parsed_url = std::move(url.value());
   return ok_status();
@@ -147,7 +163,10 @@ MysqlDriver::MysqlDriver(MysqlSourceOptions o)
       chunk_size_(o.snapshot_chunk_size),
       server_id_setting_(o.server_id),
       heartbeat_(o.heartbeat_interval),
-      reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff} {
+      reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff},
+      signal_setting_(std::move(o.signal_table)),
+      signal_db_(std::move(o.signal_db)),
+      signal_name_(std::move(o.signal_name)) {
   opts_.url = std::move(o.parsed_url);
   opts_.tcp_user_timeout = o.tcp_user_timeout;
   opts_.tls_mode = std::move(o.tls_mode);
@@ -240,6 +259,7 @@ Status MysqlDriver::connect(State& s) {
   if (Status st = conn_.exec("SET SESSION time_zone='+00:00'", "query failed"); !st.ok()) return st;
   if (Status st = check_server(); !st.ok()) return st;
   if (Status st = resolve_tables(); !st.ok()) return st;
+  if (!signal_name_.empty() && mode_ != "initial_only") SLUICE_TRY(check_signal_table());
   history_.clear();
   if (ctx_.history) {
     auto stored = ctx_.history->load();
@@ -330,6 +350,8 @@ Status MysqlDriver::plan_start(State& s) {
     }
   } else if (pos.phase == LogPhase::snapshot) {
     if (Status st = begin_snapshot(false); !st.ok()) return st;
+  } else if (pos.phase == LogPhase::stream) {
+    SLUICE_TRY(plan_incremental(s));
   }
   return ok_status();
 }

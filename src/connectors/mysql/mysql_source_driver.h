@@ -11,6 +11,8 @@
 //   mysql_ddl.cc                QUERY events: DDL → schema history and schema records, TRUNCATE,
 //                               statement-based DML (refused)
 //   mysql_ddl_parse.cc          the statements' forms (ALTER / CREATE / DROP / RENAME, DML)
+//   mysql_incremental.cc        incremental snapshots: watermark rows in the signal table,
+//                               key-ordered chunks, signals, `sluice snapshot`
 //   mysql_schema_history.cc     each table's columns as of each DDL position, persisted
 #pragma once
 
@@ -57,6 +59,7 @@ struct TableRef {
 struct TableMapState {
   bl::TableMap map;
   std::shared_ptr<const TableSchema> schema;  // null: not captured
+  bool signal = false;                        // the signal table: rows consumed, never emitted
   std::vector<uint32_t> key;                  // key column indexes valid for this map
   std::vector<std::string_view> names;        // per map column
 };
@@ -109,7 +112,9 @@ struct MysqlSourceOptions {
   std::chrono::milliseconds tcp_user_timeout{};
   std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};
   std::map<std::string, std::string> message_key_columns;  // "db.table" -> "a, b"
+  std::string signal_table;                                // empty: no signal table
   MysqlUrl parsed_url;                                     // derived by finalize()
+  std::string signal_db, signal_name;                      // derived by finalize()
   // Derived by finalize: (db, table) -> key column names, for tables without a primary key.
   KeyColumnsByTable key_columns_by_table;
 };
@@ -138,6 +143,8 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
     for (const TableRef& t : tables_) out.push_back({t.db, t.table});
     return out;
   }
+  Status request_snapshot(const ConnectorContext& ctx,
+                          const std::vector<std::string>& tables) override;
 
  private:
   Status check_server();
@@ -169,6 +176,30 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
                   uint32_t next_pos);
   Status emit_changes(Batch& batch, const TableSchema& t, const std::vector<ColumnChange>& changes,
                       uint32_t event_pos);
+  // mysql_snapshot.cc: the select list of a table's rows, and the keyset condition "after
+  // `after`" (the key's values as the server printed them) spelled out for the primary key index.
+  std::string snapshot_columns(const TableSchema& t) const;
+  std::string keyset_after(const TableSchema& t, const std::vector<std::string>& after) const;
+  // mysql_incremental.cc
+  bool is_signal_table(std::string_view db, std::string_view table) const {
+    return !signal_name_.empty() && db == signal_db_ && table == signal_name_;
+  }
+  // The signal table exists with Debezium's columns and this user may write it.
+  Status check_signal_table();
+  // Tables added to `tables` since the checkpoint (a stream resumed), queued for an incremental
+  // snapshot; the pending ones logged.
+  Status plan_incremental(State& s);
+  const TableRef* find_table(std::string_view spec) const;
+  // Between stream reads: when a chunk is due, writes LOW, reads the chunk, writes HIGH (and a
+  // table's snapshot_begin marker into `batch` before its first chunk).
+  Status start_chunk_if_due(Batch& batch);
+  // A row of the signal table in the stream: a watermark or a signal.
+  Status on_signal_row(Batch& batch, const TableMapState& ms, const std::vector<Value>& row);
+  // A change of a captured table in the stream: its keys leave the chunk buffer.
+  void incremental_change(const TableMapState& ms, const std::vector<Value>* first,
+                          const std::vector<Value>* second);
+  void incremental_truncate(std::string_view db, std::string_view table);
+  Status emit_chunk(Batch& batch);
 
   // settings
   // A refusal at connect time that classify_errno() cannot place is retried: a server that is
@@ -185,6 +216,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   int64_t server_id_setting_;
   std::chrono::milliseconds heartbeat_;
   BackoffPolicy reconnect_;
+  std::string signal_setting_, signal_db_, signal_name_;  // signal.table; parts empty: none
 
   State* st_ = nullptr;  // the skeleton's state, from connect() on
   ConnectorContext ctx_;
@@ -198,6 +230,10 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   bool history_pruned_ = false;                       // once per open, at the checkpoint's position
   std::unordered_map<uint64_t, TableMapState> maps_;  // by table id
 
+  // incremental snapshot (the window state: st_->incremental; the pending tables and cursor:
+  // st_->position.incremental)
+  std::shared_ptr<const TableSchema> inc_table_;  // the current table's columns, per chunk
+  std::string inc_name_;                          // its name in the position (db.table)
   // snapshot
   std::shared_ptr<const TableSchema> snap_table_;
   size_t snap_table_index_ = SIZE_MAX;

@@ -272,6 +272,13 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
       if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
       data.remove_prefix(used2.value());
     }
+    if (ms.signal) {  // a watermark or a signal: consumed, not a change (nor counted as one)
+      if (rows->kind == bl::RowsEvent::Kind::write)
+        SLUICE_TRY(on_signal_row(batch, ms, row_before_));
+      continue;
+    }
+    // Before the resume check: a replayed change drops its key from the chunk too (always safe).
+    incremental_change(ms, &row_before_, upd ? &row_after_ : nullptr);
     if (!st_->tx.next_change()) continue;  // written before the restart
     Record& r = batch.add();
     r.position = {};
@@ -398,6 +405,8 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
 
 Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req,
                                             std::stop_token stop, State&) {
+  // An incremental snapshot's next chunk: its watermarks come back through this stream.
+  if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
   const auto started = Clock::now();
   Clock::time_point first{};
   bool idle = false;

@@ -168,6 +168,10 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
   const std::string sql = fmt::format("SELECT {} FROM {}.{}{} ORDER BY {} LIMIT {}", select,
                                       quote_identifier(ts.rel->schema),
                                       quote_identifier(ts.rel->name), where, order, chunk_size_);
+  // The table's first chunk: snapshot_begin goes first, before any streamed change can drop a
+  // key from the chunk, so that a keyed destination's reconcile counts those changes as seen (a
+  // change before the marker that left the chunk would be swept at snapshot_end).
+  if (engine.table_started(inc)) add_snapshot_marker(batch, ts.rel->schema, ts.rel->name, true);
   const std::string id = engine.begin_chunk();
   auto emit = [&](std::string_view kind) {
     return conn_.exec_params("SELECT pg_logical_emit_message(true, $1, $2)",
@@ -191,7 +195,6 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
   engine.chunk_read(std::move(rows), n < chunk_size_);
   if (auto high = emit("high"); !high.ok())
     return high.error().with_context("cannot write the high watermark: ");
-  (void)batch;
   spdlog::debug("pipeline {}: incremental snapshot of {}: chunk of {} rows read (window {})",
                 ctx_.pipeline_id, table, n, id);
   return ok_status();
@@ -214,8 +217,7 @@ Status PostgresDriver::emit_chunk(Batch& batch) {
   IncrementalState& inc = st_->position.incremental;
   IncrementalSnapshot& engine = st_->incremental;
   const TableState& ts = *inc_table_;
-  if (engine.table_started(inc)) add_snapshot_marker(batch, ts.rel->schema, ts.rel->name, true);
-  st_->caches.retain(batch, ts.rel);
+  st_->caches.retain(batch, ts.rel);  // (snapshot_begin went out with the first chunk's read)
   Tuple tuple;
   int64_t emitted = 0;
   const auto& rows = engine.rows();

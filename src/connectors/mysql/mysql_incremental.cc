@@ -1,0 +1,437 @@
+// Incremental snapshots of the mysql source (the algorithm: connectors/common/
+// incremental_snapshot.h). MySQL's / MariaDB's part:
+//
+//   watermarks   MySQL has no logical messages: rows in the signal table (`signal.table`), as
+//                Debezium writes them — id '<window>-open', type 'snapshot-window-open', data
+//                {"openWindowFor": "<window>"}, and the same with close — each in its own
+//                autocommit transaction on the catalogue connection; the binlog carries them in
+//                commit order with the data, and the stream recognises them by the table
+//   chunks       SELECT <columns> FROM t WHERE (k1 > v1) OR (k1 = v1 AND k2 > v2) ORDER BY k1, k2
+//                LIMIT n on the same connection (autocommit, so each chunk reads a fresh
+//                consistent view taken after the low watermark committed); values in the text
+//                form of the initial snapshot, turned into the Values the binlog decoder
+//                produces (text_to_value), so that a chunk row's key and a streamed change's key
+//                compare as the same Values; the cursor keeps the server's text of the last key
+//   triggers     a table added to `tables` while the pipeline resumes streaming (it has no entry
+//                in the schema history at the checkpoint: the stream never decoded it), a row of
+//                type execute-snapshot in the signal table, and `sluice snapshot`, which inserts
+//                such a row
+//
+// The signal table's rows are consumed in the stream, never emitted (captured() leaves it out
+// even under `tables: "*"`); sluice only inserts into it (Debezium's insert-insert
+// watermarking), two rows per chunk, which anyone may delete at any time.
+#include <fmt/format.h>
+#include <mysqld_error.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "connectors/mysql/mysql_source_driver.h"
+
+namespace sluice::mysql {
+
+namespace {
+
+constexpr std::string_view kWindowOpen = "snapshot-window-open";
+constexpr std::string_view kWindowClose = "snapshot-window-close";
+
+// db.table as a user writes it: a part in backticks only where it is not a plain identifier.
+std::string qualified_name(std::string_view db, std::string_view table) {
+  auto part = [](std::string_view p) {
+    bool plain = !p.empty();
+    bool digits = true;
+    for (char c : p) {
+      const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '$';
+      const bool digit = c >= '0' && c <= '9';
+      if (!alpha && !digit) plain = false;
+      if (!digit) digits = false;
+    }
+    return plain && !digits ? std::string(p) : quote_identifier(p);
+  };
+  return part(db) + "." + part(table);
+}
+
+// A key column's value as one comparable text: the same for a chunk row (text_to_value of the
+// server's text) and a streamed row (the binlog decoder), whose Values are alike by design.
+std::string key_text(const Value& v) {
+  switch (v.kind()) {
+    case ValueKind::boolean: return v.as_bool() ? "1" : "0";
+    case ValueKind::int64: return std::to_string(v.as_int64());
+    case ValueKind::uint64: return std::to_string(v.as_uint64());
+    case ValueKind::float64: return fmt::format("{}", v.as_double());
+    case ValueKind::date: return std::to_string(v.as_date());
+    case ValueKind::time:
+    case ValueKind::timetz:
+    case ValueKind::timestamp:
+    case ValueKind::timestamptz: return std::to_string(v.as_micros());
+    case ValueKind::decimal:
+    case ValueKind::string:
+    case ValueKind::bytes:
+    case ValueKind::json:
+    case ValueKind::uuid: return std::string(v.as_text());
+    default: return std::string(value_kind_name(v.kind()));
+  }
+}
+
+bool same_name(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(uint8_t(a[i])) != std::tolower(uint8_t(b[i]))) return false;
+  return true;
+}
+
+}  // namespace
+
+const TableRef* MysqlDriver::find_table(std::string_view spec) const {
+  auto name = parse_qualified_name(spec, opts_.url.database);
+  if (!name) return nullptr;
+  for (const TableRef& t : tables_)
+    if (t.db == name->first && t.table == name->second) return &t;
+  return nullptr;
+}
+
+Status MysqlDriver::check_signal_table() {
+  const std::string q = quote_identifier(signal_db_) + "." + quote_identifier(signal_name_);
+  const std::string create = fmt::format(
+      "CREATE TABLE {} (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data TEXT); GRANT "
+      "INSERT ON {} TO '{}'",
+      q, q, opts_.url.user);
+  auto exists = conn_.query(
+      fmt::format("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = {} AND "
+                  "TABLE_NAME = {}",
+                  conn_.quoted(signal_db_), conn_.quoted(signal_name_)),
+      "query failed");
+  if (!exists.ok()) return exists.error().with_context("cannot look up the signal table: ");
+  if (exists.value().empty() || exists.value()[0][0].value_or("0") == "0")
+    return Error(Errc::not_found,
+                 fmt::format("signal table {} (setting 'signal.table') does not exist on {} (or "
+                             "user '{}' has no privilege on it); create it: {}",
+                             q, opts_.url.redacted(), opts_.url.user, create));
+  // Writes nothing (no row qualifies), but the server checks the columns and the INSERT
+  // privilege as for a real watermark.
+  const std::string probe =
+      fmt::format("INSERT INTO {} (id, type, data) SELECT '', '', '' FROM DUAL WHERE 1 = 0", q);
+  if (Status st = conn_.exec(probe, "query failed"); !st.ok()) {
+    const unsigned no = conn_.last_errno();
+    if (no == ER_TABLEACCESS_DENIED_ERROR || no == ER_COLUMNACCESS_DENIED_ERROR ||
+        st.error().code() == Errc::permission)
+      return Error(Errc::permission,
+                   fmt::format("user '{}' cannot write the signal table {} (setting "
+                               "'signal.table'), where sluice writes its snapshot watermarks: "
+                               "GRANT INSERT ON {} TO '{}'",
+                               opts_.url.user, q, q, opts_.url.user));
+    if (no == ER_BAD_FIELD_ERROR)
+      return Error(Errc::config,
+                   fmt::format("signal table {} (setting 'signal.table') lacks the columns id, "
+                               "type, data; create it as: {}",
+                               q, create));
+    if (no == ER_OPTION_PREVENTS_STATEMENT)
+      return Error(Errc::config,
+                   fmt::format("the signal table {} cannot be written: {} (sluice writes its "
+                               "snapshot watermarks there; point the source at the primary, not a "
+                               "read-only replica)",
+                               q, st.error().message()));
+    return st.error().with_context(fmt::format("cannot write the signal table {}: ", q));
+  }
+  return ok_status();
+}
+
+Status MysqlDriver::plan_incremental(State& s) {
+  // A table added to `tables` since the checkpoint: the stream never decoded it, so the schema
+  // history has no entry for it there (the snapshot or the first stream start seeds every captured
+  // table). Its existing rows are read incrementally; the stream carries its changes from now on.
+  if (mode_ != "never" && !history_.empty()) {
+    std::vector<std::string> added;
+    for (const TableRef& t : tables_)
+      if (!history_.at(t.db + "." + t.table, s.position.point.coord))
+        added.push_back(qualified_name(t.db, t.table));
+    if (!added.empty()) {
+      if (signal_name_.empty())
+        return Error(
+            Errc::config,
+            fmt::format("{} added to `tables`: its existing rows are copied by an incremental "
+                        "snapshot, which on mysql writes its watermarks into a signal table. Set "
+                        "`signal.table` (CREATE TABLE <db>.sluice_signals (id VARCHAR(42) PRIMARY "
+                        "KEY, type VARCHAR(32) NOT NULL, data TEXT); GRANT INSERT on it), or "
+                        "`snapshot.mode: never` to only stream its changes",
+                        fmt::join(added, ", ")));
+      if (s.incremental.add_tables(s.position.incremental, added) > 0)
+        spdlog::info("pipeline {}: incremental snapshot of the table(s) added to `tables`: {}",
+                     ctx_.pipeline_id, fmt::join(added, ", "));
+    }
+  }
+  if (!s.position.incremental.empty()) {
+    if (signal_name_.empty())
+      return Error(Errc::config,
+                   fmt::format("the checkpoint has an incremental snapshot pending ({}), whose "
+                               "watermarks go into the signal table: set `signal.table` again",
+                               fmt::join(s.position.incremental.tables, ", ")));
+    spdlog::info("pipeline {}: incremental snapshot pending: {}", ctx_.pipeline_id,
+                 fmt::join(s.position.incremental.tables, ", "));
+  }
+  return ok_status();
+}
+
+Status MysqlDriver::start_chunk_if_due(Batch& batch) {
+  IncrementalState& inc = st_->position.incremental;
+  IncrementalSnapshot& engine = st_->incremental;
+  if (!engine.chunk_due(inc)) return ok_status();
+  const std::string table(IncrementalSnapshot::current(inc));
+  const TableRef* ref = find_table(table);
+  if (!ref)
+    return Error(
+        Errc::config,
+        fmt::format("incremental snapshot of {}: the table is not in `tables` (or no longer "
+                    "exists); add it to `tables`, or run `sluice cleanup` and start over",
+                    table));
+  // The catalogue's columns now, per chunk (a DDL between chunks changes what the next reads).
+  auto loaded = load_schema(ref->db, ref->table);
+  if (!loaded.ok()) return std::move(loaded).error();
+  inc_table_ = loaded.value();
+  const TableSchema& t = *inc_table_;
+  if (t.key.empty() || t.key_from_setting)
+    return Error(Errc::unsupported,
+                 fmt::format("incremental snapshot of {}: the table has no primary key, so it "
+                             "cannot be read in key order; add a primary key",
+                             table));
+  if (inc_name_ != table) {
+    inc_name_ = table;
+    if (st_->ctx.stats) {
+      st_->ctx.stats->snapshot_rows_total = ref->estimate;
+      st_->ctx.stats->snapshot_rows_done = 0;
+    }
+  }
+  std::string sql = fmt::format("SELECT {} FROM {}.{}", snapshot_columns(t), quote_identifier(t.db),
+                                quote_identifier(t.table));
+  if (inc.cursor.kind == KeysetCursor::Kind::after_key) {
+    if (inc.cursor.key.size() != t.key.size())
+      return Error(Errc::data,
+                   fmt::format("incremental snapshot of {}: the checkpoint's cursor has {} key "
+                               "values, the primary key {} columns; run `sluice snapshot` again",
+                               table, inc.cursor.key.size(), t.key.size()));
+    sql += " WHERE " + keyset_after(t, inc.cursor.key);
+  }
+  std::string order;
+  for (uint32_t k : t.key) order += (order.empty() ? "" : ", ") + quote_identifier(t.cols[k].name);
+  sql += fmt::format(" ORDER BY {} LIMIT {}", order, chunk_size_);
+
+  // The table's first chunk: snapshot_begin goes first, before any streamed change can drop a
+  // key from the chunk, so that a keyed destination's reconcile counts those changes as seen
+  // (a change before the marker that left the chunk would be swept at snapshot_end).
+  if (engine.table_started(inc)) add_snapshot_marker(batch, t.db, t.table, true);
+  const std::string id = engine.begin_chunk();
+  const std::string sig = quote_identifier(signal_db_) + "." + quote_identifier(signal_name_);
+  auto watermark = [&](bool open) -> Status {
+    const std::string w =
+        fmt::format("INSERT INTO {} (id, type, data) VALUES ({}, {}, {})", sig,
+                    conn_.quoted(id + (open ? "-open" : "-close")),
+                    conn_.quoted(open ? kWindowOpen : kWindowClose),
+                    conn_.quoted(fmt::format("{{\"{}\": \"{}\"}}",
+                                             open ? "openWindowFor" : "closeWindowFor", id)));
+    if (Status st = conn_.exec(w, "query failed"); !st.ok()) {
+      if (st.error().code() == Errc::permission)
+        return Error(Errc::permission,
+                     fmt::format("user '{}' cannot write the signal table {}: GRANT INSERT ON {} "
+                                 "TO '{}'",
+                                 opts_.url.user, sig, sig, opts_.url.user));
+      return st.error().with_context(
+          fmt::format("cannot write the {} watermark into {}: ", open ? "low" : "high", sig));
+    }
+    return ok_status();
+  };
+  SLUICE_TRY(watermark(true));
+  auto rows = conn_.query(sql, "query failed");
+  if (!rows.ok())
+    return rows.error().with_context(fmt::format("cannot read a chunk of {}: ", table));
+  Arena scratch(4096);
+  std::vector<ChunkRow> chunk(rows.value().size());
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    MysqlRow& src = rows.value()[i];
+    ChunkRow& row = chunk[i];
+    for (uint32_t k : t.key) {
+      const std::string text = k < src.size() ? src[k].value_or(std::string()) : std::string();
+      auto v = text_to_value(t, k, text, scratch);
+      if (!v.ok()) return std::move(v).error();
+      row.key.push_back(key_text(v.value()));
+      row.cursor_key.push_back(text);
+    }
+    row.row = std::move(src);
+  }
+  const size_t n = chunk.size();
+  engine.chunk_read(std::move(chunk), int64_t(n) < chunk_size_);
+  SLUICE_TRY(watermark(false));
+  spdlog::debug("pipeline {}: incremental snapshot of {}: chunk of {} rows read (window {})",
+                ctx_.pipeline_id, table, n, id);
+  return ok_status();
+}
+
+Status MysqlDriver::on_signal_row(Batch& batch, const TableMapState& ms,
+                                  const std::vector<Value>& row) {
+  std::string_view id, type, data;
+  for (size_t i = 0; i < ms.names.size() && i < row.size(); ++i) {
+    const Value& v = row[i];
+    if (v.kind() != ValueKind::string && v.kind() != ValueKind::bytes &&
+        v.kind() != ValueKind::json)
+      continue;
+    if (same_name(ms.names[i], "id")) id = v.as_text();
+    else if (same_name(ms.names[i], "type")) type = v.as_text();
+    else if (same_name(ms.names[i], "data")) data = v.as_text();
+  }
+  IncrementalSnapshot& engine = st_->incremental;
+  auto window_of = [&](std::string_view suffix) {
+    return id.ends_with(suffix) ? id.substr(0, id.size() - suffix.size()) : id;
+  };
+  if (type == kWindowOpen) {
+    engine.low_seen(window_of("-open"));
+    return ok_status();
+  }
+  if (type == kWindowClose) {
+    engine.high_seen(window_of("-close"));
+    if (engine.emit_ready()) SLUICE_TRY(emit_chunk(batch));
+    return ok_status();
+  }
+  auto tables = parse_snapshot_signal(type, data);
+  if (!tables.ok()) {
+    spdlog::error("pipeline {}: signal {} ignored: {}", ctx_.pipeline_id, id,
+                  tables.error().message());
+    return ok_status();
+  }
+  if (!tables.value()) {
+    spdlog::info("pipeline {}: signal {} of type '{}' ignored (sluice acts on execute-snapshot)",
+                 ctx_.pipeline_id, id, type);
+    return ok_status();
+  }
+  std::vector<std::string> names;
+  for (const std::string& spec : *tables.value()) {
+    const TableRef* ref = find_table(spec);
+    if (!ref) {
+      spdlog::error(
+          "pipeline {}: signal {}: table '{}' is not captured by this pipeline (add it to "
+          "`tables`); not snapshotted",
+          ctx_.pipeline_id, id, spec);
+      continue;
+    }
+    names.push_back(qualified_name(ref->db, ref->table));
+  }
+  const size_t added = engine.add_tables(st_->position.incremental, names);
+  spdlog::info("pipeline {}: signal {}: incremental snapshot of {} ({} queued)", ctx_.pipeline_id,
+               id, fmt::join(names, ", "), added);
+  return ok_status();
+}
+
+void MysqlDriver::incremental_change(const TableMapState& ms, const std::vector<Value>* first,
+                                     const std::vector<Value>* second) {
+  if (!st_->incremental.tracking() || !inc_table_ || !ms.schema || ms.key.empty()) return;
+  if (ms.schema->db != inc_table_->db || ms.schema->table != inc_table_->table) return;
+  auto drop = [&](const std::vector<Value>* row) {
+    if (!row) return;
+    std::vector<std::string> parts;
+    for (uint32_t k : ms.key) {
+      if (k >= row->size() || (*row)[k].is_absent()) return;  // key not in the row image
+      parts.push_back(key_text((*row)[k]));
+    }
+    std::vector<std::string_view> views(parts.begin(), parts.end());
+    st_->incremental.change_seen(st_->position.incremental, inc_name_, key_identity(views));
+  };
+  drop(first);
+  drop(second);  // an update's after image: a key change
+}
+
+void MysqlDriver::incremental_truncate(std::string_view db, std::string_view table) {
+  if (inc_table_ && inc_table_->db == db && inc_table_->table == table)
+    st_->incremental.truncate_seen(st_->position.incremental, inc_name_);
+}
+
+Status MysqlDriver::emit_chunk(Batch& batch) {
+  IncrementalState& inc = st_->position.incremental;
+  IncrementalSnapshot& engine = st_->incremental;
+  const std::shared_ptr<const TableSchema> schema = inc_table_;
+  const TableSchema& t = *schema;
+  st_->caches.retain(batch, schema);  // (snapshot_begin went out with the first chunk's read)
+  const uint32_t ncols = uint32_t(t.cols.size());
+  int64_t emitted = 0;
+  const auto& rows = engine.rows();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!engine.kept(i)) continue;
+    const auto& text = rows[i].row;
+    Record& r = batch.add();
+    r.op = Operation::snapshot;
+    r.metadata = metadata(batch, t, 0, false);
+    ObjectBuilder after = batch.object(ncols);
+    for (uint32_t c = 0; c < ncols; ++c) {
+      if (c >= text.size() || !text[c]) {
+        after.add(t.cols[c].name, Value::null());
+        continue;
+      }
+      auto v = text_to_value(t, c, *text[c], batch.arena());
+      if (!v.ok()) return std::move(v).error();
+      after.add(t.cols[c].name, v.value());
+    }
+    r.after = after.build();
+    ObjectBuilder k = batch.object(uint32_t(t.key.size()));
+    for (uint32_t c : t.key) k.add(t.cols[c].name, r.after.fields()[c].value);
+    r.key = k.build();
+    ++emitted;
+  }
+  const bool last = engine.last_chunk() || rows.empty();
+  const uint64_t dropped = engine.rows_dropped();
+  const uint64_t total = engine.rows_emitted() + uint64_t(emitted);
+  if (last) add_snapshot_marker(batch, t.db, t.table, false);
+  if (st_->ctx.stats) st_->ctx.stats->snapshot_rows_done = int64_t(total);
+  if (auto done = engine.finish(inc)) {
+    spdlog::info(
+        "pipeline {}: incremental snapshot of {} complete ({} rows; {} left to newer streamed "
+        "changes)",
+        ctx_.pipeline_id, *done, total, dropped);
+    inc_table_.reset();
+    inc_name_.clear();
+  }
+  return ok_status();
+}
+
+Status MysqlDriver::request_snapshot(const ConnectorContext& ctx,
+                                     const std::vector<std::string>& tables) {
+  ctx_ = ctx;
+  if (signal_name_.empty())
+    return Error(Errc::config,
+                 fmt::format("the pipeline's source has no `signal.table`: set it (e.g. "
+                             "{}.sluice_signals, see docs/incremental-snapshots.md) and restart "
+                             "the pipeline once",
+                             opts_.url.database.empty() ? "mydb" : opts_.url.database));
+  auto c = MysqlConn::connect(opts_);
+  if (!c.ok()) return std::move(c).error();
+  conn_ = std::move(c.value());
+  SLUICE_TRY(resolve_tables());
+  std::vector<std::string> names;
+  for (const std::string& spec : tables) {
+    const TableRef* ref = find_table(spec);
+    if (!ref)
+      return Error(Errc::config,
+                   fmt::format("table '{}' is not captured by pipeline {} (not in its `tables`)",
+                               spec, ctx.pipeline_id));
+    auto schema = load_schema(ref->db, ref->table);
+    if (!schema.ok()) return std::move(schema).error();
+    if (schema.value()->key.empty() || schema.value()->key_from_setting)
+      return Error(Errc::unsupported,
+                   fmt::format("table {} has no primary key, so it cannot be read in key order "
+                               "for an incremental snapshot; add a primary key",
+                               qualified_name(ref->db, ref->table)));
+    names.push_back(qualified_name(ref->db, ref->table));
+  }
+  SLUICE_TRY(check_signal_table());
+  const std::string sig = quote_identifier(signal_db_) + "." + quote_identifier(signal_name_);
+  const std::string id =
+      fmt::format("sluice-{}", std::chrono::system_clock::now().time_since_epoch().count());
+  Status st =
+      conn_.exec(fmt::format("INSERT INTO {} (id, type, data) VALUES ({}, "
+                             "'execute-snapshot', {})",
+                             sig, conn_.quoted(id), conn_.quoted(snapshot_signal_data(names))),
+                 "query failed");
+  conn_.reset();
+  if (!st.ok())
+    return st.error().with_context(fmt::format("cannot write the signal into {}: ", sig));
+  return ok_status();
+}
+
+}  // namespace sluice::mysql
