@@ -39,6 +39,7 @@ struct SqliteDestinationOptions {
   bool checkpoint_in_destination = false;
   bool keep_dropped_columns = false;  // schema.keep_dropped_columns
   std::string reconcile = "sweep";    // snapshot.reconcile: sweep | truncate | none
+  std::string unrepresentable_values = "reject";  // reject | null (NaN: SQLite has none)
 };
 
 // The destination's settings table (see sqlite_connector.cc).
