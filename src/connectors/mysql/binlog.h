@@ -207,11 +207,11 @@ struct ZeroDates {
 // columns decode with defaults: signed, utf8).
 // Enum and set values point into `cols` (their labels): keep it alive as long as the values.
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
-                          std::string_view present, std::string_view data, Arena& arena,
-                          Value* out, ZeroDates* zero_dates = nullptr);
+                          std::string_view present, std::string_view data, Arena& arena, Value* out,
+                          ZeroDates* zero_dates = nullptr);
 Result<size_t> decode_row(const TableMap& map, std::vector<ColumnInfo>&& cols,
-                          std::string_view present, std::string_view data, Arena& arena,
-                          Value* out, ZeroDates* zero_dates = nullptr) = delete;
+                          std::string_view present, std::string_view data, Arena& arena, Value* out,
+                          ZeroDates* zero_dates = nullptr) = delete;
 
 // Decodes MySQL's binary JSON (column type JSON on MySQL 5.7+) to JSON text.
 Result<std::string> mysql_json_to_text(std::string_view bin);

@@ -88,8 +88,8 @@ std::string latin1_to_utf8(std::string_view s) {
 }  // namespace
 
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
-                          std::string_view present, std::string_view data, Arena& arena,
-                          Value* out, ZeroDates* zero_dates) {
+                          std::string_view present, std::string_view data, Arena& arena, Value* out,
+                          ZeroDates* zero_dates) {
   const size_t n = map.types.size();
   if (zero_dates) zero_dates->first = ZeroDates::kNone;
   // A zero date: its text when the caller asks (and the column noted), else null.
@@ -266,8 +266,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         // A server writes years 0-9999; a larger one is a corrupt event (and overflows the value).
         if (dpart / 10000 > 9999) return Error(Errc::data, "binlog DATETIME is out of range");
         if (d == 0 || m == 0)
-          out[i] = zero_date(i, fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", dpart / 10000,
-                                            m, d, tpart / 10000, tpart / 100 % 100, tpart % 100));
+          out[i] = zero_date(i, fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", dpart / 10000, m,
+                                            d, tpart / 10000, tpart / 100 % 100, tpart % 100));
         else
           out[i] = Value::timestamp(
               int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * temporal::kMicrosPerDay +

@@ -123,9 +123,9 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
   }
   auto zero_date = [&]() -> Result<Value> {
     if (zero_dates_as_null) return Value::null();
-    return Error(Errc::data, fmt::format("{}.{}.{}: zero date '{}' ({}) is no date",
-                                         quote_identifier(t.db), quote_identifier(t.table),
-                                         quote_identifier(ci.name), s, type));
+    return Error(Errc::data,
+                 fmt::format("{}.{}.{}: zero date '{}' ({}) is no date", quote_identifier(t.db),
+                             quote_identifier(t.table), quote_identifier(ci.name), s, type));
   };
   if (type == "date") {
     if (is_zero_date_text(type, s)) return zero_date();

@@ -531,7 +531,7 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
   EXPECT_EQ(value("u64_small"), "integer:42");
   EXPECT_EQ(value("u64_big"), "text:'18446744073709551615'");  // exact, not a REAL
   EXPECT_EQ(value("f64"), "real:1.25");
-  EXPECT_EQ(value("inf"), "real:Inf");  // SQLite's REAL keeps infinities (NaN: below)
+  EXPECT_EQ(value("inf"), "real:Inf");        // SQLite's REAL keeps infinities (NaN: below)
   EXPECT_EQ(value("dec"), "text:'-12.340'");  // exact text, trailing zero kept
   EXPECT_EQ(value("str"), "text:'héllo'");
   EXPECT_EQ(value("empty_str"), "text:''");
@@ -563,7 +563,8 @@ TEST_F(SqliteDestinationTest, NanIsRejectedNamingTheFieldAndTheSetting) {
   Batch b;
   add(b, Operation::create, "f", id_key(b, 1), with_x(b, 1, 1.5));
   add(b, Operation::create, "f", id_key(b, 2), with_x(b, 2, std::nan("")));
-  add(b, Operation::create, "f", id_key(b, 3), with_x(b, 3, -std::numeric_limits<double>::infinity()));
+  add(b, Operation::create, "f", id_key(b, 3),
+      with_x(b, 3, -std::numeric_limits<double>::infinity()));
   Status s = write(b);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::data);
@@ -589,7 +590,8 @@ TEST_F(SqliteDestinationTest, UnrepresentableValuesNullWritesNullForNan) {
   open(std::move(o));
   Batch b;
   add(b, Operation::create, "f", id_key(b, 1), with_x(b, 1, std::nan("")));
-  add(b, Operation::create, "f", id_key(b, 2), with_x(b, 2, std::numeric_limits<double>::infinity()));
+  add(b, Operation::create, "f", id_key(b, 2),
+      with_x(b, 2, std::numeric_limits<double>::infinity()));
   write_ok(b);
   Reader db(path_);
   EXPECT_EQ(db.rows("SELECT id, typeof(x), x FROM f ORDER BY id"),
