@@ -107,8 +107,8 @@ std::vector<std::vector<std::string>> table_rows(const std::string& page,
   std::vector<std::vector<std::string>> rows;
   bool in = false;
   for (const std::string& line : lines_of(page)) {
-    if (line.rfind("#", 0) == 0) in = line == heading;
-    if (!in || line.rfind("|", 0) != 0 || line.rfind("|---", 0) == 0) continue;
+    if (line.rfind('#', 0) == 0) in = line == heading;
+    if (!in || line.rfind('|', 0) != 0 || line.rfind("|---", 0) == 0) continue;
     std::vector<std::string> cells;
     size_t at = 1;
     for (size_t bar; (bar = line.find(" |", at)) != std::string::npos; at = bar + 2)
@@ -190,7 +190,7 @@ TEST(DocsExamples, ComingFromDebeziumMapsOnlyToSettingsThatExistWithValuesValida
       const std::string cell = std::regex_replace(
           row[1], std::regex(R"(`([a-z_.]+): ([^`]*)` / `([^`:]*)`)"), "`$1: $2` / `$1: $3`");
       for (const std::string& token : backticked(cell)) {
-        if (token.rfind("?", 0) == 0) continue;  // a URL parameter (`?sslmode=`)
+        if (token.rfind('?', 0) == 0) continue;  // a URL parameter (`?sslmode=`)
         const size_t colon = token.find(": ");
         const std::string name = token.substr(0, colon);
         if (name.find(' ') != std::string::npos) continue;  // a command (`sluice validate`)

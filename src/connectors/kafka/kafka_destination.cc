@@ -773,8 +773,27 @@ Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
     if (!run->all_produced) return Error(Errc::internal, "producing a batch failed", true);
     std::sort(refused.begin(), refused.end(), by_index);
     // A deleted key's value and tombstone are one record: refused once.
+    std::vector<RejectedRecord> once;
     for (RejectedRecord& r : refused)
-      if (rejected.empty() || rejected.back().index != r.index) rejected.push_back(std::move(r));
+      if (once.empty() || once.back().index != r.index) once.push_back(std::move(r));
+    // The broker checks max.message.bytes per produce batch: a message refused as too large may
+    // only have shared a batch with large ones. Each such record is produced again alone, and
+    // only a refusal of its own message sets it apart.
+    for (RejectedRecord& r : once) {
+      if (r.error.message().find("MSG_SIZE_TOO_LARGE") == std::string::npos) {
+        rejected.push_back(std::move(r));
+        continue;
+      }
+      std::vector<bool> alone(batch.size(), true);
+      alone[r.index] = false;
+      std::vector<RejectedRecord> again;
+      auto single = start_isolating(batch, alone, nullptr, again);
+      if (!single.ok()) return std::move(single).error();
+      rd_kafka_flush(rk_.get(), 0);  // sent now, in a request of its own
+      Status st1 = single->delivered.get();
+      if (!st1.ok()) return st1;
+      if (!again.empty()) rejected.push_back(std::move(r));
+    }
     return ok_status();
   }
   // Transactions: a refused message makes the whole transaction fail, so a pass with refusals is
