@@ -281,8 +281,9 @@ std::string render_pipeline_file_page(const Registry& registry) {
   out +=
       "A record the destination rejects (a data error: a constraint, a value it cannot hold, no key) "
       "stops the pipeline with `on_error: stop` (the default; the checkpoint stays before the "
-      "batch). With `on_error: dlq` the batch is written again in halves down to single records: "
-      "what the destination accepts lands in order, each rejected record goes to the `dlq` "
+      "batch). With `on_error: dlq` the batch is written again — in one pass by the SQL "
+      "destinations (a savepoint per record) and kafka (each message's delivery report), in "
+      "halves down to single records by the others: what the destination accepts lands in order, each rejected record goes to the `dlq` "
       "destination — any destination connector — with metadata `sluice.error`, `sluice.pipeline` "
       "and `sluice.destination`, and the pipeline goes on (`sluice_dlq_records_total`). Retriable "
       "errors (connection lost, deadlock) are retried with backoff, never dead-lettered; if the "

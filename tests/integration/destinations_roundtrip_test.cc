@@ -91,9 +91,9 @@ const std::vector<Col>& columns() {
        {"'-0.000000000000000000000000000000000000000000000000001'",
         "-0.000000000000000000000000000000000000000000000000001",
         "text:-0.000000000000000000000000000000000000000000000000001"}},
-      // float64: MariaDB cannot store NaN/±Infinity: NULL here because the test's destination
-      // asks for it (unrepresentable_values: null; by default the record is rejected); SQLite
-      // binds NaN as TEXT 'NaN', ±Inf as REAL.
+      // float64: MariaDB cannot store NaN/±Infinity, SQLite NaN: NULL here because the test's
+      // destinations ask for it (unrepresentable_values: null; by default the record is
+      // rejected); SQLite stores ±Inf as REAL.
       {"f4",
        "real",
        {"1.5", "1.5", "real:1.5"},
@@ -102,7 +102,7 @@ const std::vector<Col>& columns() {
       {"f8",
        "double precision",
        {"0.1", "0.1", "real:0.1"},
-       {"'NaN'", NUL, "text:NaN"},
+       {"'NaN'", NUL, NUL},
        {"'Infinity'", NUL, "real:inf"}},
       {"t",
        "text",
@@ -432,7 +432,10 @@ TEST(PostgresToSqlite, EveryTypeRoundTrips) {
   const auto path = out_dir / "out.db";
   const std::string sql = "SELECT " + select_list("\"", false) + " FROM types ORDER BY id";
   run_round_trip(
-      src, "rt_sqlite", test::ConnectorYaml{"sqlite", {}}.set("path", path.string()),
+      src, "rt_sqlite",
+      test::ConnectorYaml{"sqlite", {}}
+          .set("path", path.string())
+          .set("unrepresentable_values", "null"),
       [&] { return read_sqlite(path, sql); }, expected_rows(false), "SQLite");
   std::filesystem::remove_all(out_dir);
 }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "integration/pg_harness.h"
+#include "sluice/temporal.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -388,6 +389,46 @@ TEST_F(PostgresDestinationTest, EveryValueKindRoundTrips) {
     if (c.text == nullptr) EXPECT_FALSE(r[0][1].has_value()) << c.name;
     else EXPECT_EQ(r[0][1].value_or("NULL"), c.text) << c.name;
   }
+}
+
+// PostgreSQL holds every float64 (NaN, ±Infinity) and every timestamp sluice has (infinity
+// included), but not all its dates and timestamps: date and timestamp start in 4713 BC, date ends
+// in 5874897 AD. Such a value is a data error naming the record, so it goes to the dead-letter
+// queue with on_error: dlq and stops the pipeline otherwise — never NULL, never another date.
+TEST_F(PostgresDestinationTest, DatesBeyondPostgresRangeRejectTheRecord) {
+  TestDb db("pgd_range");
+  ASSERT_TRUE(db.ok());
+  open(db);
+  const int64_t day_us = int64_t(86400) * 1000000;
+  const std::vector<std::pair<std::string, Value>> cases = {
+      {"date 5000 BC", Value::date(days_from_civil(-4999, 1, 1))},
+      {"date 5874898 AD", Value::date(days_from_civil(5874898, 1, 1))},
+      {"timestamp 5000 BC", Value::timestamp(int64_t(days_from_civil(-4999, 1, 1)) * day_us)},
+      {"timestamptz 5000 BC", Value::timestamptz(int64_t(days_from_civil(-4999, 1, 1)) * day_us)}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].first);
+    Batch b;
+    add(b, Operation::create, "r" + std::to_string(i), id_key(b, 7),
+        b.object(2).add("id", Value::int64(7)).add("x", cases[i].second).build());
+    Status s = write(b);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code(), Errc::data) << s.error().message();
+    EXPECT_FALSE(s.error().retriable());
+    EXPECT_NE(s.error().message().find("out of range"), std::string::npos) << s.error().message();
+    EXPECT_NE(s.error().message().find("\"id\":7"), std::string::npos) << s.error().message();
+  }
+  // The edges themselves are stored as they are.
+  Batch b;
+  add(b, Operation::create, "edges", id_key(b, 1),
+      b.object(4)
+          .add("id", Value::int64(1))
+          .add("d", Value::date(days_from_civil(-4712, 1, 1)))
+          .add("t", Value::timestamp(std::numeric_limits<int64_t>::max()))
+          .add("f", Value::float64(-std::numeric_limits<double>::infinity()))
+          .build());
+  write_ok(b);
+  EXPECT_EQ(rows(db.sql(), "SELECT d, t, f FROM edges"),
+            (std::vector<std::string>{"4713-01-01 BC|infinity|-Infinity"}));
 }
 
 TEST_F(PostgresDestinationTest, ExistingTableColumnTypesAreUsed) {

@@ -183,5 +183,84 @@ TEST_F(SecretRedaction, AWrongPasswordIsRefusedWithoutShowingIt) {
   EXPECT_EQ(files_containing(dir.path(), "Sx/y"), std::vector<std::string>{});
 }
 
+// The mysql source: `user` with `password` (through ${ENV}), and `password_file`, each with the
+// password holding '/', '@' and '%' (and the other URL characters): the snapshot and a streamed
+// change arrive, and the password is nowhere — stdout, stderr at trace level, /metrics, files. A
+// wrong password is refused without showing it.
+TEST(MysqlSourceSecretRedaction, UserPasswordAndPasswordFileWorkAndNeverShowThePassword) {
+  MysqlDatabase my(unique_name("secret_src", 60));
+  ASSERT_TRUE(my.ok());
+  ASSERT_TRUE(my.sql().exec("CREATE TABLE t (id INT PRIMARY KEY, v TEXT)"));
+  ASSERT_TRUE(my.sql().exec("INSERT INTO t VALUES (1, 'one'), (2, 'two')"));
+  MyUrl mu = MyUrl::parse(
+      my.user_url("secsrc", {"GRANT SELECT ON {db}.* TO {user}",
+                             "GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO {user}"}));
+  ASSERT_TRUE(
+      my.admin().exec("ALTER USER '" + mu.user + "'@'%' IDENTIFIED BY " + my_literal(kPassword)));
+  const std::string user = mu.user;
+  mu.user.clear();
+  mu.password.clear();
+  TempDir dir("secret-mysql-source"), secrets("secret-mysql-file");
+  write_file(secrets / "mysql.pw", kPassword + "\n");
+  ::setenv("SLUICE_TEST_SECRET_MYSQL_PASSWORD", kPassword.c_str(), 1);
+  for (const std::string form : {"password", "password_file", "wrong"}) {
+    SCOPED_TRACE(form);
+    PipelineFile f;
+    f.checkpoints_path = "cp-" + form + ".db";
+    f.http = YamlMap().set("listen", "127.0.0.1:0");
+    auto& src = f.pipeline("m")
+                    .source("mysql")
+                    .set("url", mu.str())
+                    .set("user", user)
+                    .set("tables", Yaml::strings({"t"}));
+    if (form == "password") src.set("password", "${SLUICE_TEST_SECRET_MYSQL_PASSWORD}");
+    else if (form == "password_file") src.set("password_file", (secrets / "mysql.pw").string());
+    else src.set("password", kPassword + "-wrong");
+    f.pipeline("m").destination("sqlite").set("path", "out-" + form + ".db");
+    // A folder per run: announced_port() reads the run's own stderr.
+    const std::filesystem::path run_dir = dir / form;
+    std::filesystem::create_directories(run_dir);
+    f.write(run_dir / ("p-" + form + ".yaml"));
+    e2e::Process p({"run", "p-" + form + ".yaml", "--log-level", "trace"}, run_dir);
+    if (form == "wrong") {
+      EXPECT_NE(p.wait_for(60s), 0);
+      EXPECT_NE(p.stderr_text().find("Access denied"), std::string::npos) << p.stderr_text();
+      EXPECT_EQ(p.stderr_text().find(kPassword), std::string::npos) << p.stderr_text();
+      continue;
+    }
+    const int port = announced_port(p);
+    ASSERT_GT(port, 0) << p.stderr_text();
+    auto rows = [&](int want) {
+      return wait_until(
+          [&] {
+            const std::filesystem::path out = run_dir / ("out-" + form + ".db");
+            if (!std::filesystem::exists(out)) return false;
+            e2e::Db db(out);
+            return db.scalar("SELECT count(*) FROM t") == want;
+          },
+          30s, 100ms);
+    };
+    ASSERT_TRUE(rows(2)) << p.stderr_text();
+    const int id = form == "password" ? 3 : 4;
+    ASSERT_TRUE(my.sql().exec("INSERT INTO t VALUES (" + std::to_string(id) + ", 'cdc')"));
+    ASSERT_TRUE(rows(3)) << p.stderr_text();
+    httplib::Client http("127.0.0.1", port);
+    auto metrics = http.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    EXPECT_NE(metrics->body.find("sluice_records_written_total"), std::string::npos);
+    EXPECT_EQ(metrics->body.find(kPassword), std::string::npos);
+    p.signal(SIGTERM);
+    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+    // The URL it connects to is logged, with the password masked.
+    EXPECT_NE(p.stderr_text().find(":***@127.0.0.1"), std::string::npos) << p.stderr_text();
+    EXPECT_EQ(p.stderr_text().find(kPassword), std::string::npos);
+    EXPECT_EQ(p.stdout_text().find(kPassword), std::string::npos);
+    ASSERT_TRUE(my.sql().exec("DELETE FROM t WHERE id = " + std::to_string(id)));
+  }
+  EXPECT_EQ(files_containing(dir.path(), kPassword), std::vector<std::string>{});
+  for (const char* fragment : {"Sx/y", "y@z", "%2F%"})
+    EXPECT_EQ(files_containing(dir.path(), fragment), std::vector<std::string>{}) << fragment;
+}
+
 }  // namespace
 }  // namespace sluice::test

@@ -217,6 +217,18 @@ struct BatchState {
   std::atomic<size_t> outstanding{0};
   std::mutex mu;
   std::optional<Error> error;
+  // The first message the broker refused (a data error): what the batch reports, ahead of errors
+  // that followed from it (a transaction's purged messages), so the runtime can isolate it.
+  std::optional<Error> refusal;
+  // Set at the first refused message, for a transaction's writer: the messages behind a refused
+  // one stay queued (their sequence cannot follow it) until an abort purges them, so a commit,
+  // or waiting for their reports, would last until delivery.timeout.
+  std::shared_ptr<std::atomic<bool>> refused_flag = std::make_shared<std::atomic<bool>>(false);
+  // write_isolating: a record's own delivery failure (the broker refused its message) is kept
+  // here, by record index, instead of failing the batch.
+  bool isolate = false;
+  std::vector<RejectedRecord> refused;
+  std::vector<RejectedRecord>* refused_sink = nullptr;  // where finish() moves them
   WriteDone done;
 };
 
@@ -236,12 +248,32 @@ class KafkaDestination final : public Destination {
   bool stores_positions() const noexcept override { return o_.transactions; }
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override;
   Status erase_stored_position(std::string_view pipeline_id) override;
+  // Dead-letter isolation in one pass: every message is produced once and its own delivery report
+  // says whether the broker took it (with transactions: the transaction is aborted and written
+  // again without the refused records).
+  bool isolates_rejected_records() const noexcept override { return true; }
+  Status write_isolating(Batch& batch, bool commit_position,
+                         std::vector<RejectedRecord>& rejected) override;
 
  private:
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque);
-  void message_done(BatchState* st, rd_kafka_resp_err_t err, const char* topic);
+  void message_done(BatchState* st, const Msg* msg, rd_kafka_resp_err_t err, const char* topic);
   void finish(BatchState* st);
-  Status encode(Batch& batch, BatchState& st);
+  // `refused`: (write_isolating) a record whose message cannot be built is appended there and
+  // left out, instead of failing the batch; records whose index is in `skip` are left out.
+  Status encode(Batch& batch, BatchState& st, std::vector<RejectedRecord>* refused = nullptr,
+                const std::vector<bool>* skip = nullptr);
+  // One isolating pass: produces the batch's messages (less `skip`); `delivered` completes once
+  // every delivery report is in (with the batch-wide error, if any), the refused records are
+  // then in `refused`.
+  struct Isolating {
+    std::future<Status> delivered;
+    bool all_produced = true;
+    std::shared_ptr<std::atomic<bool>> refused;  // a message was refused
+  };
+  Result<Isolating> start_isolating(Batch& batch, const std::vector<bool>& skip,
+                                    const std::string* position,
+                                    std::vector<RejectedRecord>& refused);
   rd_kafka_topic_t* topic_handle(std::string_view name);
   // Produces every message of `st` (and the position message, if any); returns the number not
   // handed to librdkafka (already failed into st->error).
@@ -394,8 +426,15 @@ rd_kafka_topic_t* KafkaDestination::topic_handle(std::string_view name) {
   return t;
 }
 
-Status KafkaDestination::encode(Batch& batch, BatchState& st) {
+Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<RejectedRecord>* refused,
+                                const std::vector<bool>* skip) {
   const auto& records = batch.records();
+  // A record's own problem: the batch fails, or (isolating) the record is set apart.
+  auto record_problem = [&](uint32_t i, Error e) -> bool {
+    if (!refused) return false;
+    refused->push_back({i, std::move(e)});
+    return true;
+  };
   st.msgs.reserve(records.size() + (o_.debezium && o_.tombstones ? records.size() / 8 : 0));
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
@@ -404,6 +443,7 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st) {
   rd_kafka_topic_t* last_topic = nullptr;
   std::string last_topic_name;
   for (uint32_t i = 0; i < records.size(); ++i) {
+    if (skip && (*skip)[i]) continue;
     const Record& r = records[i];
     // topic
     if (template_) {
@@ -418,9 +458,13 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st) {
     if (last_topic == nullptr || topic_buf_ != last_topic_name) {
       last_topic = topic_handle(topic_buf_);
       last_topic_name = topic_buf_;
-      if (!last_topic)
-        return Error(Errc::data, fmt::format("record {} : cannot use topic '{}': {}", i, topic_buf_,
-                                             rd_kafka_err2str(rd_kafka_last_error())));
+      if (!last_topic) {
+        Error e(Errc::data, fmt::format("record {} : cannot use topic '{}': {}", i, topic_buf_,
+                                        rd_kafka_err2str(rd_kafka_last_error())));
+        if (!record_problem(i, e)) return e;
+        last_topic_name.clear();
+        continue;
+      }
     }
     scratch_.clear();
     const bool keyed = kafka::encode_key(r, o_.debezium, scratch_);
@@ -430,14 +474,16 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st) {
     size_t size = scratch_.size();
     if (o_.headers && r.metadata.is_object())
       for (const Field& f : r.metadata.fields()) size += f.name.size() + f.value.as_text().size();
-    if (size > max_message_bytes_ || scratch_.size() > UINT32_MAX)
-      return Error(
-          Errc::data,
-          fmt::format(
-              "the message for topic '{}' is {} bytes, above message.max.bytes "
-              "({}): raise rdkafka.message.max.bytes (and the topic's max.message.bytes), or route "
-              "such records with on_error: dlq",
-              topic_buf_, size, max_message_bytes_));
+    if (size > max_message_bytes_ || scratch_.size() > UINT32_MAX) {
+      Error e(Errc::data,
+              fmt::format(
+                  "the message for topic '{}' is {} bytes, above message.max.bytes "
+                  "({}): raise rdkafka.message.max.bytes (and the topic's max.message.bytes), or "
+                  "route such records with on_error: dlq",
+                  topic_buf_, size, max_message_bytes_));
+      if (!record_problem(i, e)) return e;
+      continue;
+    }
     if (st.chunks.empty() || st.chunks.back()->cap - st.chunks.back()->used < scratch_.size()) {
       auto c = std::make_unique<Chunk>();
       c->cap = std::max(Chunk::kSize, scratch_.size());
@@ -482,21 +528,29 @@ void KafkaDestination::on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, voi
   if (!msg) return;
   if (msg->chunk && msg->chunk->pending.fetch_sub(1, std::memory_order_acq_rel) == 1)
     msg->chunk->data.reset();
-  msg->st->owner->message_done(msg->st, m->err, m->rkt ? rd_kafka_topic_name(m->rkt) : "");
+  msg->st->owner->message_done(msg->st, msg, m->err, m->rkt ? rd_kafka_topic_name(m->rkt) : "");
 }
 
-void KafkaDestination::message_done(BatchState* st, rd_kafka_resp_err_t err, const char* topic) {
+void KafkaDestination::message_done(BatchState* st, const Msg* msg, rd_kafka_resp_err_t err,
+                                    const char* topic) {
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     std::lock_guard lock(st->mu);
-    if (!st->error) {
-      Error e = kafka::error_from(err, fmt::format("delivery to '{}' failed: ", topic));
+    Error e = kafka::error_from(err, fmt::format("delivery to '{}' failed: ", topic));
+    if (st->isolate && msg != &st->position_msg && e.code() == Errc::data) {
+      st->refused.push_back({msg->rec, std::move(e)});  // this record's message was refused
+      st->refused_flag->store(true, std::memory_order_release);
+    } else if (!st->error || (e.code() == Errc::data && !st->refusal)) {
       if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
         e = Error(e.code(),
                   e.message() +
                       ": the broker refuses a message this large: raise the topic's "
                       "max.message.bytes (or lower rdkafka.message.max.bytes so such records "
                       "are rejected before producing and can go to the dead-letter queue)");
-      st->error = std::move(e);
+      if (e.code() == Errc::data && !st->refusal) {
+        st->refusal = e;
+        st->refused_flag->store(true, std::memory_order_release);
+      }
+      if (!st->error) st->error = std::move(e);
     }
   }
   if (waiting_for_space_.load(std::memory_order_acquire)) {
@@ -508,7 +562,12 @@ void KafkaDestination::message_done(BatchState* st, rd_kafka_resp_err_t err, con
 
 void KafkaDestination::finish(BatchState* st) {
   Status status = ok_status();
-  if (st->error) status = *st->error;
+  if (st->refusal) status = *st->refusal;
+  else if (st->error) status = *st->error;
+  if (st->refused_sink) {
+    std::lock_guard lock(st->mu);
+    for (RejectedRecord& r : st->refused) st->refused_sink->push_back(std::move(r));
+  }
   WriteDone done = std::move(st->done);
   release_state(st);
   done(std::move(status));
@@ -604,6 +663,14 @@ void KafkaDestination::write(Batch& batch, WriteDone done) {
     finish(st);
 }
 
+// Waits until every delivery report of a transaction's batch is in (true), or one message was
+// refused (false): the transaction must then be aborted before the rest can be reported.
+bool delivered_or_refused(std::future<Status>& delivered, const std::atomic<bool>& refused) {
+  while (delivered.wait_for(5ms) != std::future_status::ready)
+    if (refused.load(std::memory_order_acquire)) return false;
+  return true;
+}
+
 void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
   BatchState* st = new_state();
   if (Status enc = encode(batch, *st); !enc.ok()) {
@@ -634,28 +701,35 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
   }
   const size_t total = st->msgs.size() + (with_position ? 1 : 0);
   st->outstanding.store(total + 1, std::memory_order_relaxed);
+  const std::shared_ptr<std::atomic<bool>> refused = st->refused_flag;
   const size_t not_produced = produce_all(batch, st, with_position ? &position : nullptr);
   if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1)
     finish(st);
   Status result = ok_status();
   if (not_produced == 0) {
-    if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
+    if (!delivered_or_refused(all_delivered, *refused))
+      result = Error(Errc::data, "a message of the transaction was refused");
+    else if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
       result = txn_error(e, "committing");
+  } else {
+    result = Error(Errc::internal, "producing in a transaction failed");
   }
+  // A failed transaction is aborted before its delivery reports are awaited: librdkafka keeps the
+  // messages behind a refused one queued until the abort purges them (waiting first hung).
+  std::optional<Status> abort_failed;
+  if (!result.ok())
+    if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
+      abort_failed = txn_error(e, "aborting a failed transaction");
   Status deliveries = all_delivered.get();
-  if (not_produced != 0) {
-    result = deliveries.ok() ? Status(Error(Errc::internal, "producing in a transaction failed"))
-                             : deliveries;
-  }
+  if (not_produced != 0 && !deliveries.ok()) result = deliveries;
   if (result.ok() && !deliveries.ok()) result = deliveries;
   if (!result.ok()) {
-    if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000)) {
-      Status abort = txn_error(e, "aborting a failed transaction");
-      spdlog::warn("{}", abort.error().message());
-      result = Error(abort.error().code(),
-                     result.error().message() + "; " + abort.error().message(), false);
-    } else if (!deliveries.ok() && result.error().code() == Errc::data) {
-      result = deliveries;
+    if (abort_failed) {
+      spdlog::warn("{}", abort_failed->error().message());
+      result = Error(abort_failed->error().code(),
+                     result.error().message() + "; " + abort_failed->error().message(), false);
+    } else if (!deliveries.ok() && deliveries.error().code() == Errc::data) {
+      result = deliveries;  // a refused message: the runtime isolates it
     } else {
       // Aborted cleanly: nothing of the batch is visible to read_committed consumers; writing it
       // again is safe.
@@ -663,6 +737,129 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
     }
   }
   done(std::move(result));
+}
+
+Result<KafkaDestination::Isolating> KafkaDestination::start_isolating(
+    Batch& batch, const std::vector<bool>& skip, const std::string* position,
+    std::vector<RejectedRecord>& refused) {
+  Isolating run;
+  BatchState* st = new_state();
+  st->isolate = true;
+  run.refused = st->refused_flag;
+  if (Status enc = encode(batch, *st, &refused, &skip); !enc.ok()) {
+    release_state(st);
+    return std::move(enc).error();
+  }
+  auto delivered = std::make_shared<std::promise<Status>>();
+  run.delivered = delivered->get_future();
+  if (st->msgs.empty() && !position) {
+    release_state(st);
+    delivered->set_value(ok_status());
+    return run;
+  }
+  // Every delivery report in: finish() moves the refused records to `refused`; the batch-wide
+  // error (if any) is the result.
+  st->refused_sink = &refused;
+  st->done = [delivered](Status s) { delivered->set_value(std::move(s)); };
+  {
+    std::lock_guard lock(mu_);
+    ++in_flight_;
+  }
+  const size_t total = st->msgs.size() + (position ? 1 : 0);
+  st->outstanding.store(total + 1, std::memory_order_relaxed);
+  const size_t not_produced = produce_all(batch, st, position);
+  run.all_produced = not_produced == 0;
+  if (st->outstanding.fetch_sub(not_produced + 1, std::memory_order_acq_rel) == not_produced + 1)
+    finish(st);
+  return run;
+}
+
+Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
+                                         std::vector<RejectedRecord>& rejected) {
+  const std::string position = batch.position();
+  const std::string* pos =
+      o_.transactions && commit_position && !position.empty() ? &position : nullptr;
+  std::vector<bool> skip(batch.size(), false);
+  auto by_index = [](const RejectedRecord& a, const RejectedRecord& b) {
+    return a.index < b.index;
+  };
+  if (!o_.transactions) {
+    std::vector<RejectedRecord> refused;
+    auto run = start_isolating(batch, skip, nullptr, refused);
+    if (!run.ok()) return std::move(run).error();
+    Status st = run->delivered.get();
+    if (!st.ok()) return st;
+    if (!run->all_produced) return Error(Errc::internal, "producing a batch failed", true);
+    std::sort(refused.begin(), refused.end(), by_index);
+    // A deleted key's value and tombstone are one record: refused once.
+    std::vector<RejectedRecord> once;
+    for (RejectedRecord& r : refused)
+      if (once.empty() || once.back().index != r.index) once.push_back(std::move(r));
+    // The broker checks max.message.bytes per produce batch: a message refused as too large may
+    // only have shared a batch with large ones. Each such record is produced again alone, and
+    // only a refusal of its own message sets it apart.
+    for (RejectedRecord& r : once) {
+      if (r.error.message().find("MSG_SIZE_TOO_LARGE") == std::string::npos) {
+        rejected.push_back(std::move(r));
+        continue;
+      }
+      std::vector<bool> alone(batch.size(), true);
+      alone[r.index] = false;
+      std::vector<RejectedRecord> again;
+      auto single = start_isolating(batch, alone, nullptr, again);
+      if (!single.ok()) return std::move(single).error();
+      rd_kafka_flush(rk_.get(), 0);  // sent now, in a request of its own
+      Status st1 = single->delivered.get();
+      if (!st1.ok()) return st1;
+      if (!again.empty()) rejected.push_back(std::move(r));
+    }
+    return ok_status();
+  }
+  // Transactions: a refused message makes the whole transaction fail, so a pass with refusals is
+  // aborted and the batch written again without those records; every pass refuses at least one
+  // more record, or ends.
+  std::vector<RejectedRecord> refused_all;
+  for (;;) {
+    if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get()))
+      return txn_error(e, "beginning a transaction");
+    std::vector<RejectedRecord> refused;
+    auto run = start_isolating(batch, skip, pos, refused);
+    if (!run.ok()) {
+      if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
+        spdlog::warn("{}", txn_error(e, "aborting a failed transaction").error().message());
+      return std::move(run).error();
+    }
+    Status commit = ok_status();
+    if (!run->all_produced) commit = Error(Errc::internal, "producing in a transaction failed");
+    else if (!delivered_or_refused(run->delivered, *run->refused))
+      commit = Error(Errc::data, "a message of the transaction was refused");
+    else if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
+      commit = txn_error(e, "committing");
+    // Aborted before the reports are awaited: the abort purges what a refusal left queued.
+    if (!commit.ok())
+      if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
+        return txn_error(e, "aborting a transaction with refused records");
+    Status deliveries = run->delivered.get();
+    if (commit.ok()) {  // committed: every message produced was delivered
+      for (RejectedRecord& r : refused) refused_all.push_back(std::move(r));  // before producing
+      break;
+    }
+    size_t added = 0;
+    for (RejectedRecord& r : refused) {
+      if (skip[r.index]) continue;
+      skip[r.index] = true;
+      refused_all.push_back(std::move(r));
+      ++added;
+    }
+    // Nothing new refused: not a record's fault (aborted cleanly, so writing it again is safe).
+    if (added == 0) {
+      const Error& why = deliveries.ok() ? commit.error() : deliveries.error();
+      return Error(why.code(), why.message(), true);
+    }
+  }
+  std::sort(refused_all.begin(), refused_all.end(), by_index);
+  for (RejectedRecord& r : refused_all) rejected.push_back(std::move(r));
+  return ok_status();
 }
 
 Status KafkaDestination::flush(std::chrono::milliseconds timeout) {

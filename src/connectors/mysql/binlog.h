@@ -193,16 +193,25 @@ struct ColumnInfo {
   std::vector<std::string> labels;  // enum / set members, in order
 };
 
+// Zero dates of a row image (DATE/DATETIME with a zero year, month or day, TIMESTAMP 0: what a
+// permissive sql_mode stores as `0000-00-00`): no date a record can hold. With a ZeroDates the
+// decoder writes each as its text (`2024-00-15`, `0000-00-00 00:00:00`) and says which column was
+// the first; without one they decode as null.
+struct ZeroDates {
+  static constexpr size_t kNone = SIZE_MAX;
+  size_t first = kNone;  // column index of the row's first zero date
+};
+
 // Decodes one row image starting at `data`: fills out[i] for each column (absent when the column
 // is not in `present`). Returns the bytes consumed. `cols` may be shorter than the map (unknown
 // columns decode with defaults: signed, utf8).
 // Enum and set values point into `cols` (their labels): keep it alive as long as the values.
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
-                          std::string_view present, std::string_view data, Arena& arena,
-                          Value* out);
+                          std::string_view present, std::string_view data, Arena& arena, Value* out,
+                          ZeroDates* zero_dates = nullptr);
 Result<size_t> decode_row(const TableMap& map, std::vector<ColumnInfo>&& cols,
-                          std::string_view present, std::string_view data, Arena& arena,
-                          Value* out) = delete;
+                          std::string_view present, std::string_view data, Arena& arena, Value* out,
+                          ZeroDates* zero_dates = nullptr) = delete;
 
 // Decodes MySQL's binary JSON (column type JSON on MySQL 5.7+) to JSON text.
 Result<std::string> mysql_json_to_text(std::string_view bin);

@@ -88,9 +88,16 @@ std::string latin1_to_utf8(std::string_view s) {
 }  // namespace
 
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
-                          std::string_view present, std::string_view data, Arena& arena,
-                          Value* out) {
+                          std::string_view present, std::string_view data, Arena& arena, Value* out,
+                          ZeroDates* zero_dates) {
   const size_t n = map.types.size();
+  if (zero_dates) zero_dates->first = ZeroDates::kNone;
+  // A zero date: its text when the caller asks (and the column noted), else null.
+  auto zero_date = [&](size_t i, std::string text) {
+    if (!zero_dates) return Value::null();
+    if (zero_dates->first == ZeroDates::kNone) zero_dates->first = i;
+    return Value::string(arena.copy(text));
+  };
   if (present.size() * 8 < n)
     return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
   size_t npresent = 0;
@@ -200,8 +207,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         const uint32_t v = le24(p);
         const unsigned d = v & 31, m = (v >> 5) & 15;
         const int64_t y = v >> 9;
-        out[i] = (d == 0 || m == 0) ? Value::null()
-                                    : Value::date(days_from_civil(y, m, d));  // zero dates → null
+        out[i] = (d == 0 || m == 0) ? zero_date(i, fmt::format("{:04}-{:02}-{:02}", y, m, d))
+                                    : Value::date(days_from_civil(y, m, d));
         len = 3;
         break;
       }
@@ -258,7 +265,9 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         const unsigned d = unsigned(dpart % 100), m = unsigned(dpart / 100 % 100);
         // A server writes years 0-9999; a larger one is a corrupt event (and overflows the value).
         if (dpart / 10000 > 9999) return Error(Errc::data, "binlog DATETIME is out of range");
-        if (d == 0 || m == 0) out[i] = Value::null();
+        if (d == 0 || m == 0)
+          out[i] = zero_date(i, fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", dpart / 10000, m,
+                                            d, tpart / 10000, tpart / 100 % 100, tpart % 100));
         else
           out[i] = Value::timestamp(
               int64_t(days_from_civil(int64_t(dpart / 10000), m, d)) * temporal::kMicrosPerDay +
@@ -278,7 +287,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         const unsigned d = unsigned(ymd & 31), m = unsigned(ym % 13);
         const int64_t y = ym / 13;
         if (d == 0 || m == 0) {
-          out[i] = Value::null();
+          out[i] = zero_date(i, fmt::format("{:04}-{:02}-{:02} {:02}:{:02}:{:02}", y, m, d,
+                                            hms >> 12, (hms >> 6) & 63, hms & 63));
         } else {
           const int64_t secs = (hms >> 12) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63);
           out[i] = Value::timestamp(int64_t(days_from_civil(y, m, d)) * temporal::kMicrosPerDay +
@@ -288,14 +298,17 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
       }
       case kTypeTimestamp:
         if (!need(4)) return truncated("ROWS");
-        out[i] = Value::timestamptz(int64_t(le32(p)) * 1000000);
+        // TIMESTAMP starts at 1970-01-01 00:00:01 UTC: 0 is the zero date.
+        out[i] = le32(p) == 0 ? zero_date(i, "0000-00-00 00:00:00")
+                              : Value::timestamptz(int64_t(le32(p)) * 1000000);
         len = 4;
         break;
       case kTypeTimestamp2: {
         const int fsp = meta;
         len = 4 + size_t((fsp + 1) / 2);
         if (!need(len)) return truncated("ROWS");
-        out[i] = Value::timestamptz(int64_t(be(p, 4)) * 1000000 + frac_micros(p + 4, fsp));
+        const int64_t us = int64_t(be(p, 4)) * 1000000 + frac_micros(p + 4, fsp);
+        out[i] = us == 0 ? zero_date(i, "0000-00-00 00:00:00") : Value::timestamptz(us);
         break;
       }
       case kTypeVarchar:

@@ -491,5 +491,36 @@ TEST(BinlogTest, Lenenc) {
   EXPECT_FALSE(read_lenenc(in, &v));  // 0xff is not a length
 }
 
+// Zero dates (a zero month or day; TIMESTAMP 0): with a ZeroDates their text and the first such
+// column; without one, null. Never a date (TIMESTAMP 0 is not 1970-01-01: that is 00:00:01).
+TEST(BinlogTest, ZeroDatesDecodeAsTheirTextWhenAskedElseNull) {
+  TableMap map;
+  map.types = {kTypeLong, kTypeDate, kTypeDatetime, kTypeTimestamp, kTypeDate};
+  map.meta = {0, 0, 0, 0, 0};
+  map.nullable = {1, 1, 1, 1, 1};
+  auto le = [](uint64_t v, int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s.push_back(static_cast<char>(v >> (8 * i) & 0xff));
+    return s;
+  };
+  const std::string image = std::string(1, '\0') + le(7, 4) +
+                            le((2024u << 9) | (0u << 5) | 15u, 3) + le(20240200103000ULL, 8) +
+                            le(0, 4) + le((2024u << 9) | (1u << 5) | 15u, 3);
+  const std::string present(1, '\x1f');
+  const std::vector<ColumnInfo> columns;
+  Arena arena;
+  std::vector<Value> v(5);
+  ZeroDates zero;
+  ASSERT_TRUE(decode_row(map, columns, present, image, arena, v.data(), &zero).ok());
+  EXPECT_EQ(zero.first, 1u);
+  EXPECT_EQ(v[1], Value::string("2024-00-15"));
+  EXPECT_EQ(v[2], Value::string("2024-02-00 10:30:00"));
+  EXPECT_EQ(v[3], Value::string("0000-00-00 00:00:00"));
+  EXPECT_EQ(v[4], Value::date(days_from_civil(2024, 1, 15)));
+  ASSERT_TRUE(decode_row(map, columns, present, image, arena, v.data()).ok());
+  EXPECT_TRUE(v[1].is_null() && v[2].is_null() && v[3].is_null());
+  EXPECT_EQ(v[4], Value::date(days_from_civil(2024, 1, 15)));
+}
+
 }  // namespace
 }  // namespace sluice::mysql::binlog

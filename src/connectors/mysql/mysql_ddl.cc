@@ -64,7 +64,7 @@ Status MysqlDriver::emit_changes(Batch& batch, const TableSchema& t,
       one->cols.push_back(ch.info);
       one->data_types.push_back(ch.data_type);
       batch.retain(one);
-      auto v = text_to_value(*one, 0, ch.default_text, batch.arena());
+      auto v = text_to_value(*one, 0, ch.default_text, batch.arena(), zero_dates_null_);
       if (!v.ok())
         return Error(Errc::unsupported,
                      fmt::format("{}.{}: added column {} has DEFAULT {} that sluice cannot read as "

@@ -182,16 +182,30 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       r.op = Operation::snapshot;
       r.metadata = metadata(batch, t, 0, false);
       ObjectBuilder after = batch.object(ncols);
+      std::string reject;  // why the row goes to the dead-letter queue
       for (uint32_t i = 0; i < ncols; ++i) {
         if (!row[i]) {
           after.add(t.cols[i].name, Value::null());
           continue;
         }
-        auto v = text_to_value(t, i, std::string_view(row[i], lens[i]), batch.arena());
-        if (!v.ok()) return std::move(v).error();
+        const std::string_view text(row[i], lens[i]);
+        auto v = text_to_value(t, i, text, batch.arena(), zero_dates_null_);
+        if (!v.ok()) {
+          // A value sluice cannot represent (a zero date): skipping the row would lose it, so
+          // it stops the snapshot, unless the pipeline has a dead-letter queue, where the
+          // record goes with the raw value as text.
+          if (v.error().code() != Errc::data) return std::move(v).error();
+          if (!st_->ctx.dead_letters)
+            return unrepresentable_value_stop(v.error().message(),
+                                              is_zero_date_text(t.data_types[i], text));
+          if (reject.empty()) reject = v.error().message();
+          after.add(t.cols[i].name, Value::string(batch.copy(text)));
+          continue;
+        }
         after.add(t.cols[i].name, v.value());
       }
       r.after = after.build();
+      if (!reject.empty()) mark_source_reject(batch, r, reject);
       if (!t.key.empty()) {
         ObjectBuilder k = batch.object(uint32_t(t.key.size()));
         for (size_t j = 0; j < t.key.size(); ++j) {

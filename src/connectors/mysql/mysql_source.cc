@@ -35,6 +35,15 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
         "binlog position; initial_only: snapshot and stop.")
         .one_of("initial,never,initial_only")
         .with_default("initial"),
+    setting<&MysqlSourceOptions::zero_dates>(
+        "zero_dates",
+        "What a zero date becomes (a DATE, DATETIME or TIMESTAMP with a zero month or day, "
+        "`0000-00-00`, `2024-00-15`, stored under a permissive sql_mode; it is no date). reject: the "
+        "record goes to the dead-letter queue with on_error: dlq (the value as text, `sluice.error` "
+        "saying why), otherwise the pipeline stops with an error naming the column; null: NULL, as "
+        "Debezium writes zero dates.")
+        .one_of("reject,null")
+        .with_default("reject"),
     // A value below 1 is raised to 1 by finalize() (accepted since the first release), so no range.
     setting<&MysqlSourceOptions::snapshot_chunk_size>(
         "snapshot.chunk_size",
@@ -158,6 +167,7 @@ Status finalize(MysqlSourceOptions& o) {
 
 MysqlDriver::MysqlDriver(MysqlSourceOptions o)
     : tables_setting_(std::move(o.tables)),
+      zero_dates_null_(o.zero_dates == "null"),
       message_key_columns_(std::move(o.key_columns_by_table)),
       mode_(std::move(o.snapshot_mode)),
       chunk_size_(o.snapshot_chunk_size),

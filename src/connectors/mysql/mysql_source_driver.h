@@ -67,7 +67,17 @@ struct TableMapState {
 // mysql_source_types.cc
 std::vector<std::string> parse_labels(std::string_view column_type);
 bool is_numeric_type(std::string_view t);
-Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena);
+// A zero date (zero year, month or day: `0000-00-00`, `2024-00-15`) is null with
+// `zero_dates_as_null`, else an Errc::data error naming the column.
+Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena,
+                            bool zero_dates_as_null);
+// Whether a DATE/DATETIME/TIMESTAMP column's text is a zero date.
+bool is_zero_date_text(std::string_view type, std::string_view s);
+// The stop for a value the source cannot represent when the pipeline has no dead-letter queue:
+// `why` and the ways out (`zero_date`: also the zero_dates setting).
+Error unrepresentable_value_stop(std::string_view why, bool zero_date);
+// Marks a record holding such a value for the dead-letter queue (meta::kError = why).
+void mark_source_reject(Batch& batch, Record& r, std::string_view why);
 // BINLOG_GTID_POS: MariaDB's GTID state at a binlog coordinate (empty when it has none).
 Result<GtidSet> gtid_at(MysqlConn& c, const BinlogCoord& at);
 // mysql_binlog_status.cc
@@ -104,6 +114,7 @@ struct MysqlSourceOptions {
   std::string user, password, password_file;  // override the URL's (finalize)
   std::vector<std::string> tables;
   std::string snapshot_mode;
+  std::string zero_dates;           // reject | null
   int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1
   int64_t server_id = 0;            // 0: derived from the pipeline id
   std::chrono::milliseconds heartbeat_interval{};
@@ -210,6 +221,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
     return o;
   }();
   std::vector<std::string> tables_setting_;
+  bool zero_dates_null_ = false;  // zero_dates: null
   KeyColumnsByTable message_key_columns_;
   std::string mode_;
   int64_t chunk_size_;

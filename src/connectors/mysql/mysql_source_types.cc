@@ -63,7 +63,34 @@ bool is_numeric_type(std::string_view t) {
 
 // Converts a snapshot value (text protocol, session time_zone +00:00) to the same Value the binlog
 // decoder produces for the column.
-Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena) {
+// As the binlog decoder has it: a zero month or day (YYYY-MM-DD[ hh:mm:ss]).
+bool is_zero_date_text(std::string_view type, std::string_view s) {
+  if (type != "date" && type != "datetime" && type != "timestamp") return false;
+  return s.size() >= 10 && (s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00");
+}
+
+Error unrepresentable_value_stop(std::string_view why, bool zero_date) {
+  return Error(Errc::data,
+               fmt::format("{}; to go on, {}set on_error: dlq with a dlq destination: such records "
+                           "then go to the dead-letter queue, with the value as text",
+                           why,
+                           zero_date ? "set the source's zero_dates: null (zero dates become NULL, "
+                                       "as Debezium writes them), or "
+                                     : ""));
+}
+
+void mark_source_reject(Batch& batch, Record& r, std::string_view why) {
+  const uint32_t n = r.metadata.is_object() ? r.metadata.size() : 0;
+  ObjectBuilder m = batch.object(n + 1);
+  if (n)
+    for (const Field& f : r.metadata.fields()) m.add(f.name, f.value);
+  m.add(meta::kError, Value::string(batch.copy(why)));
+  r.metadata = m.build();
+  batch.add_source_reject();
+}
+
+Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, Arena& arena,
+                            bool zero_dates_as_null) {
   const std::string& type = t.data_types[i];
   const bl::ColumnInfo& ci = t.cols[i];
   auto bad = [&]() {
@@ -94,15 +121,20 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
     for (char c : s) v = (v << 8) | uint8_t(c);
     return Value::uint64(v);
   }
+  auto zero_date = [&]() -> Result<Value> {
+    if (zero_dates_as_null) return Value::null();
+    return Error(Errc::data,
+                 fmt::format("{}.{}.{}: zero date '{}' ({}) is no date", quote_identifier(t.db),
+                             quote_identifier(t.table), quote_identifier(ci.name), s, type));
+  };
   if (type == "date") {
-    if (s.starts_with("0000") || s.find("-00") != std::string_view::npos) return Value::null();
+    if (is_zero_date_text(type, s)) return zero_date();
     int32_t d;
     if (!parse_date(s, &d)) return bad();
     return Value::date(d);
   }
   if (type == "datetime" || type == "timestamp") {
-    if (s.starts_with("0000-00-00") || s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00")
-      return Value::null();
+    if (is_zero_date_text(type, s)) return zero_date();
     int64_t us;
     if (!parse_timestamp(s, &us)) return bad();
     return type == "timestamp" ? Value::timestamptz(us) : Value::timestamp(us);

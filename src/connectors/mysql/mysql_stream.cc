@@ -260,15 +260,19 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
       if (!vals[i].is_absent()) b.add(ms.names[i], vals[i]);
     return b.build();
   };
+  // Zero dates: decoded as their text (zero_dates: reject) or as null (zero_dates: null).
+  bl::ZeroDates zero_before, zero_after;
+  bl::ZeroDates* const zb = zero_dates_null_ ? nullptr : &zero_before;
+  bl::ZeroDates* const za = zero_dates_null_ ? nullptr : &zero_after;
   while (!data.empty()) {
     const bool upd = rows->kind == bl::RowsEvent::Kind::update;
     auto used =
-        bl::decode_row(ms.map, t.cols, rows->present, data, batch.arena(), row_before_.data());
+        bl::decode_row(ms.map, t.cols, rows->present, data, batch.arena(), row_before_.data(), zb);
     if (!used.ok()) return used.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
     data.remove_prefix(used.value());
     if (upd) {
       auto used2 = bl::decode_row(ms.map, t.cols, rows->present_after, data, batch.arena(),
-                                  row_after_.data());
+                                  row_after_.data(), za);
       if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
       data.remove_prefix(used2.value());
     }
@@ -280,6 +284,19 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     // Before the resume check: a replayed change drops its key from the chunk too (always safe).
     incremental_change(ms, &row_before_, upd ? &row_after_ : nullptr);
     if (!st_->tx.next_change()) continue;  // written before the restart
+    // A zero date (the first of the row's images): why the record goes to the dead-letter queue.
+    std::string reject;
+    const auto has_zero = [](const bl::ZeroDates* z) {
+      return z && z->first != bl::ZeroDates::kNone;
+    };
+    const bl::ZeroDates* zero = has_zero(zb) ? zb : upd && has_zero(za) ? za : nullptr;
+    if (zero) {
+      const Value& v = (zero == zb ? row_before_ : row_after_)[zero->first];
+      reject = fmt::format("{}.{}.{}: zero date '{}' is no date", quote_identifier(t.db),
+                           quote_identifier(t.table), quote_identifier(ms.names[zero->first]),
+                           v.kind() == ValueKind::string ? v.as_text() : std::string_view());
+      if (!st_->ctx.dead_letters) return unrepresentable_value_stop(reject, true);
+    }
     Record& r = batch.add();
     r.position = {};
     r.metadata = metadata(batch, t, event_pos, true);
@@ -309,6 +326,7 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
       }
       r.key = k.build();
     }
+    if (!reject.empty()) mark_source_reject(batch, r, reject);
   }
   return ok_status();
 }

@@ -51,7 +51,15 @@ constexpr auto kDestinationSettings = settings_table<SqliteDestinationOptions>(
         "Store the source position in the destination, in the same transaction as each batch (table "
         "sluice_checkpoints); on restart the pipeline resumes exactly after the last batch applied, so "
         "no change is applied twice.")
-        .with_default("false"));
+        .with_default("false"),
+    setting<&SqliteDestinationOptions::unrepresentable_values>(
+        "unrepresentable_values",
+        "What happens to a value SQLite cannot store: NaN (a REAL NaN reads back as NULL; ±Infinity "
+        "is stored as REAL ±Inf). reject: the record is rejected, so it goes to the dead-letter queue "
+        "with on_error: dlq and stops the pipeline, naming the record and field, otherwise; null: the "
+        "column is set to NULL.")
+        .one_of("reject,null")
+        .with_default("reject"));
 
 // The checks no single declaration expresses.
 Status finalize(SqliteDestinationOptions& o) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <vector>
 
 #include "connectors/sql/keyed_sql_destination.h"
@@ -225,7 +227,21 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
       std::span<const Field> values = is_delete ? plan().keys(row) : plan().columns(row);
       if (scratch_.size() < values.size()) scratch_.resize(values.size());
       for (size_t p = 0; p < values.size(); ++p) {
-        if (int rc = sqlite_destination::bind_value(st, int(p) + 1, values[p].value, scratch_[p]);
+        const Value& v = values[p].value;
+        if (v.kind() == ValueKind::float64 && std::isnan(v.as_double())) {
+          // SQLite's REAL has no NaN (it stores NULL for one); ±Infinity it keeps.
+          if (settings_.unrepresentable_values == "null") {
+            sqlite3_bind_null(st, int(p) + 1);
+            continue;
+          }
+          return record_error(
+              t, *row.record, Errc::data,
+              fmt::format("field \"{}\": SQLite cannot store NaN (set unrepresentable_values: null "
+                          "to write NULL instead, or on_error: dlq to send such records to the "
+                          "dead-letter queue)",
+                          values[p].name));
+        }
+        if (int rc = sqlite_destination::bind_value(st, int(p) + 1, v, scratch_[p]);
             rc != SQLITE_OK)
           return record_error(
               t, *row.record, Errc::data,

@@ -37,8 +37,9 @@ struct SqliteDestinationOptions {
   std::chrono::milliseconds busy_timeout{5000};
   // Commit each batch's source position into table sluice_checkpoints in the batch's transaction.
   bool checkpoint_in_destination = false;
-  bool keep_dropped_columns = false;  // schema.keep_dropped_columns
-  std::string reconcile = "sweep";    // snapshot.reconcile: sweep | truncate | none
+  bool keep_dropped_columns = false;              // schema.keep_dropped_columns
+  std::string reconcile = "sweep";                // snapshot.reconcile: sweep | truncate | none
+  std::string unrepresentable_values = "reject";  // reject | null (NaN: SQLite has none)
 };
 
 // The destination's settings table (see sqlite_connector.cc).

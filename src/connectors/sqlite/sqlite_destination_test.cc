@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -482,7 +483,7 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
           .add("u64_small", Value::uint64(42))
           .add("u64_big", Value::uint64(std::numeric_limits<uint64_t>::max()))
           .add("f64", Value::float64(1.25))
-          .add("nan", Value::float64(std::numeric_limits<double>::quiet_NaN()))
+          .add("inf", Value::float64(std::numeric_limits<double>::infinity()))
           .add("dec", Value::decimal("-12.340"))
           .add("str", Value::string("héllo"))
           .add("empty_str", Value::string(""))
@@ -511,7 +512,7 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
   }
   std::vector<std::string> expected_types = {
       "id=INTEGER", "null=",          "bool_t=INTEGER", "bool_f=INTEGER",   "i64=INTEGER",
-      "u64_small=", "u64_big=",       "f64=REAL",       "nan=REAL",         "dec=TEXT",
+      "u64_small=", "u64_big=",       "f64=REAL",       "inf=REAL",         "dec=TEXT",
       "str=TEXT",   "empty_str=TEXT", "bytes=BLOB",     "empty_bytes=BLOB", "date=TEXT",
       "time=TEXT",  "timetz=TEXT",    "ts=TEXT",        "tstz=TEXT",        "interval=TEXT",
       "uuid=TEXT",  "json=TEXT",      "array=TEXT",     "object=TEXT"};
@@ -530,7 +531,7 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
   EXPECT_EQ(value("u64_small"), "integer:42");
   EXPECT_EQ(value("u64_big"), "text:'18446744073709551615'");  // exact, not a REAL
   EXPECT_EQ(value("f64"), "real:1.25");
-  EXPECT_EQ(value("nan"), "text:'NaN'");
+  EXPECT_EQ(value("inf"), "real:Inf");        // SQLite's REAL keeps infinities (NaN: below)
   EXPECT_EQ(value("dec"), "text:'-12.340'");  // exact text, trailing zero kept
   EXPECT_EQ(value("str"), "text:'héllo'");
   EXPECT_EQ(value("empty_str"), "text:''");
@@ -548,6 +549,53 @@ TEST_F(SqliteDestinationTest, EveryValueKindMapsAsDocumented) {
   EXPECT_EQ(value("object"), "text:'{\"x\":1,\"y\":true}'");
   // SQLite's date functions read the stored forms.
   EXPECT_EQ(db.one("SELECT date(ts), strftime('%s', tstz) FROM kinds"), "2024-02-29|1709214300");
+}
+
+// SQLite's REAL has no NaN: bound as a double it reads back as NULL. Never silently: the record is
+// rejected (a data error naming the field and the setting; with on_error: dlq, write_isolating
+// sets it apart and writes the others), or with unrepresentable_values: null the column is NULL.
+Value with_x(Batch& b, int64_t id, double x) {
+  return b.object(2).add("id", Value::int64(id)).add("x", Value::float64(x)).build();
+}
+
+TEST_F(SqliteDestinationTest, NanIsRejectedNamingTheFieldAndTheSetting) {
+  open();
+  Batch b;
+  add(b, Operation::create, "f", id_key(b, 1), with_x(b, 1, 1.5));
+  add(b, Operation::create, "f", id_key(b, 2), with_x(b, 2, std::nan("")));
+  add(b, Operation::create, "f", id_key(b, 3),
+      with_x(b, 3, -std::numeric_limits<double>::infinity()));
+  Status s = write(b);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code(), Errc::data);
+  EXPECT_NE(s.error().message().find("field \"x\": SQLite cannot store NaN"), std::string::npos)
+      << s.error().message();
+  EXPECT_NE(s.error().message().find("unrepresentable_values: null"), std::string::npos);
+  EXPECT_NE(s.error().message().find("on_error: dlq"), std::string::npos);
+
+  ASSERT_TRUE(dest_->isolates_rejected_records());
+  std::vector<RejectedRecord> rejected;
+  Status iso = dest_->write_isolating(b, false, rejected);
+  ASSERT_TRUE(iso.ok()) << iso.error().message();
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_EQ(rejected[0].index, 1u);
+  Reader db(path_);
+  EXPECT_EQ(db.rows("SELECT id, typeof(x), x FROM f ORDER BY id"),
+            (std::vector<std::string>{"1|real|1.5", "3|real|-Inf"}));
+}
+
+TEST_F(SqliteDestinationTest, UnrepresentableValuesNullWritesNullForNan) {
+  SqliteDestinationOptions o;
+  o.unrepresentable_values = "null";
+  open(std::move(o));
+  Batch b;
+  add(b, Operation::create, "f", id_key(b, 1), with_x(b, 1, std::nan("")));
+  add(b, Operation::create, "f", id_key(b, 2),
+      with_x(b, 2, std::numeric_limits<double>::infinity()));
+  write_ok(b);
+  Reader db(path_);
+  EXPECT_EQ(db.rows("SELECT id, typeof(x), x FROM f ORDER BY id"),
+            (std::vector<std::string>{"1|null|NULL", "2|real|Inf"}));
 }
 
 TEST_F(SqliteDestinationTest, TwoTablesInOneBatch) {
@@ -785,6 +833,7 @@ TEST(SqliteSettings, DefaultsMatchTheOptionsStruct) {
   EXPECT_EQ(bound->journal_mode, direct.journal_mode);
   EXPECT_EQ(bound->busy_timeout, direct.busy_timeout);
   EXPECT_EQ(bound->checkpoint_in_destination, direct.checkpoint_in_destination);
+  EXPECT_EQ(bound->unrepresentable_values, direct.unrepresentable_values);
 }
 
 TEST(SqliteConnectorTest, RegisteredWithItsSettingsTable) {
