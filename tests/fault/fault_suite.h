@@ -48,16 +48,28 @@ inline Check wait_exact(const Checker& check, std::chrono::seconds timeout, doub
   const auto t0 = Clock::now();
   Check c = check();
   while (!c.problem.empty() && Clock::now() - t0 < timeout) {
-    std::this_thread::sleep_for(300ms);
+    std::this_thread::sleep_for(200ms);
     c = check();
   }
   if (seconds) *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return c;
 }
 
+// Compares whole tables, once their cheap fingerprints (count, sums of id and rev) agree.
 inline Checker images_checker(std::function<TableImage()> source,
-                              std::function<TableImage()> destination) {
-  return [source = std::move(source), destination = std::move(destination)] {
+                              std::function<TableImage()> destination,
+                              std::function<std::string()> source_fingerprint = {},
+                              std::function<std::string()> destination_fingerprint = {}) {
+  return [source = std::move(source), destination = std::move(destination),
+          sf = std::move(source_fingerprint), df = std::move(destination_fingerprint)] {
+    if (sf && df) {
+      const std::string a = sf(), b = df();
+      if (a.empty() || a != b) {
+        Check c;
+        c.problem = "fingerprints differ: source " + a + ", destination " + b;
+        return c;
+      }
+    }
     TableImage s = source();
     TableImage d = destination();
     Diff diff = compare_images(s, d);
@@ -71,14 +83,26 @@ inline Checker images_checker(std::function<TableImage()> source,
   };
 }
 
-// `kills` times: start `sluice run p.yaml` in `dir`, let it run a random 150–1200 ms (seeded),
-// kill -9. A run that exits by itself before its kill fails the test (with its stderr). The
-// first kills land in the snapshot, the later ones in the stream.
-inline int kill_loop(const std::filesystem::path& dir, int kills, std::mt19937_64& rng) {
+// How often `needle` occurs in `text`.
+inline size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) n++;
+  return n;
+}
+
+// `kills` times: start `sluice run p.yaml` in `dir`, wait until its pipeline has started (at most
+// 20 s), let it run a random 0–`max_ms` ms more (seeded), kill -9. A run that exits by itself
+// before its kill fails the test (with its stderr). The first kills land in the snapshot, the
+// later ones in the stream.
+inline int kill_loop(const std::filesystem::path& dir, int kills, std::mt19937_64& rng,
+                     int max_ms = 1200) {
   int done = 0;
   for (int i = 0; i < kills; ++i) {
     Process p({"run", "p.yaml"}, dir);
-    const auto ms = std::chrono::milliseconds(150 + rng() % 1050);
+    const size_t before = occurrences(p.stderr_text(), ": started (");
+    wait_until([&] { return occurrences(p.stderr_text(), ": started (") > before || !p.running(); },
+               20s, 20ms);
+    const auto ms = std::chrono::milliseconds(rng() % uint64_t(max_ms));
     const int rc = p.wait_for(ms);
     if (rc != -1) {
       ADD_FAILURE() << "kill " << i << ": sluice exited with " << rc << " before its kill -9 at "

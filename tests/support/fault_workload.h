@@ -63,6 +63,12 @@ TableImage read_mysql_image(const std::string& url, const std::string& table);
 TableImage read_sqlite_image(const std::filesystem::path& db, const std::string& table,
                              const std::vector<FaultColumn>& columns);
 
+// A cheap fingerprint of the table ("count/sum(id)/sum(rev)"; "" when unreadable), to poll before
+// the full comparison.
+std::string pg_fingerprint(const std::string& url, const std::string& table);
+std::string mysql_fingerprint(const std::string& url, const std::string& table);
+std::string sqlite_fingerprint(const std::filesystem::path& db, const std::string& table);
+
 uint64_t row_checksum(const std::vector<std::string>& canonical_row);
 
 struct Diff {
@@ -90,7 +96,7 @@ class SourceWriter {
 
   // Creates the table (dropping an old one) and inserts `rows` rows in one statement per 1,000.
   bool create(int64_t rows);
-  void start(std::chrono::milliseconds pause = std::chrono::milliseconds(2));
+  void start(std::chrono::milliseconds pause = std::chrono::milliseconds(10));
   void stop();  // returns after the statement in flight committed or failed
   // Runs `n` operations on the calling thread (between faults, when no writer thread runs).
   void run_ops(int n);
