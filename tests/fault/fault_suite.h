@@ -28,9 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 // This case's seed: the suite's seed (printed; SLUICE_FAULT_SEED replays) mixed with the test's
 // name, so the cases of one run differ and each replays alone.
-inline uint64_t case_seed() {
-  return fault_seed() ^ std::hash<std::string>{}(current_test_slug());
-}
+inline uint64_t case_seed() { return fault_seed() ^ std::hash<std::string>{}(current_test_slug()); }
 
 // How many kill -9 per pipeline: 20 in make test, 100 in make soak.
 inline int kill_count() { return fault_soak() ? 100 : 20; }
@@ -123,8 +121,8 @@ inline void converge_and_record(const std::filesystem::path& dir, const Checker&
   Process p({"run", "p.yaml"}, dir);
   double seconds = 0;
   Check c = wait_exact(check, timeout, &seconds);
-  EXPECT_EQ(c.problem, "") << "after " << result.faults << " faults (" << result.fault
-                           << ", seed " << result.seed << "):\n"
+  EXPECT_EQ(c.problem, "") << "after " << result.faults << " faults (" << result.fault << ", seed "
+                           << result.seed << "):\n"
                            << p.stderr_text();
   result.recovery_seconds = std::max(result.recovery_seconds, seconds);
   result.rows_verified += c.verified;

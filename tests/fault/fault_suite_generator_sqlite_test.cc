@@ -18,9 +18,11 @@ constexpr int64_t kEvents = 20000;
 const std::vector<FaultColumn>& employee_columns() {
   using K = FaultColumn::Kind;
   static const std::vector<FaultColumn> cols = {
-      {"id", K::integer},        {"name", K::text},           {"email", K::text},
-      {"full_time", K::boolean}, {"position", K::text},       {"hire_date", K::date},
-      {"salary", K::decimal},    {"updated_at", K::timestamp}, {"created_at", K::timestamp},
+      {"id", K::integer},           {"name", K::text},
+      {"email", K::text},           {"full_time", K::boolean},
+      {"position", K::text},        {"hire_date", K::date},
+      {"salary", K::decimal},       {"updated_at", K::timestamp},
+      {"created_at", K::timestamp},
   };
   return cols;
 }
@@ -98,7 +100,8 @@ class GeneratorToSqlite : public ::testing::Test {
     if (rc != -1) {
       EXPECT_NE(rc, 0) << "sluice exited 0 on a full disk:\n" << p.stderr_text();
       bool error_line = false;
-      for (const auto& l : lines_of(p.stderr_text())) error_line = error_line || is_error_log_line(l);
+      for (const auto& l : lines_of(p.stderr_text()))
+        error_line = error_line || is_error_log_line(l);
       EXPECT_TRUE(error_line) << "no error line for the full disk:\n" << p.stderr_text();
       std::cout << fault << ": sluice stopped with exit " << rc << "\n";
     }

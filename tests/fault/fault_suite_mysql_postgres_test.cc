@@ -24,7 +24,9 @@ class MysqlToPostgres : public ::testing::Test {
   void write_pipeline(const std::string& src_url) {
     PipelineFile f;
     PipelineYaml& p = f.pipeline(id_);
-    p.source("mysql").set("url", src_url).set("tables", Yaml::strings({src_.name() + ".fault_rows"}))
+    p.source("mysql")
+        .set("url", src_url)
+        .set("tables", Yaml::strings({src_.name() + ".fault_rows"}))
         .set("snapshot.chunk_size", 2000);
     p.destination("postgres").set("url", dst_.url()).set("table", "fault_rows");
     p.max_records(500).linger_ms(20);

@@ -68,7 +68,9 @@ TEST_F(PostgresToKafka, KillNineDuringTheStreamReadCommittedSeesEachChangeOnce) 
   {
     Process p({"run", "p.yaml"}, dir_.path());
     ASSERT_TRUE(wait_until(
-        [&] { return stored_checkpoint(dir_ / "state" / "checkpoints.db", id_).rfind("cdc", 0) == 0; },
+        [&] {
+          return stored_checkpoint(dir_ / "state" / "checkpoints.db", id_).rfind("cdc", 0) == 0;
+        },
         60s))
         << p.stderr_text();
     p.kill9();

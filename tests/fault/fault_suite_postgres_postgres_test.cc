@@ -4,8 +4,8 @@
 // latency, caps the bandwidth, resets, refuses (a restart as seen from sluice) and blackholes.
 // After each: the destination equals the source row by row (canonical checksums), nothing lost,
 // nothing duplicated, and sluice recovered by itself.
-#include "fault/fault_suite.h"
 #include <iostream>
+#include "fault/fault_suite.h"
 
 #include "support/sql.h"
 
@@ -107,26 +107,28 @@ std::chrono::milliseconds outage_length() { return fault_soak() ? 40000ms : 1500
 
 TEST_F(PostgresToPostgres, ProxyFaultsOnTheSource) {
   FaultProxy to_src("127.0.0.1", port_of(src_.url())), to_dst("127.0.0.1", port_of(dst_.url()));
-  run_steps("proxy faults, source", to_src, to_dst,
-            {{"latency 50ms", [&] { to_src.set_latency(50); }, [&] { to_src.set_normal(); }, 1500ms},
-             {"bandwidth 64KiB/s", [&] { to_src.set_bandwidth(64 * 1024); },
-              [&] { to_src.set_normal(); }, 1500ms},
-             {"reset source", [&] { to_src.reset(); }, [] {}, 300ms},
-             {"source restart", [&] { to_src.set_outage(true); },
-              [&] { to_src.set_outage(false); }, outage_length()},
-             {"blackhole source 3s", [&] { to_src.set_blackhole(true); },
-              [&] { to_src.set_blackhole(false); }, 3000ms}});
+  run_steps(
+      "proxy faults, source", to_src, to_dst,
+      {{"latency 50ms", [&] { to_src.set_latency(50); }, [&] { to_src.set_normal(); }, 1500ms},
+       {"bandwidth 64KiB/s", [&] { to_src.set_bandwidth(64 * 1024); }, [&] { to_src.set_normal(); },
+        1500ms},
+       {"reset source", [&] { to_src.reset(); }, [] {}, 300ms},
+       {"source restart", [&] { to_src.set_outage(true); }, [&] { to_src.set_outage(false); },
+        outage_length()},
+       {"blackhole source 3s", [&] { to_src.set_blackhole(true); },
+        [&] { to_src.set_blackhole(false); }, 3000ms}});
 }
 
 TEST_F(PostgresToPostgres, ProxyFaultsOnTheDestination) {
   FaultProxy to_src("127.0.0.1", port_of(src_.url())), to_dst("127.0.0.1", port_of(dst_.url()));
-  run_steps("proxy faults, destination", to_src, to_dst,
-            {{"latency 50ms", [&] { to_dst.set_latency(50); }, [&] { to_dst.set_normal(); }, 1500ms},
-             {"reset destination", [&] { to_dst.reset(); }, [] {}, 300ms},
-             {"destination restart", [&] { to_dst.set_outage(true); },
-              [&] { to_dst.set_outage(false); }, outage_length()},
-             {"blackhole destination 3s", [&] { to_dst.set_blackhole(true); },
-              [&] { to_dst.set_blackhole(false); }, 3000ms}});
+  run_steps(
+      "proxy faults, destination", to_src, to_dst,
+      {{"latency 50ms", [&] { to_dst.set_latency(50); }, [&] { to_dst.set_normal(); }, 1500ms},
+       {"reset destination", [&] { to_dst.reset(); }, [] {}, 300ms},
+       {"destination restart", [&] { to_dst.set_outage(true); }, [&] { to_dst.set_outage(false); },
+        outage_length()},
+       {"blackhole destination 3s", [&] { to_dst.set_blackhole(true); },
+        [&] { to_dst.set_blackhole(false); }, 3000ms}});
 }
 
 }  // namespace

@@ -46,9 +46,9 @@ struct Chunk {
 struct Pipe {
   std::deque<Chunk> queue;
   size_t queued = 0;
-  bool eof = false;       // `from` closed its side
-  bool shut = false;      // shutdown(to, SHUT_WR) done after eof and an empty queue
-  double tokens = 0;      // bandwidth cap: bytes that may still be read
+  bool eof = false;   // `from` closed its side
+  bool shut = false;  // shutdown(to, SHUT_WR) done after eof and an empty queue
+  double tokens = 0;  // bandwidth cap: bytes that may still be read
   Clock::time_point last_refill = Clock::now();
 };
 
@@ -269,8 +269,8 @@ void FaultProxy::run() {
     int timeout_ms = 1000;
     auto consider_due = [&](const Pipe& p) {
       if (p.queue.empty()) return;
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(p.queue.front().due - now)
-                    .count();
+      auto ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(p.queue.front().due - now).count();
       timeout_ms = std::min<int>(timeout_ms, int(std::max<int64_t>(0, ms)) + 1);
     };
     for (auto& c : conns) {
@@ -330,8 +330,8 @@ void FaultProxy::run() {
           buf.resize(size_t(n));
           if (st.bandwidth > 0) in.tokens -= double(n);
           in.queued += size_t(n);
-          in.queue.push_back({Clock::now() + std::chrono::milliseconds(st.latency_ms),
-                              std::move(buf), 0});
+          in.queue.push_back(
+              {Clock::now() + std::chrono::milliseconds(st.latency_ms), std::move(buf), 0});
         } else if (n == 0) {
           in.eof = true;
         } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {

@@ -401,9 +401,9 @@ std::string canonical_value(Kind kind, const std::optional<std::string>& value, 
 
 const std::vector<FaultColumn>& fault_columns() {
   static const std::vector<FaultColumn> cols = {
-      {"id", Kind::integer},   {"rev", Kind::integer},  {"amount", Kind::decimal},
-      {"note", Kind::text},    {"flag", Kind::boolean}, {"at", Kind::timestamp},
-      {"day", Kind::date},     {"blob", Kind::bytes},   {"doc", Kind::json},
+      {"id", Kind::integer}, {"rev", Kind::integer},  {"amount", Kind::decimal},
+      {"note", Kind::text},  {"flag", Kind::boolean}, {"at", Kind::timestamp},
+      {"day", Kind::date},   {"blob", Kind::bytes},   {"doc", Kind::json},
   };
   return cols;
 }
@@ -539,8 +539,7 @@ std::string sqlite_fingerprint(const std::filesystem::path& db, const std::strin
   try {
     SqliteFile f(db);
     // No rev column in every table: count and sum of the keys only.
-    auto rows =
-        f.rows("SELECT count(*), coalesce(sum(id), 0), 0 FROM \"" + table + "\"");
+    auto rows = f.rows("SELECT count(*), coalesce(sum(id), 0), 0 FROM \"" + table + "\"");
     return rows ? fingerprint_of(*rows) : "";
   } catch (const std::exception&) {
     return "";
@@ -569,8 +568,8 @@ Diff compare_images(const TableImage& source, const TableImage& dest) {
       example("lost id " + std::to_string(id) + ": " + show_row(row));
     } else if (row_checksum(it->second) != row_checksum(row)) {
       d.differing++;
-      example("id " + std::to_string(id) + " differs: source " + show_row(row) +
-              " destination " + show_row(it->second));
+      example("id " + std::to_string(id) + " differs: source " + show_row(row) + " destination " +
+              show_row(it->second));
     } else {
       d.verified++;
     }
@@ -697,8 +696,8 @@ bool SourceWriter::create(int64_t rows) {
   if (!m.exec(ddl)) return false;
   if (m.db == Db::mysql && !m.exec("SET time_zone = '+00:00'")) return false;
   for (int64_t done = 0; done < rows;) {
-    std::string sql = "INSERT INTO " + t + " (" +
-                      column_list(m.db == Db::postgres ? '"' : '`') + ") VALUES ";
+    std::string sql =
+        "INSERT INTO " + t + " (" + column_list(m.db == Db::postgres ? '"' : '`') + ") VALUES ";
     for (int k = 0; k < 1000 && done < rows; ++k, ++done) {
       if (k) sql += ", ";
       sql += "(" + m.literal_row(m.next_id, 1) + ")";
@@ -867,8 +866,8 @@ KafkaExactlyOnce check_kafka_exactly_once(const std::vector<KafkaMessage>& messa
     }
     const int64_t id = std::stoll(idj->s);
     KeyState& k = keys[id];
-    const std::string where = " (id " + std::to_string(id) + ", offset " +
-                              std::to_string(m.offset) + ")";
+    const std::string where =
+        " (id " + std::to_string(id) + ", offset " + std::to_string(m.offset) + ")";
     if (op->s == "delete") {
       r.changes++;
       if (k.deleted) {
@@ -940,8 +939,8 @@ std::string KafkaExactlyOnce::str() const {
 
 void record_fault_result(const FaultResult& r) {
   char line[512];
-  std::snprintf(line, sizeof line, "%s\t%s\t%d\t%d\t%" PRId64 "\t%" PRId64 "\t%" PRId64
-                "\t%.2f\t%" PRIu64 "\n",
+  std::snprintf(line, sizeof line,
+                "%s\t%s\t%d\t%d\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%.2f\t%" PRIu64 "\n",
                 r.pipeline.c_str(), r.fault.c_str(), r.iterations, r.faults, r.rows_verified,
                 r.lost, r.duplicated, r.recovery_seconds, r.seed);
   // One write with O_APPEND: lines of parallel cases do not interleave.
@@ -956,7 +955,8 @@ void record_fault_result(const FaultResult& r) {
 uint64_t fault_seed() {
   static const uint64_t seed = [] {
     uint64_t s = 0;
-    if (const char* e = std::getenv("SLUICE_FAULT_SEED"); e && *e) s = std::strtoull(e, nullptr, 10);
+    if (const char* e = std::getenv("SLUICE_FAULT_SEED"); e && *e)
+      s = std::strtoull(e, nullptr, 10);
     else s = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
     std::cout << "fault suite seed: " << s << " (replay: SLUICE_FAULT_SEED=" << s << ")\n";
     return s;

@@ -76,7 +76,7 @@ struct Diff {
   int64_t lost = 0;      // in the source, not at the destination
   int64_t duplicated = 0;
   int64_t differing = 0;
-  int64_t extra = 0;  // at the destination, not in the source (a delete lost)
+  int64_t extra = 0;                  // at the destination, not in the source (a delete lost)
   std::vector<std::string> examples;  // the first few differences, for the failure message
   bool exact() const { return lost == 0 && duplicated == 0 && differing == 0 && extra == 0; }
   std::string str() const;
