@@ -131,10 +131,12 @@ struct Json {
   enum class T { null, boolean, number, string, array, object } t = T::null;
   std::string s;  // number text, string value, "true"/"false"
   std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> fields;
+  // Object members: keys[i] → values[i] (two vectors: a pair would need Json complete here).
+  std::vector<std::string> keys;
+  std::vector<Json> values;
   const Json* get(const std::string& k) const {
-    for (const auto& [n, v] : fields)
-      if (n == k) return &v;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (keys[i] == k) return &values[i];
     return nullptr;
   }
 };
@@ -225,7 +227,8 @@ class JsonReader {
         if (i_ >= s_.size() || s_[i_++] != ':') return false;
         Json v;
         if (!value(&v)) return false;
-        out->fields.emplace_back(std::move(k), std::move(v));
+        out->keys.push_back(std::move(k));
+        out->values.push_back(std::move(v));
         ws();
         if (i_ < s_.size() && s_[i_] == ',') {
           ++i_;
@@ -308,15 +311,16 @@ void write_canonical(const Json& j, std::string* out) {
       *out += ']';
       break;
     case Json::T::object: {
-      std::vector<const std::pair<std::string, Json>*> f;
-      for (const auto& p : j.fields) f.push_back(&p);
-      std::sort(f.begin(), f.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      std::vector<size_t> order(j.keys.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&](size_t a, size_t b) { return j.keys[a] < j.keys[b]; });
       *out += '{';
-      for (size_t i = 0; i < f.size(); ++i) {
+      for (size_t i = 0; i < order.size(); ++i) {
         if (i) *out += ',';
-        write_json_string(f[i]->first, out);
+        write_json_string(j.keys[order[i]], out);
         *out += ':';
-        write_canonical(f[i]->second, out);
+        write_canonical(j.values[order[i]], out);
       }
       *out += '}';
       break;
