@@ -299,11 +299,13 @@ void FaultProxy::run() {
       }
     }
     if (fds[1].revents & POLLIN) {
+      // The state now, not the one before poll: a control call may have changed it meanwhile.
+      const State at_accept = snapshot_state();
       for (;;) {
         int cfd = accept(listen_fd_, nullptr, nullptr);
         if (cfd < 0) break;
         accepted_++;
-        if (st.outage) {
+        if (at_accept.outage) {
           close_with_rst(cfd);
           continue;
         }
@@ -312,7 +314,7 @@ void FaultProxy::run() {
         set_nonblocking(cfd);
         auto c = std::make_unique<Conn>();
         c->client = cfd;
-        if (!st.blackhole) connect_upstream(*c);
+        if (!at_accept.blackhole) connect_upstream(*c);
         if (c->client >= 0) conns.push_back(std::move(c));
       }
     }
