@@ -299,11 +299,12 @@ void FaultProxy::run() {
       }
     }
     if (fds[1].revents & POLLIN) {
-      // The state now, not the one before poll: a control call may have changed it meanwhile.
-      const State at_accept = snapshot_state();
       for (;;) {
         int cfd = accept(listen_fd_, nullptr, nullptr);
         if (cfd < 0) break;
+        // The state once accepted, not the one before poll: a connection made right after a
+        // control call returned must see its effect.
+        const State at_accept = snapshot_state();
         accepted_++;
         if (at_accept.outage) {
           close_with_rst(cfd);

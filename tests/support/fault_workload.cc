@@ -946,7 +946,7 @@ void record_fault_result(const FaultResult& r) {
   std::snprintf(line, sizeof line,
                 "%s\t%s\t%d\t%d\t%" PRId64 "\t%" PRId64 "\t%" PRId64 "\t%.2f\t%" PRIu64 "\n",
                 r.pipeline.c_str(), r.fault.c_str(), r.iterations, r.faults, r.rows_verified,
-                r.lost, r.duplicated, r.recovery_seconds, r.seed);
+                r.lost, r.duplicated, r.recovery_seconds, fault_seed());
   // One write with O_APPEND: lines of parallel cases do not interleave.
   int fd = ::open(SLUICE_FAULT_RESULTS, O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {

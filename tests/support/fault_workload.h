@@ -140,7 +140,7 @@ struct FaultResult {
   int iterations = 0, faults = 0;
   int64_t rows_verified = 0, lost = 0, duplicated = 0;
   double recovery_seconds = 0;  // the slowest recovery after one fault
-  uint64_t seed = 0;
+  uint64_t seed = 0;  // the case's own seed (printed); the file records the suite's (the replay)
 };
 void record_fault_result(const FaultResult& r);
 
