@@ -13,7 +13,9 @@ namespace sluice::test::fault {
 namespace {
 
 constexpr const char* kTable = "employees";
-constexpr int64_t kEvents = 20000;
+// Enough events for every kill of the run to land before the generator's end (about 0.6 s of
+// 1,000 events per second per kill).
+int64_t event_count() { return fault_soak() ? 100000 : 20000; }
 
 const std::vector<FaultColumn>& employee_columns() {
   using K = FaultColumn::Kind;
@@ -29,15 +31,15 @@ const std::vector<FaultColumn>& employee_columns() {
 
 class GeneratorToSqlite : public ::testing::Test {
  protected:
-  // p.yaml in `dir`: generator (kEvents events, `rate` per second) → SQLite at `out`, checkpoints
-  // at `checkpoints`.
+  // p.yaml in `dir`: generator (event_count() events, `rate` per second) → SQLite at `out`,
+  // checkpoints at `checkpoints`.
   void write_pipeline(const std::filesystem::path& dir, const std::filesystem::path& out,
                       const std::filesystem::path& checkpoints, int rate) {
     PipelineFile f;
     f.checkpoints_path = checkpoints.string();
     PipelineYaml& p = f.pipeline("gen");
     p.source("generator")
-        .set("count", kEvents)
+        .set("count", event_count())
         .set("seed", int64_t(seed_ % 1000000))
         .set("rate", rate)
         .set("operations", Yaml::map({{"create", 0.6}, {"update", 0.3}, {"delete", 0.1}}));
@@ -114,7 +116,7 @@ class GeneratorToSqlite : public ::testing::Test {
 };
 
 TEST_F(GeneratorToSqlite, KillNineAtRandomMoments) {
-  // 1,000 events per second: the kills land all along the 20,000 events.
+  // 1,000 events per second: the kills land all along the events.
   write_pipeline(dir_.path(), dir_ / "out.db", dir_ / "state" / "checkpoints.db", 1000);
   std::mt19937_64 rng(seed_);
   const int kills = kill_loop(dir_.path(), kill_count(), rng);
