@@ -43,6 +43,8 @@ using Checker = std::function<Check()>;
 
 // Waits until `check` reports an exact match (the last check when it never does).
 inline Check wait_exact(const Checker& check, std::chrono::seconds timeout, double* seconds) {
+  // The soak's backlog after 100 kills or a 40 s outage takes longer to drain.
+  if (fault_soak()) timeout = std::max(timeout, std::chrono::seconds(600));
   const auto t0 = Clock::now();
   Check c = check();
   while (!c.problem.empty() && Clock::now() - t0 < timeout) {
