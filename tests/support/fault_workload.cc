@@ -698,6 +698,11 @@ bool SourceWriter::create(int64_t rows) {
                               "boolean, `at` datetime(6), `day` date, `blob` varbinary(64), `doc` "
                               "json)";
   if (!m.exec(ddl)) return false;
+  {
+    std::lock_guard lk(m.mu);  // a new table: no live key (new ones keep counting up)
+    m.live.clear();
+    m.live_keys.clear();
+  }
   if (m.db == Db::mysql && !m.exec("SET time_zone = '+00:00'")) return false;
   for (int64_t done = 0; done < rows;) {
     std::string sql =
