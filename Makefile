@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 SERVICES ?= postgres postgres-replica mariadb mariadb-nobinlog kafka postgres-tls mariadb-tls kafka-tls
 
 .PHONY: quickstart test build bootstrap bench bench-quick docs format format-check tidy clean services-stop \
-        test-sanitizers test-asan test-tsan test-assertions test-fuzz fuzz
+        test-sanitizers test-asan test-tsan test-assertions test-fuzz fuzz soak
 
 bootstrap:
 	@scripts/bootstrap
@@ -25,8 +25,19 @@ quickstart: build
 test: build
 	@set -e; \
 	for s in $(SERVICES); do eval "$$(scripts/services start $$s)"; done; \
-	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 600 -j $(JOBS)
+	cd $(BUILD_DIR) && rc=0 && ctest --output-on-failure --timeout 600 -j $(JOBS) || rc=$$?; \
+	$(CURDIR)/scripts/fault-summary fault-results.tsv || true; exit $$rc
 	$(MAKE) test-fuzz
+
+# The long fault suite: the fault_suite cases with 100 kill -9 per pipeline and 40 s outages
+# (SLUICE_FAULT_SOAK=1; SLUICE_FAULT_SEED=N replays a run); its summary goes to benchmarks/.
+soak: build
+	@set -e; \
+	for s in $(SERVICES); do eval "$$(scripts/services start $$s)"; done; \
+	cd $(BUILD_DIR) && rm -f fault-results.tsv && rc=0 && \
+	for b in ./sluice_fault_fault_suite_*_test; do SLUICE_FAULT_SOAK=1 $$b || rc=1; done; \
+	$(CURDIR)/scripts/fault-summary fault-results.tsv | tee $(CURDIR)/benchmarks/fault-soak.txt || true; \
+	exit $$rc
 
 bench: build
 	bench/run $(BENCH_ARGS)
