@@ -84,9 +84,15 @@ TEST_F(PostgresToKafka, KillNineDuringTheStreamReadCommittedSeesEachChangeOnce) 
   converge_and_record(dir_.path(), checker(), r, 60s);
 }
 
-// Known bug, issue 14 item 1: with transactions: true a crash during the snapshot repeats
-// snapshot rows in read_committed (a snapshot batch's position is its chunk's first page, not
-// the batch). Enable once snapshot positions are exact to the batch.
+// Known gap, issue 14 item 1 (open): snapshot batches now carry exact positions, so a resume
+// repeats no batch; but a snapshot resumed after a crash reads the rest of the table under a new
+// MVCC snapshot (the exported one died with the process) while the stream replays from the slot's
+// original point. A row inserted or updated in between is read by the resumed snapshot in its new
+// version (an updated row may also have moved to a page past the cursor) and then comes again from
+// the stream: read_committed sees "create/update again" (seed 8986929297869586671: 2,553 of 68,265
+// messages, down from 74,878 before exact positions). The fix: keep the first snapshot's
+// pg_current_snapshot() in the position and let a resumed COPY skip row versions whose xmin that
+// snapshot does not see (the stream delivers them). Enable this test with that fix.
 TEST_F(PostgresToKafka, DISABLED_KillNineAcrossSnapshotAndStreamReadCommittedSeesEachRowOnce) {
   ASSERT_TRUE(writer_->create(30000));  // a snapshot long enough for kills to land inside it
   write_pipeline(src_.url());
