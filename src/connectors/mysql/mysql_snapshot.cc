@@ -105,7 +105,19 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
     if (!snapshot_only) SLUICE_TRY(seed_history(p.point.coord, true));
   }
   // A resumed snapshot reads under a newer snapshot but keeps the stream's original start: the
-  // changes in between come again through the stream, so the end state converges.
+  // changes in between come again through the stream, so the end state converges. A keyset cursor
+  // (the last key read) means the same under any snapshot; an offset does not: rows deleted while
+  // sluice was stopped would shift the rest forward, and the rows the offset then skips would be
+  // lost. A table paged by offsets (no unique key) is read again from its first row.
+  if (!fresh && p.cursor.kind == KeysetCursor::Kind::offset) {
+    if (p.table_index < tables_.size())
+      spdlog::info(
+          "pipeline {}: the snapshot of {}.{} resumes from its first row (a table without a "
+          "unique key is read by offsets, which a newer snapshot shifts)",
+          ctx_.pipeline_id, quote_identifier(tables_[p.table_index].db),
+          quote_identifier(tables_[p.table_index].table));
+    p.cursor = KeysetCursor{};
+  }
   int64_t total = 0;
   for (size_t i = p.table_index; i < tables_.size(); ++i) total += tables_[i].estimate;
   st_->snapshot_started(total);
