@@ -30,7 +30,7 @@ TEST(SlotLagClock, AgeOfTheOldestUnconfirmedSample) {
 TEST(SlotLagClock, ManySamplesKeepTheOldest) {
   SlotLagClock c;
   const auto t0 = Clock::time_point() + 100s;
-  for (int i = 0; i < 10000; ++i) (void)c.observe(t0 + i * 1s, uint64_t(1000 + i), 10);
+  for (int i = 0; i < 10000; ++i) (void)c.observe(t0 + i * 1s, 1000 + uint64_t(i), 10);
   EXPECT_EQ(c.observe(t0 + 10000s, 20000, 10), 10000.0);
 }
 
