@@ -106,6 +106,10 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
           << "crashed after the snapshot: " << checkpoint_of(dir, id);
     }
   }
+  // A crash early in the snapshot may come before the first checkpoint (the batches before it
+  // still in flight at the destination): the next run then starts the snapshot again on the
+  // slot the first one created, not from a checkpoint. Both must end equal to the source.
+  const bool had_checkpoint = !checkpoint_of(dir, id).empty();
   {
     Process p({"run", "p.yaml"}, dir);
     if (!w.in_cdc) {
@@ -121,8 +125,10 @@ TEST_P(CrashWindows, ResumeEndsEqualToTheSourceWithoutDuplicates) {
     p.terminate();
     EXPECT_EQ(p.wait_for(60s), 0) << p.stderr_text();
     EXPECT_TRUE(same) << p.stderr_text();
-    EXPECT_NE(p.stderr_text().find("resuming from checkpoint"), std::string::npos)
-        << p.stderr_text();
+    if (had_checkpoint) {
+      EXPECT_NE(p.stderr_text().find("resuming from checkpoint"), std::string::npos)
+          << p.stderr_text();
+    }
   }
   EXPECT_EQ(dst.sql().scalar("SELECT count(*) FROM t"), "3000");
   EXPECT_EQ(dst.sql().scalar("SELECT count(DISTINCT id) FROM t"), "3000");
