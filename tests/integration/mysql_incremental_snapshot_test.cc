@@ -316,5 +316,47 @@ TEST(MysqlIncrementalSnapshot, AMissingUnwritableOrUnsetSignalTableIsAOneLineErr
   std::filesystem::remove_all(dir);
 }
 
+// ── a column whose old rows read what only the server knows ────────────────
+
+// ADD COLUMN … DEFAULT (RAND()) gives every existing row its own value, which the binlog never
+// carries (only the ALTER statement): with a signal table the table is read again while the stream
+// flows, so the destination ends equal to the source; without one the clear stop names it.
+TEST(MysqlIncrementalSnapshot, AnExpressionDefaultMakesTheTableReadAgain) {
+  TestDb db("inc_rand");
+  pgtest::TestDb pg("my_inc_rand");
+  ASSERT_TRUE(pg.ok());
+  seed_items(db);
+  auto dir = e2e::make_temp_dir("mysql-inc-rand");
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-rand", db, pg, {"other", "items"}).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
+  ASSERT_TRUE(db.sql().exec("ALTER TABLE items ADD COLUMN r DOUBLE DEFAULT (RAND())"));
+  ASSERT_TRUE(db.sql().exec("UPDATE items SET v = v + 1 WHERE id <= 10"));
+  e2e::Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
+  ASSERT_TRUE(logged(p, ".items complete")) << p.stderr_text();
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("reading the table again"), std::string::npos) << p.stderr_text();
+  EXPECT_EQ(compare(db.sql(), "SELECT id, v, note, r FROM items ORDER BY id", pg.sql(),
+                    "SELECT id::text, v::text, note, r::text FROM items ORDER BY id::bigint"),
+            0);
+  EXPECT_EQ(pg.sql().scalar("SELECT count(*) FROM items WHERE r IS NULL"), "0");
+  std::filesystem::remove_all(dir);
+
+  // Without a signal table: the stop, naming the setting.
+  TestDb db2("inc_rand_nosig");
+  pgtest::TestDb pg2("my_inc_rand_nosig");
+  ASSERT_TRUE(pg2.ok());
+  seed_items(db2);
+  auto dir2 = e2e::make_temp_dir("mysql-inc-rand-nosig");
+  e2e::write_file(dir2 / "p.yaml",
+                  inc_pipeline("inc-rand2", db2, pg2, {"other", "items"}, false).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir2, 60s), 0);
+  ASSERT_TRUE(db2.sql().exec("ALTER TABLE items ADD COLUMN r DOUBLE DEFAULT (RAND())"));
+  e2e::Process p2({"run", "p.yaml", "--idle-exit", "2"}, dir2);
+  EXPECT_NE(p2.wait_for(60s), 0);
+  EXPECT_NE(p2.stderr_text().find("server computes"), std::string::npos) << p2.stderr_text();
+  EXPECT_NE(p2.stderr_text().find("signal.table"), std::string::npos) << p2.stderr_text();
+  std::filesystem::remove_all(dir2);
+}
+
 }  // namespace
 }  // namespace sluice::mytest

@@ -175,8 +175,26 @@ Status MysqlDriver::on_query(Batch& batch, std::string_view db, std::string_view
       auto next = apply_alter(*it->second, st, &changes);
       if (!next.ok()) return cannot(n, next.error().message());
       std::shared_ptr<const TableSchema> t = std::move(next.value());
+      // A column whose old rows read what only the server knows: the table is read again by an
+      // incremental snapshot (it needs the signal table for its watermarks and a primary key to
+      // read in key order); otherwise the stop, naming the way out.
+      std::string reread;
+      for (const ColumnChange& ch : changes)
+        if (!ch.reread.empty() && reread.empty()) reread = ch.reread;
+      if (!reread.empty() && signal_name_.empty())
+        return cannot(n, reread +
+                             " (with `signal.table` set, sluice reads the table again "
+                             "instead: docs/incremental-snapshots.md)");
+      if (!reread.empty() && (t->key.empty() || t->key_from_setting))
+        return cannot(n, reread + " (the table has no primary key to read it again by)");
       batch.retain(t);
       SLUICE_TRY(emit_changes(batch, *t, changes, event_pos));
+      if (!reread.empty()) {
+        const std::string name = qualified_name(t->db, t->table);
+        const size_t queued = st_->incremental.add_tables(st_->position.incremental, {name});
+        spdlog::warn("pipeline {}: {}: {}; reading the table again (incremental snapshot{})",
+                     ctx_.pipeline_id, name, reread, queued ? "" : " already queued");
+      }
       const ddl::QualifiedName to{t->db, t->table};
       if (!(to == n)) {
         schemas_.erase(key_of(n));

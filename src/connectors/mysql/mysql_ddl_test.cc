@@ -185,14 +185,28 @@ TEST(MysqlDdlParse, ParenthesisedAddsNamedKeysAndMovedColumns) {
     EXPECT_NE(parse_statement(bad, "d").error, "") << bad;
 }
 
-TEST(MysqlDdlParse, ComputedDefaultsAndNarrowingAreRefused) {
+TEST(MysqlDdlParse, ComputedDefaultsAskForAReReadAndNarrowingIsRefused) {
   const TableSchema t = table_abc();
   std::vector<ColumnChange> ch;
+  // The column is added (no default to send); the change says why only a re-read tells the old
+  // rows' values.
   for (const char* sql : {"ALTER TABLE t ADD COLUMN ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP",
                           "ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT (uuid())",
                           "ALTER TABLE t ADD COLUMN g INT AS (b + 1) STORED",
-                          "ALTER TABLE t ADD COLUMN n INT NOT NULL AUTO_INCREMENT",
-                          "ALTER TABLE t MODIFY b SMALLINT", "ALTER TABLE t MODIFY a VARCHAR(5)",
+                          "ALTER TABLE t ADD COLUMN n INT NOT NULL AUTO_INCREMENT"}) {
+    ch.clear();
+    auto n = alter(t, sql, &ch);
+    ASSERT_TRUE(n.ok()) << sql << ": " << n.error().message();
+    ASSERT_EQ(ch.size(), 1u) << sql;
+    EXPECT_NE(ch[0].reread, "") << sql;
+    EXPECT_FALSE(ch[0].has_default) << sql;
+    EXPECT_EQ(n.value()->cols.size(), t.cols.size() + 1) << sql;
+  }
+  ch.clear();
+  ASSERT_TRUE(alter(t, "ALTER TABLE t ADD COLUMN d INT DEFAULT 7", &ch).ok());
+  ASSERT_EQ(ch.size(), 1u);
+  EXPECT_EQ(ch[0].reread, "");
+  for (const char* sql : {"ALTER TABLE t MODIFY b SMALLINT", "ALTER TABLE t MODIFY a VARCHAR(5)",
                           "ALTER TABLE t MODIFY b INT UNSIGNED", "ALTER TABLE t MODIFY a INT"}) {
     auto n = alter(t, sql, &ch);
     EXPECT_FALSE(n.ok()) << sql;

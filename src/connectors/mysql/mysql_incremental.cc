@@ -36,6 +36,8 @@ namespace {
 constexpr std::string_view kWindowOpen = "snapshot-window-open";
 constexpr std::string_view kWindowClose = "snapshot-window-close";
 
+}  // namespace
+
 // db.table as a user writes it: a part in backticks only where it is not a plain identifier.
 std::string qualified_name(std::string_view db, std::string_view table) {
   auto part = [](std::string_view p) {
@@ -51,6 +53,8 @@ std::string qualified_name(std::string_view db, std::string_view table) {
   };
   return part(db) + "." + part(table);
 }
+
+namespace {
 
 // A key column's value as one comparable text: the same for a chunk row (text_to_value of the
 // server's text) and a streamed row (the binlog decoder), whose Values are alike by design.

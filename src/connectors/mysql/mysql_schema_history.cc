@@ -145,22 +145,24 @@ Result<std::shared_ptr<TableSchema>> apply_alter(const TableSchema& old, const d
         ch.column = d.name;
         ch.type = d.type;
         if (d.generated)
-          return Error(Errc::unsupported,
-                       fmt::format("added column {} is generated: existing rows read values the "
-                                   "server computes",
-                                   quote_identifier(d.name)));
-        if (d.auto_increment)
-          return Error(Errc::unsupported,
-                       fmt::format("added column {} is AUTO_INCREMENT: existing rows read numbers "
-                                   "the server assigns",
-                                   quote_identifier(d.name)));
-        if (d.default_kind == ddl::ColumnDef::Default::expression)
-          return Error(Errc::unsupported,
-                       fmt::format("added column {} has an expression DEFAULT (such as "
-                                   "CURRENT_TIMESTAMP): existing rows read a value the server "
-                                   "computes",
-                                   quote_identifier(d.name)));
-        if (d.default_kind == ddl::ColumnDef::Default::literal) {
+          ch.reread = fmt::format(
+              "added column {} is generated: existing rows read values the "
+              "server computes",
+              quote_identifier(d.name));
+        else if (d.auto_increment)
+          ch.reread = fmt::format(
+              "added column {} is AUTO_INCREMENT: existing rows read numbers "
+              "the server assigns",
+              quote_identifier(d.name));
+        else if (d.default_kind == ddl::ColumnDef::Default::expression)
+          ch.reread = fmt::format(
+              "added column {} has an expression DEFAULT (such as "
+              "CURRENT_TIMESTAMP): existing rows read a value the server "
+              "computes",
+              quote_identifier(d.name));
+        if (!ch.reread.empty()) {
+          // No default to send: the re-read brings the old rows' values.
+        } else if (d.default_kind == ddl::ColumnDef::Default::literal) {
           ch.has_default = true;
           ch.default_text = d.default_text;
         } else if (d.default_kind == ddl::ColumnDef::Default::none && d.not_null) {

@@ -53,6 +53,10 @@ struct ColumnChange {
   std::string column, to, type, from;
   bool has_default = false;
   std::string default_text;  // add_column with has_default: the value old rows read, as text
+  // add_column: why the rows that existed read values only the server knows (an expression
+  // DEFAULT, AUTO_INCREMENT, a generated column); empty: none. Only a re-read of the table (an
+  // incremental snapshot) tells them.
+  std::string reread;
   // add_column: the new column's decoding facts and data type (the default is read as such).
   bl::ColumnInfo info;
   std::string data_type;

@@ -84,6 +84,9 @@ Result<GtidSet> gtid_at(MysqlConn& c, const BinlogCoord& at);
 // SHOW MASTER STATUS, or SHOW BINARY LOG STATUS where the former is gone (MySQL 8.4).
 Result<std::vector<MysqlRow>> binlog_status(MysqlConn& c);
 // mysql_ddl.cc
+// db.table as a user writes it (a part in backticks only where it is not a plain identifier): the
+// names of incremental snapshots' tables (mysql_incremental.cc).
+std::string qualified_name(std::string_view db, std::string_view table);
 std::optional<std::pair<std::string, std::string>> parse_qualified_name(
     std::string_view s, std::string_view default_db);
 
