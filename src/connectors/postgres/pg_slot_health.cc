@@ -167,24 +167,30 @@ void SlotHealthMonitor::poll_once(PgConn& conn, const std::stop_token& stop) {
     return;
   }
   PGresult* res = r.value().get();
-  const auto wal = as_u64(PQgetvalue(res, 0, 0));
-  const auto confirmed = PQgetisnull(res, 0, 1) ? std::nullopt : as_u64(PQgetvalue(res, 0, 1));
-  const auto restart = PQgetisnull(res, 0, 2) ? std::nullopt : as_u64(PQgetvalue(res, 0, 2));
+  const std::optional<uint64_t> wal_text = as_u64(PQgetvalue(res, 0, 0));
+  const std::optional<uint64_t> confirmed_text =
+      PQgetisnull(res, 0, 1) ? std::nullopt : as_u64(PQgetvalue(res, 0, 1));
+  const std::optional<uint64_t> restart_text =
+      PQgetisnull(res, 0, 2) ? std::nullopt : as_u64(PQgetvalue(res, 0, 2));
   const bool standby = std::string_view(PQgetvalue(res, 0, 3)) == "t";
-  if (!wal || !confirmed) {  // no slot (yet): nothing to measure
+  if (!wal_text || !confirmed_text) {  // no slot (yet): nothing to measure
     lag_bytes_ = -1;
     retained_bytes_ = -1;
     lag_ms_ = -1;
     return;
   }
+  // Plain values from here (GCC's -O1 builds warn of the optionals as maybe-uninitialized).
+  const uint64_t wal = wal_text.value_or(0), confirmed = confirmed_text.value_or(0);
+  const bool has_restart = restart_text.has_value();
+  const uint64_t restart = restart_text.value_or(0);
   const auto now = Clock::now();
-  const uint64_t lag = *wal > *confirmed ? *wal - *confirmed : 0;
+  const uint64_t lag = wal > confirmed ? wal - confirmed : 0;
   lag_bytes_ = int64_t(lag);
-  retained_bytes_ = restart && *wal > *restart ? int64_t(*wal - *restart) : 0;
-  const double seconds = clock_.observe(now, *wal, *confirmed);
+  retained_bytes_ = has_restart && wal > restart ? int64_t(wal - restart) : 0;
+  const double seconds = clock_.observe(now, wal, confirmed);
   lag_ms_ = int64_t(seconds * 1000);
-  if (*confirmed != last_confirmed_) {
-    last_confirmed_ = *confirmed;
+  if (confirmed != last_confirmed_) {
+    last_confirmed_ = confirmed;
     confirmed_moved_ = now;
   }
 
