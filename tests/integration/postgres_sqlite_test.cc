@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "integration/pg_harness.h"
 
@@ -105,10 +106,13 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
   Writer writer(db.url(), mixed_writes(300000, 2, 4, true), 2ms);
   {
     Process p({"run", "p.yaml"}, dir);
-    // "snapshot <lsn> <table> <page>": killed past the first batches, the restart resumes at the
-    // page the last durable batch ended before.
+    // "snapshot <lsn> <table> <page> [t<tables>]": killed past the first batches, the restart
+    // resumes at the page the last durable batch ended before.
     ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_kill", [](const std::string& c) {
-      return starts_with(c, "snapshot ") && c.substr(c.rfind(' ')) != " 0";
+      std::istringstream in(c);
+      std::string phase, lsn, table, page;
+      in >> phase >> lsn >> table >> page;
+      return phase == "snapshot" && !page.empty() && page != "0";
     })) << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);

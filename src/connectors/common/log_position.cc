@@ -225,4 +225,17 @@ bool read_field(PositionReader& r, IncrementalState* v) {
   return read_field(r, &v->cursor);
 }
 
+uint64_t tables_fingerprint(const std::vector<std::pair<std::string, std::string>>& tables) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&](std::string_view part) {
+    for (char c : part) h = (h ^ uint8_t(c)) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;  // a separator no name byte sequence can fake alone
+  };
+  for (const auto& [schema, table] : tables) {
+    mix(schema);
+    mix(table);
+  }
+  return h ? h : 1;
+}
+
 }  // namespace sluice

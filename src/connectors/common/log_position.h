@@ -27,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sluice {
@@ -177,6 +178,9 @@ enum class LogPhase : uint8_t { none, snapshot, stream, done };
 
 // Traits name a driver's position parts, each with write_field/read_field:
 //   struct Traits { using Point = …; using TxPoint = …; using Cursor = …; };
+// The fingerprint of an ordered list of (schema or database, table) names: FNV-1a 64, never 0.
+uint64_t tables_fingerprint(const std::vector<std::pair<std::string, std::string>>& tables);
+
 template <class Traits>
 struct LogPosition {
   using Point = typename Traits::Point;
@@ -192,6 +196,10 @@ struct LogPosition {
   TxPoint tx{};                  // cdc: the transaction partly durable …
   uint64_t tx_n = 0;             // … its first tx_n changes (0: none)
   IncrementalState incremental;  // cdc: an incremental snapshot pending (v2)
+  // snapshot: a fingerprint of the ordered list of tables it reads (table_tables_fingerprint), so
+  // that a resume after `tables` changed does not apply table_index to another list; 0: unknown
+  // (positions written before it). Written as "t<hex>" after the cursor.
+  uint64_t tables_fingerprint = 0;
 
   bool operator==(const LogPosition&) const = default;
 
@@ -203,6 +211,12 @@ struct LogPosition {
         write_field(w, point);
         w.number(table_index);
         write_field(w, cursor);
+        if (tables_fingerprint) {
+          char buf[20] = {'t'};
+          auto [end, ec] = std::to_chars(buf + 1, buf + sizeof(buf), tables_fingerprint, 16);
+          (void)ec;
+          w.word(std::string_view(buf, size_t(end - buf)));
+        }
         break;
       case LogPhase::stream:
         if (!incremental.empty()) w.word("v2");
@@ -246,6 +260,15 @@ struct LogPosition {
       if (!r.number(&index) || !read_field(r, &p.cursor)) return std::nullopt;
       p.phase = LogPhase::snapshot;
       p.table_index = size_t(index);
+      if (!r.at_end() && r.peek().starts_with("t")) {
+        std::string_view w;
+        r.word(&w);
+        auto [ptr, ec] =
+            std::from_chars(w.data() + 1, w.data() + w.size(), p.tables_fingerprint, 16);
+        if (w.size() < 2 || ec != std::errc() || ptr != w.data() + w.size() ||
+            p.tables_fingerprint == 0)
+          return std::nullopt;
+      }
     } else if (phase == "cdc") {
       p.phase = LogPhase::stream;
       if (!r.at_end() && r.peek() != "isnap" && (!read_field(r, &p.tx) || !r.number(&p.tx_n)))

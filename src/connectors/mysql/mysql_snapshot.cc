@@ -109,6 +109,23 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
   // (the last key read) means the same under any snapshot; an offset does not: rows deleted while
   // sluice was stopped would shift the rest forward, and the rows the offset then skips would be
   // lost. A table paged by offsets (no unique key) is read again from its first row.
+  // The position's table_index is an index into this list (sorted by name): a resume after
+  // `tables` changed (a table added or removed) would skip or repeat a table, so the snapshot
+  // starts again from the first one; the stream still starts at the original binlog position.
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const TableRef& t : tables_) names.emplace_back(t.db, t.table);
+  const uint64_t fingerprint = tables_fingerprint(names);
+  if (!fresh && p.tables_fingerprint != 0 && p.tables_fingerprint != fingerprint &&
+      (p.table_index > 0 || p.cursor.kind != KeysetCursor::Kind::start)) {
+    spdlog::warn(
+        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
+        "again from the first table",
+        ctx_.pipeline_id);
+    p.table_index = 0;
+    p.cursor = KeysetCursor{};
+    snap_table_index_ = SIZE_MAX;
+  }
+  p.tables_fingerprint = fingerprint;
   if (!fresh && p.cursor.kind == KeysetCursor::Kind::offset) {
     if (p.table_index < tables_.size())
       spdlog::info(
