@@ -35,4 +35,31 @@ Status resolve_credentials(Credentials& c) {
   return ok_status();
 }
 
+namespace {
+int hex_digit(char c) noexcept {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+bool percent_decode(std::string_view in, std::string* out) {
+  out->clear();
+  out->reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c != '%') {
+      *out += c;
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    *out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
+
 }  // namespace sluice

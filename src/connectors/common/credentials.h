@@ -30,4 +30,8 @@ inline constexpr std::string_view kPasswordFileDoc =
 // a secret. Errors never contain the password.
 Status resolve_credentials(Credentials& c);
 
+// Percent-decodes `in` (the user info and path of a connector URL); false on a malformed escape
+// ("%zz", a trailing "%").
+bool percent_decode(std::string_view in, std::string* out);
+
 }  // namespace sluice

@@ -10,13 +10,6 @@ namespace sluice::mysql {
 
 namespace {
 
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 Error url_error(std::string_view what) {
   return Error(
       Errc::invalid_argument,
@@ -24,24 +17,6 @@ Error url_error(std::string_view what) {
 }
 
 }  // namespace
-
-bool percent_decode(std::string_view in, std::string* out) {
-  out->clear();
-  out->reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c != '%') {
-      *out += c;
-      continue;
-    }
-    if (i + 2 >= in.size()) return false;
-    int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
-    if (hi < 0 || lo < 0) return false;
-    *out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return true;
-}
 
 std::string MysqlUrl::redacted() const {
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;

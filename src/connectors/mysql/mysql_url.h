@@ -31,7 +31,4 @@ struct MysqlUrl {
 // info. The password is registered for redaction (sluice/secrets.h).
 Result<MysqlUrl> parse_mysql_url(std::string_view url, Credentials credentials = {});
 
-// Percent-decodes `in`; false on a malformed escape ("%zz", a trailing "%").
-bool percent_decode(std::string_view in, std::string* out);
-
 }  // namespace sluice::mysql
