@@ -41,6 +41,9 @@
 //     keyed destinations converge, every later update leaving the value as this row had it.
 //     Without a first snapshot to filter by, the table resumed inside is read again from page 0
 //     when it has out-of-line-able columns.
+//   - A crash before the first checkpoint leaves no position: the slot's exported snapshot is
+//     also kept beside the checkpoint (source_history, pg_ddl.cc), and a snapshot started again
+//     on the unmoved slot filters by it.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -129,19 +132,39 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
   pos.tables_fingerprint = fingerprint;
   // A snapshot begun (or resumed from a position without one) records the MVCC snapshot it reads
   // under; a resume filters by the recorded one (see the top of this file).
-  const bool resumed = pos.table_index > 0 || !(pos.cursor == PageCursor{});
+  bool resumed = pos.table_index > 0 || !(pos.cursor == PageCursor{});
   first_snapshot_.reset();
   resume_table_index_ = pos.cursor.page > 0 ? pos.table_index : SIZE_MAX;
+  SLUICE_TRY(load_shapes());
+  if (!exported.empty()) {
+    // Kept beside the checkpoint before anything is read: a crash before the first checkpoint
+    // leaves no position, and the next run starts this snapshot again under another one.
+    slot_snapshot_lsn_ = pos.point;
+    slot_snapshot_mvcc_ = now_text;
+    SLUICE_TRY(save_history());
+  } else if (pos.mvcc.empty() && !resumed && !slot_snapshot_mvcc_.empty() &&
+             slot_snapshot_lsn_ == pos.point) {
+    // No checkpoint, but the slot is the one this pipeline created, unmoved: the stream starts
+    // at its consistent point, so the snapshot is read as a resume of the one it exported.
+    pos.mvcc = slot_snapshot_mvcc_;
+    resumed = true;
+    spdlog::info(
+        "pipeline {}: the snapshot starts again (no checkpoint), skipping the row "
+        "versions the stream from the slot's point delivers",
+        ctx_.pipeline_id);
+  }
   if (pos.mvcc.empty()) {
     pos.mvcc = now_text;
   } else if (auto first = XidSnapshot::parse(pos.mvcc); !first) {
-    spdlog::warn("pipeline {}: the position's snapshot {} is not readable: rows changed since it "
-                 "may come twice",
-                 ctx_.pipeline_id, pos.mvcc);
+    spdlog::warn(
+        "pipeline {}: the position's snapshot {} is not readable: rows changed since it "
+        "may come twice",
+        ctx_.pipeline_id, pos.mvcc);
   } else if (now_snap->xmax >= (uint64_t(1) << 32)) {
-    spdlog::info("pipeline {}: transaction ids have wrapped around since the server was created: "
-                 "rows changed since the snapshot began may come twice",
-                 ctx_.pipeline_id);
+    spdlog::info(
+        "pipeline {}: transaction ids have wrapped around since the server was created: "
+        "rows changed since the snapshot began may come twice",
+        ctx_.pipeline_id);
   } else if (resumed) {
     first_snapshot_ = first;
   }
@@ -215,7 +238,8 @@ Status PostgresDriver::plan_resumed_table(const TableRef& t) {
       "AND a.attstorage <> 'p' AND c.reltoastrelid <> 0 ORDER BY a.attnum",
       {std::to_string(t.oid)});
   if (!cols.ok())
-    return cols.error().with_context(fmt::format("cannot read {}.{}'s columns: ", t.schema, t.name));
+    return cols.error().with_context(
+        fmt::format("cannot read {}.{}'s columns: ", t.schema, t.name));
   // A value held inline is the same datum inside a one-column row, after the row's 24-byte
   // header; an out-of-line one is fetched into the row (with its 4-byte header), so the row is
   // larger. Anything but that exact size counts as "may be out of line" (a duplicate at worst).
@@ -230,16 +254,18 @@ Status PostgresDriver::plan_resumed_table(const TableRef& t) {
   if (!resume_table) return ok_status();
   if (first_snapshot_) {
     copy_below_cursor_end_ = st_->position.cursor.page;
-    spdlog::info("pipeline {}: snapshot of {}.{} resumes at page {}; the pages before it are read "
-                 "for rows changed since it began that may hold out-of-line values",
-                 ctx_.pipeline_id, t.schema, t.name, copy_below_cursor_end_);
+    spdlog::info(
+        "pipeline {}: snapshot of {}.{} resumes at page {}; the pages before it are read "
+        "for rows changed since it began that may hold out-of-line values",
+        ctx_.pipeline_id, t.schema, t.name, copy_below_cursor_end_);
   } else {
     // Rows updated while sluice was down may have moved below the cursor, and their updates
     // lack unchanged out-of-line values: without the first snapshot to tell which rows those
     // are, the whole table is read again.
-    spdlog::info("pipeline {}: snapshot of {}.{} starts again from page 0 (it has out-of-line "
-                 "values and the position does not name the snapshot it began in)",
-                 ctx_.pipeline_id, t.schema, t.name);
+    spdlog::info(
+        "pipeline {}: snapshot of {}.{} starts again from page 0 (it has out-of-line "
+        "values and the position does not name the snapshot it began in)",
+        ctx_.pipeline_id, t.schema, t.name);
     st_->position.cursor.page = 0;
   }
   return ok_status();
@@ -251,8 +277,8 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
   for (const auto& c : copy_table_->rel->columns)
     cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
   if (cols.empty()) cols = "NULL";  // a table without columns still has rows
-  // Rows that changed after the snapshot come again through the stream, which starts at the
-  // snapshot's LSN, so a resume under a newer snapshot still converges.
+  // Rows that changed after the first snapshot come through the stream, which starts at its
+  // LSN: a resume under a newer snapshot filters them out (below), so they come once.
   inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false, from < copy_below_cursor_end_};
   if (inflight_.below_cursor)
     inflight_.pages = std::min(inflight_.pages, copy_below_cursor_end_ - from);
@@ -265,10 +291,8 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
     const std::string seen = first_snapshot_->sees_sql("xmin::text::bigint");
     if (inflight_.below_cursor)
       where += fmt::format(" AND NOT {} AND {}", seen, copy_maybe_toasted_);
-    else if (copy_maybe_toasted_ == "false")
-      where += " AND " + seen;
-    else
-      where += fmt::format(" AND ({} OR {})", seen, copy_maybe_toasted_);
+    else if (copy_maybe_toasted_ == "false") where += " AND " + seen;
+    else where += fmt::format(" AND ({} OR {})", seen, copy_maybe_toasted_);
   }
   const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
                                       quote_identifier(t.schema), quote_identifier(t.name), where);

@@ -53,7 +53,7 @@ TEST(XidSnapshot, ParsesPgCurrentSnapshotAndTellsWhatItSees) {
   EXPECT_EQ(x->xmin, 100u);
   EXPECT_EQ(x->xmax, 105u);
   EXPECT_EQ(x->xip, (std::vector<uint64_t>{100, 103}));
-  EXPECT_TRUE(x->sees(2));   // a frozen tuple's xmin before 9.4 (FrozenTransactionId)
+  EXPECT_TRUE(x->sees(2));  // a frozen tuple's xmin before 9.4 (FrozenTransactionId)
   EXPECT_TRUE(x->sees(99));
   EXPECT_FALSE(x->sees(100));  // in progress
   EXPECT_TRUE(x->sees(101));
@@ -66,8 +66,8 @@ TEST(XidSnapshot, ParsesPgCurrentSnapshotAndTellsWhatItSees) {
   EXPECT_TRUE(idle->xip.empty());
   EXPECT_EQ(idle->sees_sql("x"), "(x < 7)");
   EXPECT_TRUE(XidSnapshot::parse("4294967296:4294967300:4294967297"));  // epoch 1
-  for (const char* bad : {"", "1", "1:2", "2:1:", "1:5:0", "1:5:5", "1:5:3,2", "1:5:3,3",
-                          "1:5:3,", "a:5:", "1:5:x", "1:5:,3"})
+  for (const char* bad : {"", "1", "1:2", "2:1:", "1:5:0", "1:5:5", "1:5:3,2", "1:5:3,3", "1:5:3,",
+                          "a:5:", "1:5:x", "1:5:,3"})
     EXPECT_FALSE(XidSnapshot::parse(bad)) << bad;
 }
 

@@ -211,6 +211,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status load_shapes();
   std::optional<Relation> shape_before(const Relation& now, Lsn lsn) const;
   Status record_shape(const Relation& r, Lsn lsn);
+  Status save_history();  // the shapes and the slot's snapshot, beside the checkpoint
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
   // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
@@ -300,6 +301,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   };
   std::map<uint32_t, std::vector<ShapeVersion>> shapes_;  // by table oid, ascending lsn
   bool shapes_loaded_ = false;
+  // The MVCC snapshot the slot exported when this pipeline created it at slot_snapshot_lsn_
+  // (kept with the shapes), for a snapshot begun again before any checkpoint; empty: unknown.
+  Lsn slot_snapshot_lsn_;
+  std::string slot_snapshot_mvcc_;
 
   // snapshot
   struct CopyChunk {
