@@ -63,15 +63,17 @@ std::optional<XidSnapshot> XidSnapshot::parse(std::string_view text) {
   };
   const size_t a = text.find(':');
   const size_t b = a == std::string_view::npos ? a : text.find(':', a + 1);
+  // xmin may exceed xmax: a slot's exported snapshot can be "33496:33469:" (xids below xmin
+  // count as seen before xmax is looked at, as in XidInMVCCSnapshot).
   if (b == std::string_view::npos || !number(text.substr(0, a), &x.xmin) ||
-      !number(text.substr(a + 1, b - a - 1), &x.xmax) || x.xmin > x.xmax)
+      !number(text.substr(a + 1, b - a - 1), &x.xmax))
     return std::nullopt;
   std::string_view list = text.substr(b + 1);
   while (!list.empty()) {
     const size_t comma = list.find(',');
     uint64_t xid;
     if (!number(list.substr(0, comma), &xid) || xid < x.xmin || xid >= x.xmax ||
-        (!x.xip.empty() && xid <= x.xip.back()))
+        (!x.xip.empty() && xid <= x.xip.back()))  // in [xmin, xmax), ascending
       return std::nullopt;
     x.xip.push_back(xid);
     if (comma == std::string_view::npos) break;
@@ -86,7 +88,7 @@ bool XidSnapshot::sees(uint64_t xid) const {
 }
 
 std::string XidSnapshot::sees_sql(std::string_view x) const {
-  if (xip.empty()) return fmt::format("({} < {})", x, xmax);
+  if (xip.empty()) return fmt::format("({} < {})", x, std::max(xmin, xmax));
   std::string list;
   for (uint64_t xid : xip) list += (list.empty() ? "" : ",") + std::to_string(xid);
   return fmt::format("({0} < {1} OR ({0} < {2} AND {0} <> ALL ('{{{3}}}'::bigint[])))", x, xmin,
@@ -287,12 +289,15 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
   if (!inflight_.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + inflight_.pages);
   if (first_snapshot_) {
     // Resumed under a newer snapshot: the versions the first one saw (and, below the cursor,
-    // only those it did not see), plus those that may hold out-of-line values.
+    // only those it did not see), plus those that may hold out-of-line values. CASE fixes the
+    // order (the planner may reorder AND/OR arms): the size test, which fetches out-of-line
+    // values, runs only for versions the first snapshot did not see.
     const std::string seen = first_snapshot_->sees_sql("xmin::text::bigint");
-    if (inflight_.below_cursor)
-      where += fmt::format(" AND NOT {} AND {}", seen, copy_maybe_toasted_);
-    else if (copy_maybe_toasted_ == "false") where += " AND " + seen;
-    else where += fmt::format(" AND ({} OR {})", seen, copy_maybe_toasted_);
+    if (copy_maybe_toasted_ == "false")
+      where += inflight_.below_cursor ? " AND false" : " AND " + seen;
+    else
+      where += fmt::format(" AND CASE WHEN {} THEN {} ELSE {} END", seen,
+                           inflight_.below_cursor ? "false" : "true", copy_maybe_toasted_);
   }
   const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
                                       quote_identifier(t.schema), quote_identifier(t.name), where);
