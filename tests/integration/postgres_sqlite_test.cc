@@ -106,19 +106,21 @@ TEST(PostgresToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqualToTheSource) 
   Writer writer(db.url(), mixed_writes(300000, 2, 4, true), 2ms);
   {
     Process p({"run", "p.yaml"}, dir);
-    // "snapshot <lsn> <table> <page> [t<tables>]": killed past the first batches, the restart
-    // resumes at the page the last durable batch ended before.
+    // "v3 snapshot <lsn> <table> <page> [t<tables>] s<mvcc>": killed past the first batches,
+    // the restart resumes at the page the last durable batch ended before.
     ASSERT_TRUE(wait_for_checkpoint(p, dir, "snap_kill", [](const std::string& c) {
       std::istringstream in(c);
       std::string phase, lsn, table, page;
-      in >> phase >> lsn >> table >> page;
+      in >> phase;
+      if (phase == "v3") in >> phase;
+      in >> lsn >> table >> page;
       return phase == "snapshot" && !page.empty() && page != "0";
     })) << p.stderr_text();
     p.signal(SIGKILL);
     EXPECT_EQ(p.wait(), 128 + SIGKILL);
   }
   const std::string at_kill = checkpoint_of(dir, "snap_kill");
-  ASSERT_TRUE(starts_with(at_kill, "snapshot "))
+  ASSERT_TRUE(starts_with(at_kill, "v3 snapshot "))
       << "killed too late to test a snapshot resume: " << at_kill;
   // Changes while sluice is down: some to rows already copied, some to rows not yet copied.
   ASSERT_TRUE(

@@ -18,7 +18,10 @@
 // sources stored before the codec existed, so every stored checkpoint decodes unchanged. Version 2
 // adds the incremental snapshot's state to a streaming position ("v2 cdc … isnap …", written only
 // while an incremental snapshot is pending, so a position without one stays version 1 byte for
-// byte); decode() reads every version it knows and refuses the others.
+// byte); decode() reads every version it knows and refuses the others. Version 3 adds the MVCC
+// snapshot the source's snapshot began under to a snapshot position ("v3 snapshot … t<hex>
+// s<snapshot>", written only when the driver recorded one), so a resumed snapshot can tell the row
+// versions the first one saw from those the stream delivers.
 #pragma once
 
 #include <charconv>
@@ -187,7 +190,7 @@ struct LogPosition {
   using TxPoint = typename Traits::TxPoint;
   using Cursor = typename Traits::Cursor;
 
-  static constexpr uint64_t kVersion = 2;  // the newest layout this code writes
+  static constexpr uint64_t kVersion = 3;  // the newest layout this code writes
 
   LogPhase phase = LogPhase::none;
   Point point{};
@@ -200,6 +203,10 @@ struct LogPosition {
   // that a resume after `tables` changed does not apply table_index to another list; 0: unknown
   // (positions written before it). Written as "t<hex>" after the cursor.
   uint64_t tables_fingerprint = 0;
+  // snapshot (v3): the MVCC snapshot the snapshot began under, as the driver prints it (postgres:
+  // pg_current_snapshot()'s "xmin:xmax:xip,…"); digits, ':' and ',' only. Empty: not recorded
+  // (positions written before it, sources without one). Written as "s<text>" last.
+  std::string mvcc;
 
   bool operator==(const LogPosition&) const = default;
 
@@ -207,6 +214,7 @@ struct LogPosition {
     PositionWriter w;
     switch (phase) {
       case LogPhase::snapshot:
+        if (!mvcc.empty()) w.word("v3");
         w.word("snapshot");
         write_field(w, point);
         w.number(table_index);
@@ -217,6 +225,7 @@ struct LogPosition {
           (void)ec;
           w.word(std::string_view(buf, size_t(end - buf)));
         }
+        if (!mvcc.empty()) w.word("s" + mvcc);
         break;
       case LogPhase::stream:
         if (!incremental.empty()) w.word("v2");
@@ -268,6 +277,14 @@ struct LogPosition {
         if (w.size() < 2 || ec != std::errc() || ptr != w.data() + w.size() ||
             p.tables_fingerprint == 0)
           return std::nullopt;
+      }
+      if (version >= 3 && !r.at_end() && r.peek().starts_with("s")) {
+        std::string_view w;
+        r.word(&w);
+        w.remove_prefix(1);
+        if (w.empty() || w.find_first_not_of("0123456789:,") != std::string_view::npos)
+          return std::nullopt;
+        p.mvcc = std::string(w);
       }
     } else if (phase == "cdc") {
       p.phase = LogPhase::stream;

@@ -89,7 +89,7 @@ TEST(LogPositionVersion, VersionOneMayBeExplicitAndLaterVersionsAreRefused) {
   auto explicit_v1 = PgPosition::decode("v1 cdc 0/5 0/4 2");
   ASSERT_TRUE(explicit_v1);
   EXPECT_EQ(explicit_v1->encode(), "cdc 0/5 0/4 2");  // version 1 is written without its tag
-  EXPECT_FALSE(PgPosition::decode("v3 cdc 0/5"));
+  EXPECT_FALSE(PgPosition::decode("v4 cdc 0/5"));
   EXPECT_FALSE(PgPosition::decode("v1"));
   EXPECT_FALSE(PgPosition::decode("vx cdc 0/5"));
 }
@@ -137,6 +137,29 @@ TEST(LogPositionRoundTrip, SnapshotTablesFingerprint) {
   EXPECT_EQ(PgPosition::decode("snapshot 0/10 2 9")->tables_fingerprint, 0u);
   for (const char* bad : {"snapshot 0/10 2 9 t", "snapshot 0/10 2 9 tzz", "snapshot 0/10 2 9 t0",
                           "snapshot 0/10 2 9 tabc x"})
+    EXPECT_FALSE(PgPosition::decode(bad)) << bad;
+}
+
+// Version 3: a snapshot position names the MVCC snapshot it began under ("s<text>", last, after
+// "v3"); positions without one decode as before, and the token is refused in older versions.
+TEST(LogPositionRoundTrip, SnapshotMvccSnapshot) {
+  PgPosition p;
+  p.phase = LogPhase::snapshot;
+  p.point = Lsn{0x10};
+  p.table_index = 1;
+  p.cursor.page = 7;
+  p.tables_fingerprint = 0xabcULL;
+  p.mvcc = "100:105:100,103";
+  EXPECT_EQ(p.encode(), "v3 snapshot 0/10 1 7 tabc s100:105:100,103");
+  EXPECT_EQ(*PgPosition::decode(p.encode()), p);
+  p.tables_fingerprint = 0;
+  p.mvcc = "7:7:";
+  EXPECT_EQ(p.encode(), "v3 snapshot 0/10 1 7 s7:7:");
+  EXPECT_EQ(*PgPosition::decode(p.encode()), p);
+  EXPECT_EQ(PgPosition::decode("snapshot 0/10 1 7 tabc")->mvcc, "");
+  for (const char* bad : {"snapshot 0/10 1 7 s1:2:", "v2 snapshot 0/10 1 7 s1:2:",
+                          "v3 snapshot 0/10 1 7 s", "v3 snapshot 0/10 1 7 s1 2",
+                          "v3 snapshot 0/10 1 7 s1:x:", "v3 snapshot 0/10 1 7 s1:2: tabc"})
     EXPECT_FALSE(PgPosition::decode(bad)) << bad;
 }
 

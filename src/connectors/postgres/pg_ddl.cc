@@ -578,8 +578,13 @@ Status PostgresDriver::emit_relation_changes(Batch& batch, const Relation* befor
 // stopped is seen like one made while it streamed. Versions the checkpoint has passed are pruned
 // (the newest of them stays: it is the baseline of a replay from the checkpoint).
 //
-//   "pgshapes 1\n", then per version "<oid> <lsn> <ncols>\n" and per column
-//   "<type oid> <type mod> <name length> <name>\n"
+//   ["pgslot <lsn> <mvcc>\n"] "pgshapes 1\n", then per version "<oid> <lsn> <ncols>\n" and per
+//   column "<type oid> <type mod> <name length> <name>\n"
+//
+// The optional first line is the MVCC snapshot the slot exported when sluice created it at <lsn>
+// (pg_snapshot.cc): a run that crashed before its first checkpoint leaves no position, and the
+// next one reads the snapshot again under a newer MVCC snapshot; with this line it can still skip
+// the row versions the stream delivers.
 
 namespace {
 constexpr std::string_view kShapesHeader = "pgshapes 1\n";
@@ -593,6 +598,20 @@ Status PostgresDriver::load_shapes() {
   if (!stored.ok()) return stored.error().with_context("cannot read the table shapes: ");
   if (!stored.value()) return ok_status();
   std::string_view in = *stored.value();
+  if (in.starts_with("pgslot ")) {
+    const size_t nl = in.find('\n');
+    const std::string_view line = in.substr(7, nl == std::string_view::npos ? nl : nl - 7);
+    const size_t sp = line.find(' ');
+    uint64_t lsn = 0;
+    auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), lsn);
+    if (nl != std::string_view::npos && sp != std::string_view::npos && ec == std::errc() &&
+        p == line.data() + sp) {
+      slot_snapshot_lsn_ = Lsn{lsn};
+      slot_snapshot_mvcc_ = std::string(line.substr(sp + 1));
+    }
+    in.remove_prefix(nl == std::string_view::npos ? in.size() : nl + 1);
+    if (in.empty()) return ok_status();
+  }
   auto bad = [] {
     return Error(Errc::data,
                  "the stored table shapes (checkpoint entry <pipeline>/source_history) are "
@@ -678,8 +697,15 @@ Status PostgresDriver::record_shape(const Relation& r, Lsn lsn) {
       if (vs[i].lsn < acked) keep_from = i;
     vs.erase(vs.begin(), vs.begin() + std::ptrdiff_t(keep_from));
   }
+  return save_history();
+}
+
+Status PostgresDriver::save_history() {
   if (!ctx_.history) return ok_status();
-  std::string out(kShapesHeader);
+  std::string out;
+  if (!slot_snapshot_mvcc_.empty())
+    out = fmt::format("pgslot {} {}\n", slot_snapshot_lsn_.value, slot_snapshot_mvcc_);
+  out += kShapesHeader;
   for (const auto& [rel, vs] : shapes_)
     for (const ShapeVersion& sv : vs) {
       out += fmt::format("{} {} {}\n", rel, sv.lsn.value, sv.columns.size());

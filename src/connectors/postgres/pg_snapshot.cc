@@ -15,15 +15,85 @@
 // of text in memory). The price:
 // a heap page's rows are never split across batches, so a batch can exceed max_records by up to one
 // page's rows (a few hundred small rows at most) when a page is denser than any before it.
+//
+// A resumed snapshot. After a crash the exported snapshot is gone: the rest is read under a newer
+// MVCC snapshot, while the stream still starts at the slot's consistent point. The position keeps
+// the first snapshot (pg_current_snapshot(), "v3 snapshot … s<xmin:xmax:xip>"), and a resumed
+// COPY skips the row versions it does not see: their transactions committed after the consistent
+// point, so the stream delivers them, and each row comes once (read_committed Kafka included).
+//   - xmin is 32 bits; pg_current_snapshot() is 64 (epoch and xid). While the server's current
+//     xmax is below 2^32 (epoch 0: no xid was ever reused) a raw xmin is the full xid, frozen
+//     tuples (which keep their raw xmin) included. Beyond, a frozen tuple's raw xmin from an
+//     earlier epoch could fall among the skipped xids and be lost: the filter is off, and rows
+//     changed since the first snapshot may come twice.
+//   - A skip needs xmin >= xmax or xmin in xip: a transaction not seen by the first snapshot,
+//     committed (its version is visible now) after it, so after the consistent point: the stream
+//     has it. The slot's exported snapshot lists every uncommitted xid of [xmin, xmax) in xip,
+//     subtransactions included; were a subtransaction's xid missing from xip (its top-level one in
+//     progress), its rows would be taken as seen and emitted, then streamed: a duplicate, never a
+//     loss.
+//   - Unchanged TOASTed columns: pgoutput sends an UPDATE that leaves an out-of-line value alone
+//     without it ('u'). A row changed while sluice was down that the resumed COPY skips (or whose
+//     new version moved below the cursor) would reach a destination that never saw it only as
+//     such updates: the column missing. So a row version that may hold an out-of-line value is
+//     emitted anyway, also from the pages below the cursor of the table resumed inside (its rows
+//     changed since the first snapshot only). Those rows may come twice (read_committed Kafka);
+//     keyed destinations converge, every later update leaving the value as this row had it.
+//     Without a first snapshot to filter by, the table resumed inside is read again from page 0
+//     when it has out-of-line-able columns.
+//   - A crash before the first checkpoint leaves no position: the slot's exported snapshot is
+//     also kept beside the checkpoint (source_history, pg_ddl.cc), and a snapshot started again
+//     on the unmoved slot filters by it.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 
 #include "connectors/postgres/postgres_source_driver.h"
 
 namespace sluice::pg {
+
+std::optional<XidSnapshot> XidSnapshot::parse(std::string_view text) {
+  XidSnapshot x;
+  auto number = [&](std::string_view w, uint64_t* out) {
+    auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), *out);
+    return !w.empty() && ec == std::errc() && ptr == w.data() + w.size();
+  };
+  const size_t a = text.find(':');
+  const size_t b = a == std::string_view::npos ? a : text.find(':', a + 1);
+  // xmin may exceed xmax: a slot's exported snapshot can be "33496:33469:" (xids below xmin
+  // count as seen before xmax is looked at, as in XidInMVCCSnapshot).
+  if (b == std::string_view::npos || !number(text.substr(0, a), &x.xmin) ||
+      !number(text.substr(a + 1, b - a - 1), &x.xmax))
+    return std::nullopt;
+  std::string_view list = text.substr(b + 1);
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    uint64_t xid;
+    if (!number(list.substr(0, comma), &xid) || xid < x.xmin || xid >= x.xmax ||
+        (!x.xip.empty() && xid <= x.xip.back()))  // in [xmin, xmax), ascending
+      return std::nullopt;
+    x.xip.push_back(xid);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+    if (list.empty()) return std::nullopt;  // a trailing comma
+  }
+  return x;
+}
+
+bool XidSnapshot::sees(uint64_t xid) const {
+  return xid < xmin || (xid < xmax && !std::binary_search(xip.begin(), xip.end(), xid));
+}
+
+std::string XidSnapshot::sees_sql(std::string_view x) const {
+  if (xip.empty()) return fmt::format("({} < {})", x, std::max(xmin, xmax));
+  std::string list;
+  for (uint64_t xid : xip) list += (list.empty() ? "" : ",") + std::to_string(xid);
+  return fmt::format("({0} < {1} OR ({0} < {2} AND {0} <> ALL ('{{{3}}}'::bigint[])))", x, xmin,
+                     xmax, list);
+}
 
 Status PostgresDriver::begin_snapshot(const std::string& exported) {
   if (auto b = conn_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
@@ -35,6 +105,14 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
         !s.ok())
       return s.error().with_context("cannot import the slot's snapshot: ");
   }
+  copy_active_ = false;  // a new connection: no COPY in flight, the table's state is read again
+  copy_table_index_ = SIZE_MAX;
+  auto now = conn_.exec("SELECT pg_current_snapshot()::text", PGRES_TUPLES_OK);
+  if (!now.ok()) return now.error().with_context("cannot read the snapshot's transaction ids: ");
+  const std::string now_text = PQgetvalue(now.value().get(), 0, 0);
+  const auto now_snap = XidSnapshot::parse(now_text);
+  if (!now_snap)
+    return Error(Errc::data, fmt::format("unexpected pg_current_snapshot() {}", now_text));
   // The position's table_index is an index into this list: a resume after `tables` changed
   // (a table added or removed, or listed in another order) would skip or repeat a table, so the
   // snapshot starts again from the first one; the stream still starts at the slot's point.
@@ -50,9 +128,48 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
         ctx_.pipeline_id);
     pos.table_index = 0;
     pos.cursor = PageCursor{};
+    pos.mvcc.clear();  // read again from the start, under this snapshot
     copy_table_index_ = SIZE_MAX;
   }
   pos.tables_fingerprint = fingerprint;
+  // A snapshot begun (or resumed from a position without one) records the MVCC snapshot it reads
+  // under; a resume filters by the recorded one (see the top of this file).
+  bool resumed = pos.table_index > 0 || !(pos.cursor == PageCursor{});
+  first_snapshot_.reset();
+  resume_table_index_ = pos.cursor.page > 0 ? pos.table_index : SIZE_MAX;
+  SLUICE_TRY(load_shapes());
+  if (!exported.empty()) {
+    // Kept beside the checkpoint before anything is read: a crash before the first checkpoint
+    // leaves no position, and the next run starts this snapshot again under another one.
+    slot_snapshot_lsn_ = pos.point;
+    slot_snapshot_mvcc_ = now_text;
+    SLUICE_TRY(save_history());
+  } else if (pos.mvcc.empty() && !resumed && !slot_snapshot_mvcc_.empty() &&
+             slot_snapshot_lsn_ == pos.point) {
+    // No checkpoint, but the slot is the one this pipeline created, unmoved: the stream starts
+    // at its consistent point, so the snapshot is read as a resume of the one it exported.
+    pos.mvcc = slot_snapshot_mvcc_;
+    resumed = true;
+    spdlog::info(
+        "pipeline {}: the snapshot starts again (no checkpoint), skipping the row "
+        "versions the stream from the slot's point delivers",
+        ctx_.pipeline_id);
+  }
+  if (pos.mvcc.empty()) {
+    pos.mvcc = now_text;
+  } else if (auto first = XidSnapshot::parse(pos.mvcc); !first) {
+    spdlog::warn(
+        "pipeline {}: the position's snapshot {} is not readable: rows changed since it "
+        "may come twice",
+        ctx_.pipeline_id, pos.mvcc);
+  } else if (now_snap->xmax >= (uint64_t(1) << 32)) {
+    spdlog::info(
+        "pipeline {}: transaction ids have wrapped around since the server was created: "
+        "rows changed since the snapshot began may come twice",
+        ctx_.pipeline_id);
+  } else if (resumed) {
+    first_snapshot_ = first;
+  }
   int64_t total = 0;
   for (size_t i = st_->position.table_index; i < tables_.size(); ++i) total += tables_[i].estimate;
   st_->snapshot_started(total);
@@ -102,10 +219,57 @@ Status PostgresDriver::load_copy_table() {
   if (PQntuples(size.value().get()) != 1)
     return Error(Errc::data, fmt::format("{}.{} is gone from the catalogue", t.schema, t.name));
   copy_table_pages_ = std::stoull(PQgetvalue(size.value().get(), 0, 0));
+  copy_maybe_toasted_ = "false";
+  copy_below_cursor_end_ = 0;
+  SLUICE_TRY(plan_resumed_table(t));
   chunk_sizer_.start_table(std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr));
   copy_table_index_ = st_->position.table_index;
   spdlog::debug("pipeline {}: snapshot of {}.{} from page {} (of {})", ctx_.pipeline_id, t.schema,
                 t.name, st_->position.cursor.page, copy_table_pages_);
+  return ok_status();
+}
+
+Status PostgresDriver::plan_resumed_table(const TableRef& t) {
+  const bool resume_table = st_->position.table_index == resume_table_index_;
+  if (!first_snapshot_ && !resume_table) return ok_status();
+  // The columns that may hold an out-of-line value: variable-length, not PLAIN storage, in a
+  // table with a TOAST table.
+  auto cols = conn_.exec_params(
+      "SELECT a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+      "WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attlen = -1 "
+      "AND a.attstorage <> 'p' AND c.reltoastrelid <> 0 ORDER BY a.attnum",
+      {std::to_string(t.oid)});
+  if (!cols.ok())
+    return cols.error().with_context(
+        fmt::format("cannot read {}.{}'s columns: ", t.schema, t.name));
+  // A value held inline is the same datum inside a one-column row, after the row's 24-byte
+  // header; an out-of-line one is fetched into the row (with its 4-byte header), so the row is
+  // larger. Anything but that exact size counts as "may be out of line" (a duplicate at worst).
+  std::string any;
+  for (int i = 0; i < PQntuples(cols.value().get()); ++i) {
+    const std::string c = quote_identifier(PQgetvalue(cols.value().get(), i, 0));
+    any += fmt::format("{}coalesce(pg_column_size(ROW({})) <> 24 + pg_column_size({}), false)",
+                       any.empty() ? "" : " OR ", c, c);
+  }
+  if (any.empty()) return ok_status();
+  copy_maybe_toasted_ = "(" + any + ")";
+  if (!resume_table) return ok_status();
+  if (first_snapshot_) {
+    copy_below_cursor_end_ = st_->position.cursor.page;
+    spdlog::info(
+        "pipeline {}: snapshot of {}.{} resumes at page {}; the pages before it are read "
+        "for rows changed since it began that may hold out-of-line values",
+        ctx_.pipeline_id, t.schema, t.name, copy_below_cursor_end_);
+  } else {
+    // Rows updated while sluice was down may have moved below the cursor, and their updates
+    // lack unchanged out-of-line values: without the first snapshot to tell which rows those
+    // are, the whole table is read again.
+    spdlog::info(
+        "pipeline {}: snapshot of {}.{} starts again from page 0 (it has out-of-line "
+        "values and the position does not name the snapshot it began in)",
+        ctx_.pipeline_id, t.schema, t.name);
+    st_->position.cursor.page = 0;
+  }
   return ok_status();
 }
 
@@ -115,12 +279,26 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
   for (const auto& c : copy_table_->rel->columns)
     cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
   if (cols.empty()) cols = "NULL";  // a table without columns still has rows
-  // Rows that changed after the snapshot come again through the stream, which starts at the
-  // snapshot's LSN, so a resume under a newer snapshot still converges.
-  inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false};
-  inflight_.last = from + inflight_.pages >= copy_table_pages_;
+  // Rows that changed after the first snapshot come through the stream, which starts at its
+  // LSN: a resume under a newer snapshot filters them out (below), so they come once.
+  inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false, from < copy_below_cursor_end_};
+  if (inflight_.below_cursor)
+    inflight_.pages = std::min(inflight_.pages, copy_below_cursor_end_ - from);
+  inflight_.last = !inflight_.below_cursor && from + inflight_.pages >= copy_table_pages_;
   std::string where = fmt::format("ctid >= '({},0)'::tid", from);
   if (!inflight_.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + inflight_.pages);
+  if (first_snapshot_) {
+    // Resumed under a newer snapshot: the versions the first one saw (and, below the cursor,
+    // only those it did not see), plus those that may hold out-of-line values. CASE fixes the
+    // order (the planner may reorder AND/OR arms): the size test, which fetches out-of-line
+    // values, runs only for versions the first snapshot did not see.
+    const std::string seen = first_snapshot_->sees_sql("xmin::text::bigint");
+    if (copy_maybe_toasted_ == "false")
+      where += inflight_.below_cursor ? " AND false" : " AND " + seen;
+    else
+      where += fmt::format(" AND CASE WHEN {} THEN {} ELSE {} END", seen,
+                           inflight_.below_cursor ? "false" : "true", copy_maybe_toasted_);
+  }
   const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
                                       quote_identifier(t.schema), quote_identifier(t.name), where);
   if (!PQsendQuery(conn_.get(), sql.c_str()))
@@ -178,7 +356,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
       const uint64_t pages = chunk_sizer_.pages(req.max_records - batch.size(),
                                                 req.max_bytes - batch.bytes(), batch.empty());
       if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
-      SLUICE_TRY(send_copy(pos.cursor.page, pages));
+      SLUICE_TRY(send_copy(copy_below_cursor_end_ ? 0 : pos.cursor.page, pages));
       next_in_this_batch_ = true;
     } else if (!next_in_this_batch_ && !batch.empty()) {
       break;  // the chunk in flight was sized for a batch of its own
@@ -197,7 +375,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
     // The table's rows are bounded by markers, so a keyed destination can remove rows this
     // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
     // again: every row of the table comes again.
-    if (chunk_.from == 0)
+    if (chunk_.from == 0 && !chunk_.below_cursor)
       add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
     const size_t bytes_before = batch.bytes();
     for (const auto& [data, size] : chunk_lines_) {
@@ -244,7 +422,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
       add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, false);
       ++pos.table_index;
       pos.cursor.page = 0;
-    } else {
+    } else if (!chunk_.below_cursor) {
       pos.cursor.page = chunk_.from + chunk_.pages;
     }
   }

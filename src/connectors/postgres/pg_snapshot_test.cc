@@ -46,5 +46,38 @@ TEST(ChunkSizer, SparsePagesGrowTheChunkDensePagesResetIt) {
   EXPECT_EQ(s.pages(10000, kBig, true), 1u) << "a new table starts afresh";
 }
 
+// The first snapshot kept in a snapshot position: pg_current_snapshot()'s text, and what it sees.
+TEST(XidSnapshot, ParsesPgCurrentSnapshotAndTellsWhatItSees) {
+  auto x = XidSnapshot::parse("100:105:100,103");
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->xmin, 100u);
+  EXPECT_EQ(x->xmax, 105u);
+  EXPECT_EQ(x->xip, (std::vector<uint64_t>{100, 103}));
+  EXPECT_TRUE(x->sees(2));  // a frozen tuple's xmin before 9.4 (FrozenTransactionId)
+  EXPECT_TRUE(x->sees(99));
+  EXPECT_FALSE(x->sees(100));  // in progress
+  EXPECT_TRUE(x->sees(101));
+  EXPECT_FALSE(x->sees(103));
+  EXPECT_TRUE(x->sees(104));
+  EXPECT_FALSE(x->sees(105));  // not yet begun
+  EXPECT_EQ(x->sees_sql("x"), "(x < 100 OR (x < 105 AND x <> ALL ('{100,103}'::bigint[])))");
+  auto idle = XidSnapshot::parse("7:7:");
+  ASSERT_TRUE(idle);
+  EXPECT_TRUE(idle->xip.empty());
+  EXPECT_EQ(idle->sees_sql("x"), "(x < 7)");
+  EXPECT_TRUE(XidSnapshot::parse("4294967296:4294967300:4294967297"));  // epoch 1
+  // A slot's exported snapshot can have xmin above xmax: below xmin is seen (XidInMVCCSnapshot
+  // tests xmin first).
+  auto exported = XidSnapshot::parse("33496:33469:");
+  ASSERT_TRUE(exported);
+  EXPECT_TRUE(exported->sees(33470));
+  EXPECT_TRUE(exported->sees(33495));
+  EXPECT_FALSE(exported->sees(33496));
+  EXPECT_EQ(exported->sees_sql("x"), "(x < 33496)");
+  for (const char* bad : {"", "1", "1:2", "2:1:5", "1:5:0", "1:5:5", "1:5:3,2", "1:5:3,3", "1:5:3,",
+                          "a:5:", "1:5:x", "1:5:,3"})
+    EXPECT_FALSE(XidSnapshot::parse(bad)) << bad;
+}
+
 }  // namespace
 }  // namespace sluice::pg

@@ -81,6 +81,21 @@ class ChunkSizer {
   uint64_t boost_ = 1;
 };
 
+// An MVCC snapshot as pg_current_snapshot() prints it ("xmin:xmax:xip,…", 64-bit xids with their
+// epoch): the first snapshot's, kept in the position (SourcePosition::mvcc) so that a snapshot
+// resumed after a crash, which reads under a newer MVCC snapshot, can tell the row versions the
+// first one saw (it emits them) from those committed after it (the stream, which starts at the
+// slot's consistent point, delivers those: the resumed COPY skips them).
+struct XidSnapshot {
+  uint64_t xmin = 0, xmax = 0;
+  std::vector<uint64_t> xip;  // in progress at the snapshot (ascending)
+  static std::optional<XidSnapshot> parse(std::string_view text);
+  // Whether a committed transaction `xid` is seen by this snapshot.
+  bool sees(uint64_t xid) const;
+  // The same test in SQL, of a bigint expression: "(x < xmin OR (x < xmax AND x <> ALL(…)))".
+  std::string sees_sql(std::string_view x) const;
+};
+
 struct TableRef {
   std::string schema, name;
   uint32_t oid = 0;
@@ -196,11 +211,15 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status load_shapes();
   std::optional<Relation> shape_before(const Relation& now, Lsn lsn) const;
   Status record_shape(const Relation& r, Lsn lsn);
+  Status save_history();  // the shapes and the slot's snapshot, beside the checkpoint
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
   // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
   // page range, the whole chunk received into chunk_lines_.
   Status load_copy_table();
+  // A table read under a newer snapshot than the first: which rows may hold out-of-line values,
+  // and for the table resumed inside, the pages below the cursor to read (or a restart at 0).
+  Status plan_resumed_table(const TableRef& t);
   Status send_copy(uint64_t from, uint64_t pages);
   Status receive_copy();
   // pg_stream.cc
@@ -282,12 +301,27 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   };
   std::map<uint32_t, std::vector<ShapeVersion>> shapes_;  // by table oid, ascending lsn
   bool shapes_loaded_ = false;
+  // The MVCC snapshot the slot exported when this pipeline created it at slot_snapshot_lsn_
+  // (kept with the shapes), for a snapshot begun again before any checkpoint; empty: unknown.
+  Lsn slot_snapshot_lsn_;
+  std::string slot_snapshot_mvcc_;
 
   // snapshot
   struct CopyChunk {
     uint64_t from = 0, pages = 0;  // heap pages [from, from + pages)
     bool last = false;             // to the table's end
+    // A resumed table's pages below the cursor, read only for rows changed since the first
+    // snapshot that may hold out-of-line values (pg_snapshot.cc): the cursor stays where it is.
+    bool below_cursor = false;
   };
+  // The first snapshot (the position's mvcc) when this run reads under another one and may
+  // filter by it (pg_snapshot.cc, begin_snapshot); empty: no filter.
+  std::optional<XidSnapshot> first_snapshot_;
+  size_t resume_table_index_ = SIZE_MAX;  // the table the snapshot resumed inside (cursor > 0)
+  // The loaded table's: an SQL test that a row may hold an out-of-line (TOASTed) value, "false"
+  // when it cannot; and the pages below the cursor still to read for such rows (0: none).
+  std::string copy_maybe_toasted_ = "false";
+  uint64_t copy_below_cursor_end_ = 0;
   bool copy_active_ = false;         // a COPY is in flight (inflight_)
   CopyChunk inflight_, chunk_;       // the chunk sent; the chunk received (being parsed)
   bool next_in_this_batch_ = false;  // inflight_ was sized for the batch being filled
