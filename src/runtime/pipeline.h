@@ -96,6 +96,15 @@ class Pipeline {
 
   const PipelineOptions& options() const noexcept { return options_; }
   const PipelineMetrics& metrics() const noexcept { return metrics_; }
+  // The destination's figures (written, dead-lettered) and connector name: with a spool, those
+  // of the side that reads the spool into the destination; else metrics() and options().
+  const PipelineMetrics& destination_metrics() const noexcept {
+    return downstream_ ? downstream_->metrics_ : metrics_;
+  }
+  const std::string& destination_connector() const noexcept {
+    return downstream_ ? downstream_->options_.destination_connector
+                       : options_.destination_connector;
+  }
   // Publishes the pipeline's probe and its source's standard probe (ConnectorStats) in `registry`,
   // and hands `registry` to the connectors (ConnectorContext::metrics) so they can add their own.
   // Call once, before run(); the registry must outlive the pipeline.
