@@ -435,7 +435,6 @@ Status DiskSpool::append(const Batch& batch, std::stop_token stop) {
 
   h.crc = frame_crc(h, std::string_view(scratch_).substr(kHeader));
   std::memcpy(scratch_.data(), &h, kHeader);
-  SLUICE_FAILPOINT("spool_before_write");
   if (!pwrite_all(fd_, scratch_.data(), frame, offset)) {
     const int err = errno;
     // Leave no partial frame behind (the next append writes at the same offset anyway).
