@@ -53,7 +53,7 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
   PipelineOptions down = options_;
   down.spool.reset();
   down.source_connector = "spool";
-  down.checkpoint_key = options_.id + "/spool/destination";
+  down.checkpoint_key = spool::spool_reader_checkpoint_key(options_.id, "destination");
   down.retry_destination_open = true;
   spool_ = std::make_unique<spool::DiskSpool>(*options_.spool);
   downstream_ = std::make_unique<Pipeline>(
@@ -904,6 +904,9 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
     // A position-only write of an emptied batch is not a batch of records.
     if (!batch->empty()) metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
+  } else if (status.error().code() == Errc::cancelled && stop_.stop_requested()) {
+    // A write the stop interrupted (a wait for room in a full spool): not acknowledged, so the
+    // next run writes it again; a graceful stop, not a failure.
   } else {
     metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
     fail(status.error().with_context(options_.destination_connector + " destination: "));

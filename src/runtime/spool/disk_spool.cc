@@ -110,6 +110,18 @@ std::optional<uint64_t> parse_spool_position(std::string_view position) {
   return seq;
 }
 
+Status remove_disk_spool(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return ok_status();
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec))
+    if (entry.path().extension() == kSuffix) std::filesystem::remove(entry.path(), ec);
+  if (ec)
+    return Error(Errc::io, fmt::format("spool {}: cannot remove its segments: {}", path,
+                                       ec.message()));
+  std::filesystem::remove(path, ec);  // only when empty: other files are the user's
+  return ok_status();
+}
+
 // ---- reader ---------------------------------------------------------------------------------
 
 class DiskSpool::Reader final : public SpoolReader {

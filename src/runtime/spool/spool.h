@@ -75,6 +75,15 @@ class Spool {
   virtual void close() noexcept = 0;
 };
 
+// The checkpoint store key of a spool reader's position: beside the pipeline's own (the source's).
+inline std::string spool_reader_checkpoint_key(std::string_view pipeline_id,
+                                               std::string_view reader) {
+  return std::string(pipeline_id) + "/spool/" + std::string(reader);
+}
+
+// Deletes a disk spool's segment files (and the directory once empty): `sluice cleanup`.
+Status remove_disk_spool(const std::string& path);
+
 // The position a reader's checkpoint holds: "spool:SEQ" (everything up to SEQ is durable at the
 // reader's destination).
 std::string spool_position(uint64_t seq);
