@@ -495,11 +495,10 @@ class Loader {
 
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
     PipelineConfig out;
-    auto fields = entries(
-        p,
-        {"id", "source", "processors", "destination", "batch", "on_error", "stall_timeout", "dlq",
-         "spool"},
-        false);
+    auto fields = entries(p,
+                          {"id", "source", "processors", "destination", "batch", "on_error",
+                           "stall_timeout", "dlq", "spool"},
+                          false);
 
     const Entry* id = find(fields, "id");
     if (!id) fail(p.mark, p.path, "missing required key 'id'");

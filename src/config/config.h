@@ -47,12 +47,12 @@ enum class OnError { stop, dlq };  // the order of the `on_error` choices
 // A pipeline's `spool` map (declared in config.cc: kSpoolSettings).
 enum class SpoolWhenFull { block, fail };  // the order of the `when_full` choices
 struct SpoolConfig {
-  std::string type;               // spool.type: disk
-  std::string path;               // spool.path: the segment directory
-  uint64_t segment_size = 0;      // spool.segment_size
-  uint64_t max_bytes = 0;         // spool.max_bytes (0: no bound but the disk)
-  SpoolWhenFull when_full{};      // spool.when_full
-  bool fsync = true;              // spool.fsync
+  std::string type;           // spool.type: disk
+  std::string path;           // spool.path: the segment directory
+  uint64_t segment_size = 0;  // spool.segment_size
+  uint64_t max_bytes = 0;     // spool.max_bytes (0: no bound but the disk)
+  SpoolWhenFull when_full{};  // spool.when_full
+  bool fsync = true;          // spool.fsync
 };
 
 struct PipelineConfig {

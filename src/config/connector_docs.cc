@@ -217,9 +217,10 @@ std::string render_pipeline_file_markdown() {
   table_row(out, "dlq", "connector", "", "with on_error: dlq",
             "`{connector: NAME, settings: {...}}`: the destination of rejected records; only with "
             "`on_error: dlq`.");
-  table_row(out, "spool", "map", "", "no",
-            "A durable spool between the processors and the destination (below): the source is "
-            "acknowledged once a batch is spooled, the destination reads the spool at its own pace.");
+  table_row(
+      out, "spool", "map", "", "no",
+      "A durable spool between the processors and the destination (below): the source is "
+      "acknowledged once a batch is spooled, the destination reads the spool at its own pace.");
   out += "\n### Batch\n\n";
   out +=
       "The `batch` map of a pipeline, e.g. `batch: {max_records: 10000, max_bytes: 64MiB, linger_ms: 50}`.\n\n";

@@ -72,8 +72,9 @@ std::string ProgressLine::spool_segment(const MetricLabels& pipeline) const {
   const auto bytes = registry_.values("sluice_spool_bytes", pipeline);
   const auto oldest = registry_.values("sluice_spool_oldest_seconds", pipeline);
   const double b = bytes.empty() ? 0.0 : metric_as_double(bytes.front().second);
-  std::string out = fmt::format(" spool {} rec {:.1f} MiB", thousands(uint64_t(as_int(records.front().second))),
-                                b / (1024.0 * 1024.0));
+  std::string out =
+      fmt::format(" spool {} rec {:.1f} MiB", thousands(uint64_t(as_int(records.front().second))),
+                  b / (1024.0 * 1024.0));
   const double age = oldest.empty() ? 0.0 : metric_as_double(oldest.front().second);
   if (age > 0) out += " oldest " + duration_text(age);
   return out;

@@ -6,9 +6,9 @@
 #include <functional>
 #include <future>
 
+#include "runtime/spool/spool_stages.h"
 #include "sluice/result.h"
 #include "sluice/secrets.h"
-#include "runtime/spool/spool_stages.h"
 #include "support/backoff.h"
 #include "support/failpoint.h"
 
@@ -346,13 +346,12 @@ Status Pipeline::run_stages() {
   for (Backoff backoff;;) {
     Status st = destination_->open(dest_ctx);
     if (st.ok()) break;
-    if (options_.retry_destination_open && st.error().retriable() &&
-        !stop_.stop_requested()) {
+    if (options_.retry_destination_open && st.error().retriable() && !stop_.stop_requested()) {
       // The destination side of a spool: the source keeps spooling meanwhile.
-      spdlog::warn("pipeline {}: {} (retrying in ~{} ms; the source keeps spooling)", options_.id,
-                   prefix_context(options_.destination_connector + " destination: ",
-                                  st.error().message()),
-                   backoff.next_delay().count());
+      spdlog::warn(
+          "pipeline {}: {} (retrying in ~{} ms; the source keeps spooling)", options_.id,
+          prefix_context(options_.destination_connector + " destination: ", st.error().message()),
+          backoff.next_delay().count());
       destination_->close();
       if (backoff.wait(stop_.get_token())) continue;
       metrics_.state = static_cast<int>(PipelineState::stopped);

@@ -61,9 +61,9 @@ class SpoolToPostgres : public ::testing::Test {
         .set("url", url_with_port(dst_->url(), proxy_->port()))
         .set("checkpoint_in_destination", checkpoint_in_destination);
     pl.max_records(200).linger_ms(20);
-    pl.extra.set("spool", test::Yaml::map({{"type", "disk"},
-                                          {"path", spool_.string()},
-                                          {"segment_size", "64KiB"}}));
+    pl.extra.set(
+        "spool",
+        test::Yaml::map({{"type", "disk"}, {"path", spool_.string()}, {"segment_size", "64KiB"}}));
     e2e::write_file(dir_ / "p.yaml", f.yaml());
   }
   void TearDown() override {
@@ -76,8 +76,8 @@ class SpoolToPostgres : public ::testing::Test {
     ASSERT_TRUE(src_->sql().exec(
         "BEGIN; UPDATE t SET rev = rev + 1 WHERE id % 7 = " + std::to_string(round % 7) +
         "; INSERT INTO t SELECT g, 0, 'r' || g FROM generate_series(" + std::to_string(base) +
-        ", " + std::to_string(base + 49) + ") g; DELETE FROM t WHERE id = " +
-        std::to_string(10 + round) + "; COMMIT"));
+        ", " + std::to_string(base + 49) +
+        ") g; DELETE FROM t WHERE id = " + std::to_string(10 + round) + "; COMMIT"));
   }
   std::string confirmed_flush() {
     return src_->sql().scalar(

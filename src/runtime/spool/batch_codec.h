@@ -3,8 +3,8 @@
 // the destination side reads back exactly what the processors produced.
 //
 //   batch  := varint(len) position · varint(n) record{n}
-//   record := u8 op · varint(len) position · value metadata · value key · value before · value after
-//   value  := u8 kind · payload (absent/null: none; bool: u8; int64, date, time, timestamp*:
+//   record := u8 op · varint(len) position · value metadata · value key · value before · value
+//   after value  := u8 kind · payload (absent/null: none; bool: u8; int64, date, time, timestamp*:
 //             zigzag varint; uint64: varint; float64: 8 bytes LE; decimal/string/bytes/json:
 //             varint(len) bytes; timetz: zigzag micros · zigzag offset; interval: zigzag months ·
 //             days · micros; uuid: 16 bytes; array: varint(n) value{n}; object: varint(n)

@@ -37,8 +37,8 @@ static_assert(sizeof(Header) == kHeader);
 uint32_t frame_crc(const Header& h, std::string_view payload) {
   uLong crc = crc32(0L, Z_NULL, 0);
   crc = crc32(crc, reinterpret_cast<const Bytef*>(&h), 28);
-  crc = crc32(crc, reinterpret_cast<const Bytef*>(payload.data()),
-              static_cast<uInt>(payload.size()));
+  crc =
+      crc32(crc, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()));
   return static_cast<uint32_t>(crc);
 }
 
@@ -116,8 +116,8 @@ Status remove_disk_spool(const std::string& path) {
   for (const auto& entry : std::filesystem::directory_iterator(path, ec))
     if (entry.path().extension() == kSuffix) std::filesystem::remove(entry.path(), ec);
   if (ec)
-    return Error(Errc::io, fmt::format("spool {}: cannot remove its segments: {}", path,
-                                       ec.message()));
+    return Error(Errc::io,
+                 fmt::format("spool {}: cannot remove its segments: {}", path, ec.message()));
   std::filesystem::remove(path, ec);  // only when empty: other files are the user's
   return ok_status();
 }
@@ -170,8 +170,8 @@ class DiskSpool::Reader final : public SpoolReader {
     for (;;) {
       Header h;
       if (!pread_all(fd_, &h, kHeader, offset) || h.magic != kMagic)
-        return Error(Errc::data, fmt::format("spool {}: unreadable frame at offset {}", path,
-                                             offset));
+        return Error(Errc::data,
+                     fmt::format("spool {}: unreadable frame at offset {}", path, offset));
       if (h.seq < next_seq_) {
         offset += kHeader + h.length;
         records_ += h.records;
@@ -183,8 +183,8 @@ class DiskSpool::Reader final : public SpoolReader {
       auto payload = std::make_shared<std::string>(h.length, '\0');
       if (!pread_all(fd_, payload->data(), h.length, offset + kHeader) ||
           frame_crc(h, *payload) != h.crc)
-        return Error(Errc::data, fmt::format("spool {}: batch {} at offset {} fails its CRC",
-                                             path, h.seq, offset));
+        return Error(Errc::data, fmt::format("spool {}: batch {} at offset {} fails its CRC", path,
+                                             h.seq, offset));
       offset += kHeader + h.length;
       records_ += h.records;
       offset_ = offset;
@@ -235,7 +235,7 @@ class DiskSpool::Reader final : public SpoolReader {
   uint64_t next_seq_ = 1;
   uint64_t seg_first_ = 0;
   uint64_t offset_ = 0;
-  uint64_t records_ = 0;  // records of every frame before the cursor (relative)
+  uint64_t records_ = 0;   // records of every frame before the cursor (relative)
   std::deque<Read> read_;  // read, not yet released (guarded by the spool's mu_)
 };
 
@@ -431,11 +431,12 @@ Status DiskSpool::append(const Batch& batch, std::stop_token stop) {
     }
     if (!over) break;
     if (options_.when_full == DiskSpoolOptions::WhenFull::fail)
-      return Error(Errc::io,
-                   fmt::format("spool {} is full: {} bytes wait for the destination, spool.max_bytes "
-                               "is {}: raise spool.max_bytes, or set spool.when_full: block to "
-                               "hold the source back instead",
-                               options_.path, disk_bytes_, options_.max_bytes));
+      return Error(
+          Errc::io,
+          fmt::format("spool {} is full: {} bytes wait for the destination, spool.max_bytes "
+                      "is {}: raise spool.max_bytes, or set spool.when_full: block to "
+                      "hold the source back instead",
+                      options_.path, disk_bytes_, options_.max_bytes));
     // Back-pressure: the source waits until a reader releases a segment.
     space_cv_.wait_for(lock, stop, std::chrono::milliseconds(200), [] { return false; });
     if (stop.stop_requested()) return Error(Errc::cancelled, "spool: stop requested while full");
@@ -557,7 +558,8 @@ Result<std::unique_ptr<SpoolReader>> DiskSpool::open_reader(const std::string& n
   std::lock_guard lock(mu_);
   auto it = readers_.find(name);
   if (it == readers_.end())
-    return Error(Errc::internal, fmt::format("spool {}: no reader named '{}'", options_.path, name));
+    return Error(Errc::internal,
+                 fmt::format("spool {}: no reader named '{}'", options_.path, name));
   auto reader = std::make_unique<Reader>(this, name);
   const uint64_t last = next_seq_ - 1;
   const Segment& front = segments_.front();

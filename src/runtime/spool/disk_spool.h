@@ -61,8 +61,8 @@ class DiskSpool final : public Spool {
   class Reader;
   struct Segment {
     uint64_t first_seq = 0;
-    uint64_t last_seq = 0;  // first_seq - 1 while empty
-    uint64_t bytes = 0;     // bytes of complete frames
+    uint64_t last_seq = 0;        // first_seq - 1 while empty
+    uint64_t bytes = 0;           // bytes of complete frames
     uint64_t records_before = 0;  // records of every frame before this segment (relative)
     uint64_t records = 0;
     std::string path;

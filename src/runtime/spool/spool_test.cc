@@ -63,10 +63,8 @@ TEST(SpoolBatchCodec, RoundTripsEveryValueKindAbsentVsNullAndControlRecords) {
   Record& r = b.add();
   r.op = Operation::update;
   r.position = "lsn/0/16B3748";
-  r.metadata = b.object(2)
-                   .add("table", Value::string("t"))
-                   .add("schema", Value::string("public"))
-                   .build();
+  r.metadata =
+      b.object(2).add("table", Value::string("t")).add("schema", Value::string("public")).build();
   r.key = b.object(1).add("id", Value::uint64(UINT64_MAX)).build();
   r.before = b.object(2).add("id", Value::int64(INT64_MIN)).add("gone", Value::null()).build();
   r.after = b.object(20)
