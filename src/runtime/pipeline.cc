@@ -55,6 +55,10 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
   down.source_connector = "spool";
   down.checkpoint_key = spool::spool_reader_checkpoint_key(options_.id, "destination");
   down.retry_destination_open = true;
+  // Either side of the spool holds one batch fewer: the spool decouples them, and two pools of
+  // batches are in memory at once.
+  down.spare_batches = 1;
+  options_.spare_batches = 1;
   spool_ = std::make_unique<spool::DiskSpool>(*options_.spool);
   downstream_ = std::make_unique<Pipeline>(
       std::move(down), std::make_unique<spool::SpoolReaderSource>(spool_.get(), "destination"),
@@ -421,7 +425,7 @@ Status Pipeline::run_stages() {
     }
   }
   if (checkpoint) last_position_written_ = *checkpoint;
-  max_in_flight_ = destination_->max_in_flight() + 2;
+  max_in_flight_ = destination_->max_in_flight() + options_.spare_batches;
   idle_since_ns_ = steady_ns();
   metrics_.state = static_cast<int>(PipelineState::running);
   spdlog::info("pipeline {}: started ({} → {}){}", options_.id, options_.source_connector,

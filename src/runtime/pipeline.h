@@ -67,6 +67,9 @@ struct PipelineOptions {
   // A destination that fails to open with a retriable error (unreachable) is retried with backoff
   // until it opens or the pipeline stops, instead of failing the pipeline.
   bool retry_destination_open = false;
+  // Batches the pool holds beyond the destination's max_in_flight (the one being read, and one
+  // waiting in the queue).
+  size_t spare_batches = 2;
 };
 
 // A side of the pipeline that has made no progress for PipelineOptions::stall_timeout while work

@@ -447,14 +447,25 @@ TEST(SpoolPipeline, SourceIsAcknowledgedWhileTheDestinationIsDownThenTheDestinat
   std::atomic<int> acked{-1};
   auto dest = std::make_unique<FlakyDestination>();
   FlakyDestination* d = dest.get();
+  MetricsRegistry registry;  // outlives the pipeline, as in the engine
   Pipeline p(spooled(dir.path()), std::make_unique<CountingSource>(2000, &acked), {},
              std::move(dest), &cps);
+  p.register_metrics(registry);
   Status result = ok_status();
   std::thread t([&] { result = p.run(); });
   for (int i = 0; i < 500 && acked.load() < 1999; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(acked.load(), 1999) << "the source was not acknowledged while the destination was down";
   EXPECT_GE(d->opens.load(), 1);
   EXPECT_EQ(p.spool_depth()->records, 2000u);
+  auto depth = registry.values("sluice_spool_records");
+  ASSERT_EQ(depth.size(), 1u);
+  EXPECT_EQ(metric_as_double(depth.front().second), 2000.0);
+  auto oldest = registry.values("sluice_spool_oldest_seconds");
+  ASSERT_EQ(oldest.size(), 1u);
+  EXPECT_GE(metric_as_double(oldest.front().second), 0.0);
+  EXPECT_EQ(metric_as_double(registry.values("sluice_records_written_total").front().second), 0.0)
+      << "written counts what reached the destination, not the spool";
+  EXPECT_EQ(p.in_flight_records(), 2000u);
   d->up = true;  // the destination comes back: the pipeline drains the spool, then ends
   t.join();
   ASSERT_TRUE(result.ok()) << result.error().message();
@@ -463,6 +474,9 @@ TEST(SpoolPipeline, SourceIsAcknowledgedWhileTheDestinationIsDownThenTheDestinat
   EXPECT_EQ(cps.saved["t"], "p1999");
   EXPECT_EQ(cps.saved["t/spool/destination"], spool_position(20));
   EXPECT_EQ(p.spool_depth()->records, 0u);
+  EXPECT_EQ(metric_as_double(registry.values("sluice_records_written_total").front().second),
+            2000.0);
+  EXPECT_EQ(p.in_flight_records(), 0u);
 }
 
 TEST(SpoolPipeline, ARestartResumesBothSidesWithoutSpoolingOrDeliveringTwice) {
