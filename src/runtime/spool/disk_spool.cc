@@ -528,19 +528,24 @@ void DiskSpool::collect_locked() {
   if (released + 1 >= next_seq_) bytes = 0;
   depth_records_ = records;
   depth_bytes_ = bytes;
-  // The oldest batch not released: its header holds its append time.
+  // The oldest batch not released: its header (right after the slowest reader's released point)
+  // holds its append time. One pread, whatever the segment's size.
   int64_t oldest = 0;
   if (released + 1 < next_seq_) {
-    for (const Segment& s : segments_) {
-      if (s.last_seq <= released || s.last_seq < s.first_seq) continue;
+    uint64_t seg_first = segments_.front().first_seq, offset = 0;
+    if (slowest && slowest->registered) {
+      seg_first = slowest->seg_first;
+      offset = slowest->offset_after;
+    }
+    for (size_t i = 0; i < segments_.size(); ++i) {
+      const Segment& s = segments_[i];
+      if (s.first_seq < seg_first) continue;
+      if (s.first_seq > seg_first) offset = 0;
+      if (offset >= s.bytes) continue;  // that segment is done: the next one's first frame
       const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) break;
-      uint64_t offset = 0;
       Header h;
-      while (pread_all(fd, &h, kHeader, offset) && h.magic == kMagic && h.seq <= released)
-        offset += kHeader + h.length;
-      if (h.magic == kMagic && h.seq > released) oldest = h.unix_ms;
-      ::close(fd);
+      if (fd >= 0 && pread_all(fd, &h, kHeader, offset) && h.magic == kMagic) oldest = h.unix_ms;
+      if (fd >= 0) ::close(fd);
       break;
     }
   }
