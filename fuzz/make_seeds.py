@@ -104,8 +104,65 @@ def config():
             write("config", "config_test_%02d.yaml" % i, s)
 
 
+def spool_batch():
+    """Batches in the spool's codec (src/runtime/spool/batch_codec.h), one per value kind and more."""
+    def varint(v):
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        return bytes(out)
+
+    def zigzag(v):
+        return varint((v << 1) ^ (v >> 63) if v < 0 else v << 1)
+
+    def text(b):
+        return varint(len(b)) + b
+
+    kinds = dict(absent=0, null=1, boolean=2, int64=3, uint64=4, float64=5, decimal=6, string=7, bytes=8,
+                 date=9, time=10, timetz=11, timestamp=12, timestamptz=13, interval=14, uuid=15, json=16,
+                 array=17, object=18)
+    values = [
+        bytes([kinds["absent"]]), bytes([kinds["null"]]), bytes([kinds["boolean"], 1]),
+        bytes([kinds["int64"]]) + zigzag(-(2 ** 63)), bytes([kinds["uint64"]]) + varint(2 ** 64 - 1),
+        bytes([kinds["float64"]]) + struct.pack("<d", -0.125), bytes([kinds["decimal"]]) + text(b"-12.340"),
+        bytes([kinds["string"]]) + text("h\u00e9llo".encode()), bytes([kinds["bytes"]]) + text(b"\x00\xff"),
+        bytes([kinds["date"]]) + zigzag(-719162), bytes([kinds["time"]]) + zigzag(86399999999),
+        bytes([kinds["timetz"]]) + zigzag(3600000000) + zigzag(-19800),
+        bytes([kinds["timestamp"]]) + zigzag(-1), bytes([kinds["timestamptz"]]) + zigzag(1700000000000000),
+        bytes([kinds["interval"]]) + zigzag(14) + zigzag(-3) + zigzag(123456789),
+        bytes([kinds["uuid"]]) + bytes(range(16)), bytes([kinds["json"]]) + text(b'{"a":[1,2]}'),
+    ]
+    array = bytes([kinds["array"]]) + varint(3) + values[3] + values[1] + values[7]
+
+    def obj(fields):
+        return bytes([kinds["object"]]) + varint(len(fields)) + b"".join(text(n) + v for n, v in fields)
+
+    after = obj([(b"f%d" % i, v) for i, v in enumerate(values + [array, obj([(b"deep", array)])])])
+    meta = obj([(b"table", values[7]), (b"schema", bytes([kinds["string"]]) + text(b"public"))])
+    key = obj([(b"id", values[3])])
+    absent = values[0]
+    ops = dict(snapshot=0, create=1, update=2, delete=3, schema=4, marker=5)
+
+    def record(op, position, m, k, before, a):
+        return bytes([ops[op]]) + text(position) + m + k + before + a
+
+    def batch(position, records):
+        return text(position) + varint(len(records)) + b"".join(records)
+
+    write("spool_batch", "every_kind", batch(b"0/16B3748", [record("update", b"lsn/1", meta, key, key, after)]))
+    write("spool_batch", "ops", batch(b"p9", [
+        record("create", b"p1", meta, key, absent, after),
+        record("delete", b"p2", meta, key, key, absent),
+        record("schema", b"", meta, absent, absent, obj([(b"columns", array)])),
+        record("marker", b"", obj([(b"marker", bytes([kinds["string"]]) + text(b"snapshot_end"))]), absent, absent,
+               absent)]))
+    write("spool_batch", "empty", batch(b"position-only", []))
+
+
 if __name__ == "__main__":
-    for f in (pgoutput, binlog, json_record, kafka_formats, config):
+    for f in (pgoutput, binlog, json_record, kafka_formats, config, spool_batch):
         f()
     for target in sorted(os.listdir(os.path.join(ROOT, "fuzz", "corpus"))):
         print(target, len(os.listdir(os.path.join(ROOT, "fuzz", "corpus", target))), file=sys.stderr)

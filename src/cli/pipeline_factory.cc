@@ -56,6 +56,17 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
                                                      : PipelineOptions::OnError::stop;
   if (config.dlq) options.dlq_connector = config.dlq->connector;
   options.stall_timeout = config.stall_timeout;
+  if (config.spool) {
+    spool::DiskSpoolOptions so;
+    so.path = config.spool->path;
+    so.segment_bytes = config.spool->segment_size;
+    so.max_bytes = config.spool->max_bytes;
+    so.when_full = config.spool->when_full == SpoolWhenFull::fail
+                       ? spool::DiskSpoolOptions::WhenFull::fail
+                       : spool::DiskSpoolOptions::WhenFull::block;
+    so.fsync = config.spool->fsync;
+    options.spool = std::move(so);
+  }
   return std::make_unique<Pipeline>(std::move(options), std::move(source.value()),
                                     std::move(processors), std::move(destination.value()),
                                     checkpoints, std::move(dlq));

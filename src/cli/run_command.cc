@@ -343,6 +343,10 @@ int cleanup_command(const std::string& file) {
     }
     Status erased = checkpoints->erase(pc.id);
     if (erased.ok()) erased = checkpoints->erase(source_history_key(pc.id));
+    // A spool: its reader's checkpoint and its segments (what they hold is read again).
+    if (erased.ok() && pc.spool)
+      erased = checkpoints->erase(spool::spool_reader_checkpoint_key(pc.id, "destination"));
+    if (erased.ok() && pc.spool) erased = spool::remove_disk_spool(pc.spool->path);
     if (Status st = std::move(erased); !st.ok()) {
       cli_error(fmt::format("pipeline {}: checkpoint: {}", pc.id, st.error().message()));
       rc = 1;
@@ -350,8 +354,9 @@ int cleanup_command(const std::string& file) {
     }
     write_out(
         stdout,
-        fmt::format("pipeline {}: cleaned up (server-side state dropped, {}checkpoint removed)\n",
-                    pc.id, erased_in_destination ? "position stored in the destination and " : ""));
+        fmt::format("pipeline {}: cleaned up (server-side state dropped, {}checkpoint removed{})\n",
+                    pc.id, erased_in_destination ? "position stored in the destination and " : "",
+                    pc.spool ? ", spool emptied" : ""));
   }
   return rc;
 }

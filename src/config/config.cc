@@ -238,6 +238,42 @@ constexpr auto kBatchSettings = settings_table<BatchConfig>(
         .with_default("50")
         .at_least(0));
 
+constexpr auto kSpoolSettings = settings_table<SpoolConfig>(
+    setting<&SpoolConfig::type>("type",
+                                "Where batches are spooled. disk: append-only segment files in "
+                                "`path`.")
+        .one_of("disk")
+        .mandatory(),
+    setting<&SpoolConfig::path>(
+        "path",
+        "Directory of the segment files (created if missing). One pipeline per directory; keep it "
+        "on a local disk.")
+        .mandatory()
+        .checked_by(check_file_path)
+        .file_path(),
+    setting<&SpoolConfig::segment_size>(
+        "segment_size",
+        "A segment file rolls once it holds this much; a segment is deleted once the destination "
+        "has every batch in it.")
+        .with_default("64MiB")
+        .at_least(4096),
+    setting<&SpoolConfig::max_bytes>(
+        "max_bytes",
+        "Most bytes of segment files on disk; 0: no bound but the disk (a full disk holds the "
+        "source back until the destination frees a segment).")
+        .with_default("0"),
+    setting<&SpoolConfig::when_full>(
+        "when_full",
+        "What the source side does when the spool holds max_bytes. block: it waits (the source "
+        "is held back, as without a spool); fail: the pipeline stops with an error.")
+        .one_of("block,fail")
+        .with_default("block"),
+    setting<&SpoolConfig::fsync>(
+        "fsync",
+        "fdatasync each batch before the source is acknowledged (group commit: one per batch). "
+        "false survives a crash of sluice but not of the machine.")
+        .with_default("true"));
+
 // The keys of a section's entries in a table ("http.listen" -> "listen" for section "http").
 std::vector<std::string_view> section_keys(std::span<const SettingSpec> table,
                                            std::string_view section) {
@@ -459,10 +495,10 @@ class Loader {
 
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
     PipelineConfig out;
-    auto fields = entries(
-        p,
-        {"id", "source", "processors", "destination", "batch", "on_error", "stall_timeout", "dlq"},
-        false);
+    auto fields = entries(p,
+                          {"id", "source", "processors", "destination", "batch", "on_error",
+                           "stall_timeout", "dlq", "spool"},
+                          false);
 
     const Entry* id = find(fields, "id");
     if (!id) fail(p.mark, p.path, "missing required key 'id'");
@@ -497,6 +533,15 @@ class Loader {
     out.destination = load_connector(child(p, *destination), Role::destination);
     check_templates(out);
     check_table_routing(out);
+
+    if (const Entry* e = find(fields, "spool")) {
+      Val v = child(p, *e);
+      if (!v.node.IsMap()) fail(v.mark, v.path, "expected a map like {type: disk, path: DIR}");
+      Settings settings = load_settings(kSpoolSettings, v);
+      SpoolConfig spool;
+      bind(kSpoolSettings, settings, v, &spool);
+      out.spool = std::move(spool);
+    }
 
     // Always loaded: the defaults come from the batch table.
     const Entry* batch = find(fields, "batch");
@@ -854,6 +899,7 @@ bool valid_env_name(std::string_view name) {
 
 std::span<const SettingSpec> file_settings() noexcept { return kFileSettings; }
 std::span<const SettingSpec> pipeline_settings() noexcept { return kPipelineSettings; }
+std::span<const SettingSpec> spool_settings() noexcept { return kSpoolSettings; }
 std::span<const SettingSpec> batch_settings() noexcept { return kBatchSettings; }
 
 // A malformed reference ("${", "${}", "${1X}") fails with an empty `missing`.

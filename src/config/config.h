@@ -44,6 +44,17 @@ struct BatchConfig {
 
 enum class OnError { stop, dlq };  // the order of the `on_error` choices
 
+// A pipeline's `spool` map (declared in config.cc: kSpoolSettings).
+enum class SpoolWhenFull { block, fail };  // the order of the `when_full` choices
+struct SpoolConfig {
+  std::string type;           // spool.type: disk
+  std::string path;           // spool.path: the segment directory
+  uint64_t segment_size = 0;  // spool.segment_size
+  uint64_t max_bytes = 0;     // spool.max_bytes (0: no bound but the disk)
+  SpoolWhenFull when_full{};  // spool.when_full
+  bool fsync = true;          // spool.fsync
+};
+
 struct PipelineConfig {
   std::string id;  // [A-Za-z0-9_.-]+, unique in the file
   ConnectorConfig source;
@@ -53,6 +64,7 @@ struct PipelineConfig {
   OnError on_error{};                         // on_error
   std::chrono::milliseconds stall_timeout{};  // stall_timeout (0: stalls are not reported)
   std::optional<ConnectorConfig> dlq;         // required when on_error is dlq
+  std::optional<SpoolConfig> spool;           // spool: between the processors and the destination
 };
 
 struct Config {
@@ -82,6 +94,7 @@ std::span<const SettingSpec> file_settings() noexcept;
 void register_config_secrets(const Config& config);
 std::span<const SettingSpec> pipeline_settings() noexcept;
 std::span<const SettingSpec> batch_settings() noexcept;
+std::span<const SettingSpec> spool_settings() noexcept;
 
 // Throws ConfigError.
 Config load_config_file(const std::string& path, const Registry& registry);

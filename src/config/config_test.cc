@@ -162,6 +162,27 @@ TEST(LoadConfig, FullFile) {
   EXPECT_FALSE(c.http_enabled);
 }
 
+TEST(LoadConfig, SpoolMapIsDeclaredWithDefaultsAndChecked) {
+  Config c = load(std::string(kBase) + "    spool: {type: disk, path: /tmp/sp, max_bytes: 1GiB}\n");
+  ASSERT_TRUE(c.pipelines[0].spool);
+  const SpoolConfig& s = *c.pipelines[0].spool;
+  EXPECT_EQ(s.type, "disk");
+  EXPECT_EQ(s.path, "/tmp/sp");
+  EXPECT_EQ(s.max_bytes, uint64_t(1) << 30);
+  EXPECT_EQ(s.segment_size, uint64_t(64) << 20);
+  EXPECT_EQ(s.when_full, SpoolWhenFull::block);
+  EXPECT_TRUE(s.fsync);
+  EXPECT_FALSE(load(kBase).pipelines[0].spool);
+  EXPECT_EQ(error_of(std::string(kBase) + "    spool: {type: disk}\n"),
+            "p.yaml:11:12: pipelines[0].spool: missing required setting 'path'");
+  EXPECT_NE(error_of(std::string(kBase) + "    spool: {type: tape, path: x}\n")
+                .find("pipelines[0].spool.type"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kBase) + "    spool: {type: disk, path: x, when_full: drop}\n")
+                .find("pipelines[0].spool.when_full"),
+            std::string::npos);
+}
+
 TEST(LoadConfig, UnknownTopLevelKey) {
   EXPECT_EQ(error_of(std::string(kBase) + "htp: {}\n"),
             "p.yaml:11:1: htp: unknown key 'htp' (known: version, pipelines, checkpoints, http)");
@@ -171,7 +192,7 @@ TEST(LoadConfig, UnknownKeysInNestedSections) {
   EXPECT_EQ(
       error_of(std::string(kBase) + "    batchh: {}\n"),
       "p.yaml:11:5: pipelines[0].batchh: unknown key 'batchh' (known: id, source, processors, destination, "
-      "batch, on_error, stall_timeout, dlq)");
+      "batch, on_error, stall_timeout, dlq, spool)");
   EXPECT_EQ(
       error_of(std::string(kBase) + "    batch: {max_record: 5}\n"),
       "p.yaml:11:13: pipelines[0].batch.max_record: unknown key 'max_record' (known: max_records, max_bytes, "

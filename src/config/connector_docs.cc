@@ -217,10 +217,26 @@ std::string render_pipeline_file_markdown() {
   table_row(out, "dlq", "connector", "", "with on_error: dlq",
             "`{connector: NAME, settings: {...}}`: the destination of rejected records; only with "
             "`on_error: dlq`.");
+  table_row(
+      out, "spool", "map", "", "no",
+      "A durable spool between the processors and the destination (below): the source is "
+      "acknowledged once a batch is spooled, the destination reads the spool at its own pace.");
   out += "\n### Batch\n\n";
   out +=
       "The `batch` map of a pipeline, e.g. `batch: {max_records: 10000, max_bytes: 64MiB, linger_ms: 50}`.\n\n";
   settings_table(out, batch_settings());
+  out += "\n### Spool\n\n";
+  out +=
+      "The `spool` map of a pipeline, e.g. `spool: {type: disk, path: spool/orders, max_bytes: "
+      "10GiB}`. The source side writes each batch to the spool and its position is acknowledged "
+      "(the replication slot, the binlog position) once the batch is durable there; the "
+      "destination reads the spool from a checkpoint of its own (`ID/spool/destination` in the "
+      "checkpoint store, or the destination's own table with `checkpoint_in_destination`), so a "
+      "destination that is down or slow never holds the source's log open. A destination that "
+      "cannot be reached is retried with backoff while the source keeps spooling. The depth "
+      "(`sluice_spool_records`, `sluice_spool_bytes`, `sluice_spool_oldest_seconds`) is in "
+      "/metrics and on the progress line.\n\n";
+  settings_table(out, spool_settings());
   return out;
 }
 

@@ -93,15 +93,16 @@ PipelineStatus Engine::status_of(const Entry& e) const {
   PipelineStatus s;
   s.id = p.options().id;
   s.source = p.options().source_connector;
-  s.destination = p.options().destination_connector;
+  s.destination = p.destination_connector();
   s.state = p.state();
   s.started = e.started;
   s.ended = e.ended;
   if (e.result && !e.result->ok()) s.error = e.result->error();
   s.records_read = m.records_read.load();
-  s.records_written = m.records_written.load();
+  // With a spool: what reached the destination, not the spool.
+  s.records_written = p.destination_metrics().records_written.load();
   s.records_filtered = m.records_filtered.load();
-  s.records_dead_lettered = m.dlq_records.load();
+  s.records_dead_lettered = p.destination_metrics().dlq_records.load();
   s.records_in_flight = p.in_flight_records();
   s.checkpoint = p.checkpoint_position();
   s.source_server_state = p.source_server_state();

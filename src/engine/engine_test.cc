@@ -287,6 +287,34 @@ TEST(Progress, LabelsPipelinesCapsAtOneHundredPercentAndDropsAFinishedSnapshot) 
   EXPECT_NE(line.find("| a:"), std::string::npos) << line;
 }
 
+TEST(Progress, APipelineWithASpoolShowsItsDepth) {
+  MetricsRegistry m;
+  std::atomic<int64_t> records{35000}, oldest{12};
+  const MetricLabels spool{{"pipeline", "a"}, {"type", "disk"}};
+  auto reg = m.add({
+      MetricDef::gauge("sluice_source_lag_seconds", "x", {{"pipeline", "a"}, {"connector", "pg"}},
+                       [] { return MetricValue(-1.0); }),
+      MetricDef::gauge("sluice_spool_records", "x", spool,
+                       [&] { return MetricValue(records.load()); }),
+      MetricDef::gauge("sluice_spool_bytes", "x", spool,
+                       [] { return MetricValue(uint64_t(4.1 * 1024 * 1024)); }),
+      MetricDef::gauge("sluice_spool_oldest_seconds", "x", spool,
+                       [&] { return MetricValue(double(oldest.load())); }),
+      MetricDef::gauge("sluice_source_lag_seconds", "x", {{"pipeline", "b"}, {"connector", "pg"}},
+                       [] { return MetricValue(-1.0); }),
+  });
+  ProgressLine progress(m);
+  std::string line = progress.render(1.0);
+  EXPECT_NE(line.find("| a: 0 written spool 35,000 rec 4.1 MiB oldest 12s"), std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("| b: 0 written spool"), std::string::npos) << line;  // b has none
+  records = 0;
+  oldest = 0;
+  line = progress.render(2.0);
+  EXPECT_NE(line.find("| a: 0 written spool 0 rec"), std::string::npos) << line;
+  EXPECT_EQ(line.find("oldest"), std::string::npos) << line;
+}
+
 TEST(Progress, FormatsNumbersAndDurations) {
   EXPECT_EQ(thousands(0), "0");
   EXPECT_EQ(thousands(1234567), "1,234,567");

@@ -58,10 +58,26 @@ std::string ProgressLine::render(double elapsed) {
     std::string segment = fmt::format(" {} written", thousands(pipeline_written));
     const double lag = metric_as_double(lag_v);
     if (lag >= 0) segment += fmt::format(" lag {:.1f}s", lag);
+    segment += spool_segment(pipeline);
     segment += snapshot_segment(pipeline, elapsed);
     line += fmt::format("  | {}:{}", id, segment);
   }
   return line;
+}
+
+std::string ProgressLine::spool_segment(const MetricLabels& pipeline) const {
+  // A pipeline with a spool: what waits in it for the destination.
+  const auto records = registry_.values("sluice_spool_records", pipeline);
+  if (records.empty()) return "";
+  const auto bytes = registry_.values("sluice_spool_bytes", pipeline);
+  const auto oldest = registry_.values("sluice_spool_oldest_seconds", pipeline);
+  const double b = bytes.empty() ? 0.0 : metric_as_double(bytes.front().second);
+  std::string out =
+      fmt::format(" spool {} rec {:.1f} MiB", thousands(uint64_t(as_int(records.front().second))),
+                  b / (1024.0 * 1024.0));
+  const double age = oldest.empty() ? 0.0 : metric_as_double(oldest.front().second);
+  if (age > 0) out += " oldest " + duration_text(age);
+  return out;
 }
 
 std::string ProgressLine::snapshot_segment(const MetricLabels& pipeline, double elapsed) const {

@@ -24,6 +24,8 @@ class ProgressLine {
   std::string render(double elapsed);
 
  private:
+  // " spool 1,200 rec 3.4 MiB oldest 12s" for a pipeline with a spool, else empty.
+  std::string spool_segment(const MetricLabels& pipeline) const;
   std::string snapshot_segment(const MetricLabels& pipeline, double elapsed) const;
 
   const MetricsRegistry& registry_;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 
+#include "runtime/spool/spool_stages.h"
 #include "sluice/result.h"
 #include "sluice/secrets.h"
 #include "support/backoff.h"
@@ -45,24 +46,50 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
       processors_(std::move(processors)),
       destination_(std::move(destination)),
       checkpoints_(checkpoints),
-      dlq_(std::move(dlq)) {}
+      dlq_(std::move(dlq)) {
+  if (!options_.spool) return;
+  // The spool seam: this pipeline keeps the source side and writes into the spool; a downstream
+  // pipeline of its own reads the spool into the destination (runtime/spool/spool_stages.h).
+  PipelineOptions down = options_;
+  down.spool.reset();
+  down.source_connector = "spool";
+  down.checkpoint_key = spool::spool_reader_checkpoint_key(options_.id, "destination");
+  down.retry_destination_open = true;
+  // Either side of the spool holds one batch fewer: the spool decouples them, and two pools of
+  // batches are in memory at once.
+  down.spare_batches = 1;
+  options_.spare_batches = 1;
+  spool_ = std::make_unique<spool::DiskSpool>(*options_.spool);
+  downstream_ = std::make_unique<Pipeline>(
+      std::move(down), std::make_unique<spool::SpoolReaderSource>(spool_.get(), "destination"),
+      std::vector<std::unique_ptr<Processor>>{}, std::move(destination_), checkpoints,
+      std::move(dlq_));
+  destination_ = std::make_unique<spool::SpoolWriter>(spool_.get(), stop_.get_token());
+  options_.destination_connector = "spool";
+  options_.on_error = PipelineOptions::OnError::stop;
+  options_.dlq_connector.clear();
+}
 
 Pipeline::~Pipeline() = default;
 
 void Pipeline::register_metrics(MetricsRegistry& registry) {
   registry_ = &registry;
   const std::string& src = options_.source_connector;
-  const std::string& dst = options_.destination_connector;
+  // With a spool the destination's figures are the downstream pipeline's (spool → destination).
+  if (downstream_) downstream_->registry_ = &registry;
+  const std::string& dst =
+      downstream_ ? downstream_->options_.destination_connector : options_.destination_connector;
   auto labels = [&](const std::string& connector) {
     return MetricLabels{{"pipeline", options_.id}, {"connector", connector}};
   };
-  const PipelineMetrics& m = metrics_;
+  const PipelineMetrics& m = downstream_ ? downstream_->metrics_ : metrics_;
+  const PipelineMetrics& up = metrics_;
   // The names, labels and order /metrics has always had (dashboards and tests depend on them).
   probes_.push_back(registry.add({
       MetricDef::counter("sluice_records_read_total", "Records read from the source.", labels(src),
-                         m.records_read),
+                         up.records_read),
       MetricDef::counter("sluice_records_filtered_total", "Records dropped by processors.",
-                         labels(src), m.records_filtered),
+                         labels(src), up.records_filtered),
       MetricDef::counter("sluice_records_written_total",
                          "Records durably written by the destination.", labels(dst),
                          m.records_written),
@@ -81,15 +108,15 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                          "Records the destination rejected, sent to the dead-letter queue.",
                          labels(dst), m.dlq_records),
       MetricDef::counter("sluice_checkpoints_total", "Checkpoints persisted.", labels(src),
-                         m.checkpoints),
+                         up.checkpoints),
       MetricDef::latency("sluice_batch_write_seconds",
                          "Time from handing a batch to the destination until it is durable.",
                          labels(dst), m.write_latency),
       MetricDef::gauge("sluice_checkpoint_age_seconds",
                        "Seconds since the last checkpoint was persisted (-1: none yet).",
                        labels(src),
-                       [&m] {
-                         const int64_t last = m.last_checkpoint_unix_ms.load();
+                       [&up] {
+                         const int64_t last = up.last_checkpoint_unix_ms.load();
                          return MetricValue(last ? double(now_unix_ms() - last) / 1000.0 : -1.0);
                        }),
       MetricDef::gauge("sluice_records_in_flight", "Records read but not yet durably written.",
@@ -126,7 +153,7 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
   probes_.push_back(registry.add({
       MetricDef::counter("sluice_pipeline_stalls_total",
                          "Stalls: a side made no progress for stall_timeout with work pending.",
-                         source_side, m.source_stalls),
+                         source_side, up.source_stalls),
       MetricDef::counter("sluice_pipeline_stalls_total",
                          "Stalls: a side made no progress for stall_timeout with work pending.",
                          destination_side, m.destination_stalls),
@@ -145,11 +172,38 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                                                                                            : 0));
                        }),
   }));
+  if (spool_) {
+    MetricLabels sl{{"pipeline", options_.id}, {"type", "disk"}};
+    spool::Spool* sp = spool_.get();
+    probes_.push_back(registry.add({
+        MetricDef::gauge("sluice_spool_records",
+                         "Records in the spool that the destination has not yet made durable.", sl,
+                         [sp] { return MetricValue(sp->depth().records); }),
+        MetricDef::gauge("sluice_spool_bytes",
+                         "Bytes of spool segments the destination has not yet made durable.", sl,
+                         [sp] { return MetricValue(sp->depth().bytes); }),
+        MetricDef::gauge("sluice_spool_oldest_seconds",
+                         "Age of the oldest batch in the spool not yet durable at the destination "
+                         "(0: none).",
+                         sl,
+                         [sp] {
+                           const int64_t oldest = sp->depth().oldest_unix_ms;
+                           return MetricValue(oldest ? double(now_unix_ms() - oldest) / 1000.0
+                                                     : 0.0);
+                         }),
+    }));
+  }
+}
+
+std::optional<spool::SpoolDepth> Pipeline::spool_depth() const {
+  if (!spool_) return std::nullopt;
+  return spool_->depth();
 }
 
 void Pipeline::request_stop() {
   stop_.request_stop();
   pool_cv_.notify_all();
+  if (downstream_) downstream_->request_stop();
 }
 
 void Pipeline::fail(Error error) {
@@ -161,7 +215,9 @@ void Pipeline::fail(Error error) {
 }
 
 bool Pipeline::idle() const noexcept {
-  return (source_idle_.load() || source_ended_.load()) && acker_.pending() == 0;
+  const bool here = (source_idle_.load() || source_ended_.load()) && acker_.pending() == 0;
+  // With a spool: idle once the destination has caught up with the spool as well.
+  return here && (!downstream_ || downstream_->idle());
 }
 
 std::optional<std::chrono::steady_clock::time_point> Pipeline::idle_since() const {
@@ -172,13 +228,24 @@ std::optional<std::chrono::steady_clock::time_point> Pipeline::idle_since() cons
 uint64_t Pipeline::in_flight_records() const noexcept {
   // A record is settled once written or dead-lettered (by the destination or the source).
   const uint64_t begun = records_begun_.load();
-  const uint64_t settled = metrics_.records_written.load() + metrics_.dlq_records.load();
+  const PipelineMetrics& m = downstream_ ? downstream_->metrics_ : metrics_;
+  const uint64_t settled = m.records_written.load() + m.dlq_records.load();
   return begun > settled ? begun - settled : 0;
 }
 
 std::vector<Stall> Pipeline::stalls() const {
-  std::lock_guard lock(stall_mu_);
-  return stalls_;
+  std::vector<Stall> out;
+  {
+    std::lock_guard lock(stall_mu_);
+    out = stalls_;
+  }
+  if (downstream_) {
+    // The source side's own, and the destination's from the downstream pipeline.
+    std::erase_if(out, [](const Stall& s) { return s.side != "source"; });
+    for (Stall& s : downstream_->stalls())
+      if (s.side == "destination") out.push_back(std::move(s));
+  }
+  return out;
 }
 
 void Pipeline::note_destination_progress() noexcept { destination_progress_ns_ = steady_ns(); }
@@ -234,7 +301,36 @@ std::string Pipeline::checkpoint_position() const {
 }
 
 Status Pipeline::run() {
-  auto loaded = checkpoints_->load(options_.id);
+  if (!spool_) return run_stages();
+  if (Status st = spool_->open(); !st.ok()) {
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return st.error().with_context("spool: ");
+  }
+  // The destination side runs on its own thread, at its own pace; its failure stops both.
+  std::thread down([this] {
+    if (Status st = downstream_->run(); !st.ok()) fail(st.error());
+  });
+  Status upstream = run_stages();
+  // The source ended (a finite source): the destination side drains the spool, then ends.
+  // Otherwise (a stop, a failure) it stops now; what is spooled waits for the next run.
+  if (stop_.stop_requested()) downstream_->request_stop();
+  else spool_->finish();
+  down.join();
+  spool_->close();
+  std::optional<Error> failure;
+  {
+    std::lock_guard lock(fail_mu_);
+    failure = failure_;
+  }
+  if (failure) {
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return *failure;
+  }
+  return upstream;
+}
+
+Status Pipeline::run_stages() {
+  auto loaded = checkpoints_->load(checkpoint_key());
   if (!loaded.ok()) return std::move(loaded).error();
   std::optional<std::string> checkpoint = std::move(loaded.value());
   if (checkpoint) {
@@ -251,7 +347,20 @@ Status Pipeline::run() {
                             &metrics_.destination_stats, registry_};
   // The destination opens first: one that stores positions (in the same transaction as the rows)
   // decides where the source resumes.
-  if (Status st = destination_->open(dest_ctx); !st.ok()) {
+  for (Backoff backoff;;) {
+    Status st = destination_->open(dest_ctx);
+    if (st.ok()) break;
+    if (options_.retry_destination_open && st.error().retriable() && !stop_.stop_requested()) {
+      // The destination side of a spool: the source keeps spooling meanwhile.
+      spdlog::warn(
+          "pipeline {}: {} (retrying in ~{} ms; the source keeps spooling)", options_.id,
+          prefix_context(options_.destination_connector + " destination: ", st.error().message()),
+          backoff.next_delay().count());
+      destination_->close();
+      if (backoff.wait(stop_.get_token())) continue;
+      metrics_.state = static_cast<int>(PipelineState::stopped);
+      return ok_status();
+    }
     metrics_.state = static_cast<int>(PipelineState::failed);
     return st.error().with_context(options_.destination_connector + " destination: ");
   }
@@ -272,7 +381,7 @@ Status Pipeline::run() {
             options_.id,
             checkpoint ? "it differs from the checkpoint store's"
                        : "the checkpoint store has none");
-        if (Status st = checkpoints_->save(options_.id, *stored.value()); !st.ok()) {
+        if (Status st = checkpoints_->save(checkpoint_key(), *stored.value()); !st.ok()) {
           destination_->close();
           metrics_.state = static_cast<int>(PipelineState::failed);
           return st.error().with_context("checkpoint store: ");
@@ -316,7 +425,7 @@ Status Pipeline::run() {
     }
   }
   if (checkpoint) last_position_written_ = *checkpoint;
-  max_in_flight_ = destination_->max_in_flight() + 2;
+  max_in_flight_ = destination_->max_in_flight() + options_.spare_batches;
   idle_since_ns_ = steady_ns();
   metrics_.state = static_cast<int>(PipelineState::running);
   spdlog::info("pipeline {}: started ({} → {}){}", options_.id, options_.source_connector,
@@ -798,6 +907,9 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
     // A position-only write of an emptied batch is not a batch of records.
     if (!batch->empty()) metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
+  } else if (status.error().code() == Errc::cancelled && stop_.stop_requested()) {
+    // A write the stop interrupted (a wait for room in a full spool): not acknowledged, so the
+    // next run writes it again; a graceful stop, not a failure.
   } else {
     metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
     fail(status.error().with_context(options_.destination_connector + " destination: "));
@@ -811,7 +923,7 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
 }
 
 void Pipeline::persist(const std::string& position) {
-  if (Status st = checkpoints_->save(options_.id, position); !st.ok()) {
+  if (Status st = checkpoints_->save(checkpoint_key(), position); !st.ok()) {
     fail(st.error().with_context("checkpoint store: "));
     return;
   }

@@ -33,6 +33,7 @@
 #include "runtime/bounded_queue.h"
 #include "runtime/ordered_acker.h"
 #include "runtime/pipeline_metrics.h"
+#include "runtime/spool/disk_spool.h"
 #include "sluice/checkpoint.h"
 #include "sluice/connector.h"
 
@@ -57,6 +58,18 @@ struct PipelineOptions {
   // A side that makes no progress this long while work is pending is reported as stalled: logged
   // once (with what is pending), counted, shown by stalls(); recovery logs once (0: never).
   std::chrono::milliseconds stall_timeout{0};
+  // With a spool, the pipeline runs as two: source → processors → spool (acknowledged once
+  // spooled; its checkpoint is the source's) and spool → destination (its own checkpoint, under
+  // checkpoint_key; its destination retried at open). See runtime/spool/spool_stages.h.
+  std::optional<spool::DiskSpoolOptions> spool;
+  // The checkpoint store key of this pipeline's position (empty: id).
+  std::string checkpoint_key;
+  // A destination that fails to open with a retriable error (unreachable) is retried with backoff
+  // until it opens or the pipeline stops, instead of failing the pipeline.
+  bool retry_destination_open = false;
+  // Batches the pool holds beyond the destination's max_in_flight (the one being read, and one
+  // waiting in the queue).
+  size_t spare_batches = 2;
 };
 
 // A side of the pipeline that has made no progress for PipelineOptions::stall_timeout while work
@@ -86,6 +99,15 @@ class Pipeline {
 
   const PipelineOptions& options() const noexcept { return options_; }
   const PipelineMetrics& metrics() const noexcept { return metrics_; }
+  // The destination's figures (written, dead-lettered) and connector name: with a spool, those
+  // of the side that reads the spool into the destination; else metrics() and options().
+  const PipelineMetrics& destination_metrics() const noexcept {
+    return downstream_ ? downstream_->metrics_ : metrics_;
+  }
+  const std::string& destination_connector() const noexcept {
+    return downstream_ ? downstream_->options_.destination_connector
+                       : options_.destination_connector;
+  }
   // Publishes the pipeline's probe and its source's standard probe (ConnectorStats) in `registry`,
   // and hands `registry` to the connectors (ConnectorContext::metrics) so they can add their own.
   // Call once, before run(); the registry must outlive the pipeline.
@@ -100,10 +122,18 @@ class Pipeline {
   // The sides stalled now (empty when none is, or stall_timeout is 0). Thread-safe.
   std::vector<Stall> stalls() const;
   std::string checkpoint_position() const;
+  // The spool's depth (records, bytes, oldest), when the pipeline has a spool.
+  std::optional<spool::SpoolDepth> spool_depth() const;
   // Source::server_state(): what the source holds on its server between runs.
   std::string source_server_state() const { return source_ ? source_->server_state() : ""; }
 
  private:
+  // The pipeline's stages: source → processors → destination (which is the spool writer when
+  // there is a spool).
+  Status run_stages();
+  const std::string& checkpoint_key() const noexcept {
+    return options_.checkpoint_key.empty() ? options_.id : options_.checkpoint_key;
+  }
   void reader_loop(std::stop_token stop);
   void writer_loop();
   void acker_loop(std::stop_token stop);
@@ -164,6 +194,9 @@ class Pipeline {
   CheckpointStore* checkpoints_;
   std::unique_ptr<CheckpointStoreHistory> source_history_;  // the source's state beside it
   std::unique_ptr<Destination> dlq_;
+  // With a spool: the spool and the downstream pipeline (spool → the real destination).
+  std::unique_ptr<spool::Spool> spool_;
+  std::unique_ptr<Pipeline> downstream_;
 
   PipelineMetrics metrics_;
   OrderedAcker acker_;

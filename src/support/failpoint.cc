@@ -18,11 +18,12 @@ namespace sluice::failpoint {
 namespace {
 
 // Every point the code has; an armed name must be one of them.
-constexpr std::array<std::string_view, 4> kFailPoints = {
+constexpr std::array<std::string_view, 5> kFailPoints = {
     "after_destination_commit",  // runtime: a batch is durable at the destination, not checkpointed
     "after_checkpoint",          // runtime: the checkpoint is saved, the source not yet acked
     "mid_transaction",           // log sources: a batch ends inside a CDC transaction
     "mid_snapshot_chunk",        // log sources: a batch ends inside a table's snapshot
+    "spool_after_write",         // disk spool: a frame is written, not yet synced or acknowledged
 };
 
 struct Armed {
