@@ -210,8 +210,15 @@ std::string render_pipeline_file_markdown() {
             "`{connector: NAME, settings: {...}}` with a source connector of this reference.");
   table_row(out, "processors", "list of processors", "", "no",
             "`[{type: NAME, settings: {...}}, ...]`, applied to every batch in order.");
-  table_row(out, "destination", "connector", "", "yes",
+  table_row(out, "destination", "connector", "", "yes, or destinations",
             "`{connector: NAME, settings: {...}}` with a destination connector of this reference.");
+  table_row(out, "destinations", "list of destinations", "", "instead of destination",
+            "`[{connector: NAME, settings: {...}, processors: [...], on_error: stop|dlq, dlq: "
+            "{...}, name: NAME}, ...]`: one source feeding several destinations (below). Each "
+            "entry is checked like `destination`; `name` is unique in the pipeline (default "
+            "`CONNECTOR-INDEX`, e.g. `sqlite-1`); `on_error` and `dlq` default to the pipeline's "
+            "(one destination at most may use the pipeline's `dlq`). Setting both `destination` "
+            "and `destinations` is an error.");
   table_row(out, "batch", "map", "", "no", "How records are grouped into batches (below).");
   for (const auto& s : pipeline_settings()) setting_row(out, s, s.name);
   table_row(out, "dlq", "connector", "", "with on_error: dlq",
@@ -289,6 +296,32 @@ std::string render_pipeline_file_page(const Registry& registry) {
       "errors (connection lost, deadlock) are retried with backoff, never dead-lettered; if the "
       "dead-letter destination fails, the pipeline stops. `dlq` without `on_error: dlq` is an "
       "error, and so is `on_error: dlq` without `dlq`.\n\n";
+  out += "## Several destinations: `destinations`\n\n";
+  out +=
+      "A pipeline with `destinations: [...]` reads its source once (one replication slot, one "
+      "binlog reader) and writes every batch to each destination, after the pipeline's "
+      "`processors` and then that destination's own. Without a spool the destinations advance "
+      "together: a batch is handed on when every destination has the previous one durably, the "
+      "destinations of one batch write in parallel, and the source is acknowledged (and "
+      "checkpointed) only once every destination has a batch durably — at the pace of the "
+      "slowest. Each destination has its own `on_error` and `dlq`: a record one destination "
+      "rejects goes to that destination's dead-letter queue (metadata `sluice.destination` and "
+      "`sluice.destination_name` name it) while the others write it. A retriable error at one "
+      "destination is retried with backoff at that one only; a fatal one stops the pipeline. A "
+      "record the source itself rejects stops the pipeline (the source-side dead-letter queue "
+      "needs a single `destination`).\n\n";
+  out +=
+      "Positions: when every destination stores its own position (`checkpoint_in_destination`, "
+      "kafka `transactions`), the source resumes from the oldest of them, else from the "
+      "checkpoint store. A destination that stores positions skips the replayed batches at or "
+      "before its own position (postgres and mysql positions order by their log point; "
+      "`sluice_destination_records_skipped_total` counts them), so it does not apply twice what "
+      "it committed before a crash. A replayed batch that straddles its position (a crash between "
+      "two destinations' commits; replayed batches are not cut where the first run's were) is "
+      "written whole: an idempotent upsert at keyed destinations, repeated messages at kafka. "
+      "/metrics labels each destination's figures with `destination` "
+      "([metrics.md](metrics.md)), and the progress line shows each destination's count. "
+      "`sluice cleanup` erases the position every destination stores.\n\n";
   out += "## Checkpoints and HTTP\n\n";
   out +=
       "`checkpoints.path` is one SQLite file holding every pipeline's position, keyed by pipeline "
