@@ -347,10 +347,10 @@ int cleanup_command(const std::string& file) {
     for (const ConnectorConfig* dc : stores) {
       bool erased_here = false;
       if (Status st = erase_destination_position(pc, *dc, &erased_here); !st.ok()) {
-        cli_error(fmt::format("{} (run sluice cleanup again once the destination is reachable)",
-                              prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
-                                                         dc->connector),
-                                             st.error().message())));
+        cli_error(fmt::format(
+            "{} (run sluice cleanup again once the destination is reachable)",
+            prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id, dc->connector),
+                           st.error().message())));
         erase_failed = true;
         break;
       }

@@ -539,8 +539,7 @@ class Loader {
       fail(list.mark, list.path,
            "expected a list of destinations ([{connector: NAME, settings: {...}}, ...]), got " +
                describe(list.node));
-    if (list.node.size() == 0)
-      fail(list.mark, list.path, "expected at least one destination");
+    if (list.node.size() == 0) fail(list.mark, list.path, "expected at least one destination");
     std::map<std::string, int, std::less<>> names;  // name -> line, for duplicates
     std::optional<size_t> inherited_dlq;            // the destination using the pipeline's dlq
     for (size_t i = 0; i < list.node.size(); ++i) {

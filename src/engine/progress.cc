@@ -59,7 +59,8 @@ std::string ProgressLine::render(double elapsed) {
     // Several destinations (`destinations:`): each one's count, by name; the pipeline's own
     // figure above is what every one of them has.
     std::string each;
-    for (const auto& [l, v] : registry_.values("sluice_destination_records_written_total", pipeline))
+    for (const auto& [l, v] :
+         registry_.values("sluice_destination_records_written_total", pipeline))
       each += fmt::format("{}{} {}", each.empty() ? "" : ", ", label_of(l, "destination"),
                           thousands(uint64_t(as_int(v))));
     if (!each.empty()) segment += " (" + each + ")";

@@ -22,9 +22,9 @@ size_t count_control(const Batch& batch) noexcept {
 
 // "destination kafka-2 (kafka): "
 std::string lane_context(const FanOutLane& lane) {
-  return lane.name == lane.connector ? fmt::format("destination {}: ", lane.name)
-                                     : fmt::format("destination {} ({}): ", lane.name,
-                                                   lane.connector);
+  return lane.name == lane.connector
+             ? fmt::format("destination {}: ", lane.name)
+             : fmt::format("destination {} ({}): ", lane.name, lane.connector);
 }
 
 }  // namespace
@@ -126,11 +126,11 @@ Status FanOutDestination::open(const ConnectorContext& ctx) {
                           {"connector", lp->cfg.connector}};
       probes_.push_back(ctx.metrics->add({
           MetricDef::counter("sluice_destination_records_written_total",
-                             "Records durably written by this destination of the pipeline.",
-                             labels, m.records_written),
+                             "Records durably written by this destination of the pipeline.", labels,
+                             m.records_written),
           MetricDef::counter("sluice_destination_batches_written_total",
-                             "Batches durably written by this destination of the pipeline.",
-                             labels, m.batches_written),
+                             "Batches durably written by this destination of the pipeline.", labels,
+                             m.batches_written),
           MetricDef::counter("sluice_destination_records_filtered_total",
                              "Records dropped by this destination's own processors.", labels,
                              m.records_filtered),

@@ -78,9 +78,7 @@ class Lane final : public Destination {
     done(ok_status());
   }
   bool stores_positions() const noexcept override { return stores_; }
-  Result<std::optional<std::string>> stored_position(std::string_view) override {
-    return stored_;
-  }
+  Result<std::optional<std::string>> stored_position(std::string_view) override { return stored_; }
   std::mutex mu;
   std::vector<int64_t> ids;
   int writes = 0;
@@ -206,8 +204,7 @@ TEST(FanOut, RejectedRecordAtADestinationWithoutDeadLetterQueueStopsBeforeItsBat
   Status st = p.run();
   ASSERT_FALSE(st.ok());
   // Both reject it; the first to report is named.
-  EXPECT_NE(st.error().message().find(": negative id"), std::string::npos)
-      << st.error().message();
+  EXPECT_NE(st.error().message().find(": negative id"), std::string::npos) << st.error().message();
   EXPECT_EQ(cps.saved["t"], "40");  // before the batch holding 45
 }
 
@@ -246,9 +243,9 @@ TEST(FanOut, ResumesFromTheOldestStoredPositionAndSkipsWhatEachDestinationHolds)
   Pipeline p(options(1), std::move(src), {}, std::move(f), &cps);
   Status st = p.run();
   ASSERT_TRUE(st.ok()) << st.error().message();
-  EXPECT_EQ(ps->opened_at, 4);        // the oldest destination's position
-  EXPECT_EQ(pa->ids, range(4, 10));   // a held 0..3
-  EXPECT_EQ(pb->ids, range(7, 10));   // b held 0..6: 4, 5, 6 skipped, not applied twice
+  EXPECT_EQ(ps->opened_at, 4);       // the oldest destination's position
+  EXPECT_EQ(pa->ids, range(4, 10));  // a held 0..3
+  EXPECT_EQ(pb->ids, range(7, 10));  // b held 0..6: 4, 5, 6 skipped, not applied twice
   EXPECT_EQ(fp->lane_metrics(1).records_skipped.load(), 3u);
   EXPECT_EQ(cps.saved["t"], "10");
 }
