@@ -267,7 +267,7 @@ Status FanOutDestination::write_lane(Lane& lane, const Batch& batch) {
     return ok_status();
   }
   if (st.error().code() == Errc::data && lane.cfg.dead_letters && lane.cfg.dlq) {
-    Error error = st.error();
+    const Error& error = st.error();
     SLUICE_TRY(isolate(lane, c, error));
     if (c.has_position()) lane.last_position_written = c.position();
     return ok_status();
