@@ -25,26 +25,40 @@ std::string fan_out_yaml(const std::string& id, const std::string& src_url,
                          const std::string& dst_url, const std::string& topic) {
   return "version: 1\n"
          "pipelines:\n"
-         "  - id: " + id + "\n"
+         "  - id: " +
+         id +
+         "\n"
          "    source:\n"
          "      connector: postgres\n"
-         "      settings: {url: '" + src_url + "', tables: [public.t]}\n"
+         "      settings: {url: '" +
+         src_url +
+         "', tables: [public.t]}\n"
          "    destinations:\n"
          "      - name: pg\n"
          "        connector: postgres\n"
-         "        settings: {url: '" + dst_url + "', checkpoint_in_destination: true}\n"
+         "        settings: {url: '" +
+         dst_url +
+         "', checkpoint_in_destination: true}\n"
          "      - connector: sqlite\n"
          "        settings: {path: out.db}\n"
          "      - name: kafka\n"
          "        connector: kafka\n"
          "        settings:\n"
-         "          brokers: '" + test::kafka_brokers() + "'\n"
-         "          topic: " + topic + "\n"
+         "          brokers: '" +
+         test::kafka_brokers() +
+         "'\n"
+         "          topic: " +
+         topic +
+         "\n"
          "          format: debezium\n"
          "          debezium.tombstones: false\n"
          "          transactions: true\n"
-         "          positions.topic: " + topic + "_positions\n"
-         "          transactional.id: " + topic + "_txn\n"
+         "          positions.topic: " +
+         topic +
+         "_positions\n"
+         "          transactional.id: " +
+         topic +
+         "_txn\n"
          "    batch: {max_records: 100, linger_ms: 20}\n"
          "checkpoints: {path: state/checkpoints.db}\n"
          "http: {enabled: false}\n";
@@ -61,10 +75,10 @@ TEST(FanOut, PostgresToPostgresSqliteAndKafkaAtOnceSurvivesKill9) {
   pgtest::TestDb src("fanout_src"), dst("fanout_dst");
   ASSERT_TRUE(src.ok());
   ASSERT_TRUE(dst.ok());
-  ASSERT_TRUE(src.sql().exec(
-      "CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
-      "INSERT INTO t SELECT g, g % 97, 'row ' || g FROM generate_series(1, " +
-      std::to_string(kRows) + ") g"));
+  ASSERT_TRUE(
+      src.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int, s text);"
+                     "INSERT INTO t SELECT g, g % 97, 'row ' || g FROM generate_series(1, " +
+                     std::to_string(kRows) + ") g"));
   const std::string topic = test::unique_topic(id);
   test::TopicsCleanup cleanup({topic, topic + "_positions"});
   auto dir = e2e::make_temp_dir(id);
@@ -105,9 +119,9 @@ TEST(FanOut, PostgresToPostgresSqliteAndKafkaAtOnceSurvivesKill9) {
   const auto want = src.sql().query(cols);
   EXPECT_EQ(want.size(), size_t(kRows + 20 * kTxns - kTxns));
   EXPECT_EQ(dst.sql().query("SELECT id::text, n::text, s FROM public.t ORDER BY t.id"), want);
-  EXPECT_EQ(pgtest::compare_tables(src.sql(), cols, dir / "out.db",
-                                   "SELECT id, n, s FROM t ORDER BY id"),
-            0);
+  EXPECT_EQ(
+      pgtest::compare_tables(src.sql(), cols, dir / "out.db", "SELECT id, n, s FROM t ORDER BY id"),
+      0);
   // Kafka (read_committed): every change once, none twice.
   const size_t expected = size_t(kRows) + size_t(kTxns) * (20 + 10 + 1);
   auto msgs = test::consume_all(topic, expected, 60s, /*read_committed=*/true);
@@ -140,29 +154,35 @@ TEST(FanOut, ADestinationThatRejectsRecordsDeadLettersThemAtThatDestinationOnly)
   pgtest::TestDb src("fanout_dlq_src"), dst("fanout_dlq_dst");
   ASSERT_TRUE(src.ok());
   ASSERT_TRUE(dst.ok());
-  ASSERT_TRUE(src.sql().exec(
-      "CREATE TABLE t (id int PRIMARY KEY, n int);"
-      "INSERT INTO t SELECT g, g FROM generate_series(1, 500) g"));
+  ASSERT_TRUE(
+      src.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int);"
+                     "INSERT INTO t SELECT g, g FROM generate_series(1, 500) g"));
   // The PostgreSQL destination's table refuses n > 490 (a CHECK the source does not have).
   ASSERT_TRUE(dst.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int CHECK (n <= 490))"));
   auto dir = e2e::make_temp_dir(id);
   e2e::write_file(dir / "p.yaml",
                   "version: 1\n"
                   "pipelines:\n"
-                  "  - id: " + id + "\n"
-                  "    source:\n"
-                  "      connector: postgres\n"
-                  "      settings: {url: '" + src.url() + "', tables: [public.t]}\n"
-                  "    destinations:\n"
-                  "      - connector: postgres\n"
-                  "        settings: {url: '" + dst.url() + "'}\n"
-                  "        on_error: dlq\n"
-                  "        dlq: {connector: file, settings: {path: rejected.jsonl}}\n"
-                  "      - connector: sqlite\n"
-                  "        settings: {path: out.db}\n"
-                  "    batch: {max_records: 100}\n"
-                  "checkpoints: {path: state/checkpoints.db}\n"
-                  "http: {enabled: false}\n");
+                  "  - id: " +
+                      id +
+                      "\n"
+                      "    source:\n"
+                      "      connector: postgres\n"
+                      "      settings: {url: '" +
+                      src.url() +
+                      "', tables: [public.t]}\n"
+                      "    destinations:\n"
+                      "      - connector: postgres\n"
+                      "        settings: {url: '" +
+                      dst.url() +
+                      "'}\n"
+                      "        on_error: dlq\n"
+                      "        dlq: {connector: file, settings: {path: rejected.jsonl}}\n"
+                      "      - connector: sqlite\n"
+                      "        settings: {path: out.db}\n"
+                      "    batch: {max_records: 100}\n"
+                      "checkpoints: {path: state/checkpoints.db}\n"
+                      "http: {enabled: false}\n");
   {
     Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
     ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
