@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,10 +59,16 @@ struct ConnectorContext {
   // Sources: where to keep state beside the checkpoint; null when nothing keeps it (tests,
   // `sluice cleanup`).
   SourceHistory* history = nullptr;
+  // Destinations of a pipeline with several (`destinations:`): this one's name, unique in the
+  // pipeline; empty otherwise. Its series carry it as the label `destination`.
+  std::string destination{};
 
-  // The labels every series of this connector carries: pipeline and connector.
+  // The labels every series of this connector carries: pipeline and connector (and destination,
+  // when the pipeline has several).
   MetricLabels metric_labels() const {
-    return {{"pipeline", pipeline_id}, {"connector", connector}};
+    MetricLabels labels{{"pipeline", pipeline_id}, {"connector", connector}};
+    if (!destination.empty()) labels.emplace_back("destination", destination);
+    return labels;
   }
 };
 
@@ -114,6 +121,15 @@ class Source {
   // What this source holds on a server between runs once it has created it ("replication slot
   // \"sluice_p\""), empty if nothing: a failed run names it and `sluice cleanup`. Thread-safe.
   virtual std::string server_state() const { return {}; }
+  // How two positions this source returned order in its log: less when everything `a` covers
+  // is covered by `b` too and b covers more; nullopt when the source cannot tell (the caller
+  // must then assume nothing). A pipeline with several destinations uses it to skip, at a
+  // destination that stores positions, the replayed batches it already holds. Thread-safe.
+  virtual std::optional<std::weak_ordering> compare_positions(std::string_view a,
+                                                              std::string_view b) const {
+    if (a == b) return std::weak_ordering::equivalent;
+    return std::nullopt;
+  }
 };
 
 // Called exactly once per written batch, from any thread, when the batch is durable (ok) or failed.

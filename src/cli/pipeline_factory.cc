@@ -25,6 +25,15 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
           fmt::format("pipeline {}: processors[{}] ({}): ", config.id, i, pc.type));
     processors.push_back(std::move(p.value()));
   }
+  if (!config.destinations.empty()) {
+    const Source* src = source.value().get();
+    auto fan_out = build_fan_out(config, [src](std::string_view a, std::string_view b) {
+      return src->compare_positions(a, b);
+    });
+    if (!fan_out.ok()) return std::move(fan_out).error();
+    return make_pipeline(config, std::move(source.value()), std::move(processors),
+                         std::move(fan_out.value()), checkpoints, nullptr);
+  }
   auto destination = config.destination.spec->make_destination(config.destination.settings);
   if (!destination.ok())
     return std::move(destination)
@@ -40,21 +49,81 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
           fmt::format("pipeline {}: dlq ({}): ", config.id, config.dlq->connector));
     dlq = std::move(d.value());
   }
+  return make_pipeline(config, std::move(source.value()), std::move(processors),
+                       std::move(destination.value()), checkpoints, std::move(dlq));
+}
 
+namespace {
+
+// "destinations[1] (sqlite-1): "
+std::string lane_context(const PipelineConfig& config, size_t i) {
+  return fmt::format("pipeline {}: destinations[{}] ({}): ", config.id, i,
+                     config.destinations[i].name);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FanOutDestination>> build_fan_out(const PipelineConfig& config,
+                                                         PositionOrder order) {
+  std::vector<FanOutLane> lanes;
+  for (size_t i = 0; i < config.destinations.size(); ++i) {
+    const DestinationConfig& dc = config.destinations[i];
+    FanOutLane lane;
+    lane.name = dc.name;
+    lane.connector = dc.connector.connector;
+    auto d = dc.connector.spec->make_destination(dc.connector.settings);
+    if (!d.ok())
+      return std::move(d).error().with_context(lane_context(config, i) + dc.connector.connector +
+                                               " destination: ");
+    lane.destination = std::move(d.value());
+    for (size_t j = 0; j < dc.processors.size(); ++j) {
+      const ProcessorConfig& pc = dc.processors[j];
+      auto p = pc.spec->make(pc.settings);
+      if (!p.ok())
+        return std::move(p).error().with_context(
+            fmt::format("{}processors[{}] ({}): ", lane_context(config, i), j, pc.type));
+      lane.processors.push_back(std::move(p.value()));
+    }
+    lane.dead_letters = dc.on_error == OnError::dlq;
+    if (lane.dead_letters && dc.dlq) {
+      auto q = dc.dlq->spec->make_destination(dc.dlq->settings);
+      if (!q.ok())
+        return std::move(q).error().with_context(
+            fmt::format("{}dlq ({}): ", lane_context(config, i), dc.dlq->connector));
+      lane.dlq_connector = dc.dlq->connector;
+      lane.dlq = std::move(q.value());
+    }
+    lanes.push_back(std::move(lane));
+  }
+  return std::make_unique<FanOutDestination>(std::move(lanes), std::move(order));
+}
+
+std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
+                                        std::unique_ptr<Source> source,
+                                        std::vector<std::unique_ptr<Processor>> processors,
+                                        std::unique_ptr<Destination> destination,
+                                        CheckpointStore* checkpoints,
+                                        std::unique_ptr<Destination> dlq) {
   PipelineOptions options;
   options.id = config.id;
   options.source_connector = config.source.connector;
-  options.destination_connector = config.destination.connector;
+  if (config.destinations.empty()) {
+    options.destination_connector = config.destination.connector;
+  } else {
+    // Several destinations: each has its own on_error and DLQ (the fan-out handles them).
+    for (const DestinationConfig& d : config.destinations)
+      options.destination_connector += (options.destination_connector.empty() ? "" : "+") + d.name;
+  }
   options.max_records = config.batch.max_records;
-  if (size_t preferred = destination.value()->preferred_max_records();
+  if (size_t preferred = destination->preferred_max_records();
       !config.batch.max_records_set && preferred > 0 && preferred < options.max_records) {
     options.max_records = preferred;
   }
   options.max_bytes = config.batch.max_bytes;
   options.linger = config.batch.linger;
-  options.on_error = config.on_error == OnError::dlq ? PipelineOptions::OnError::dlq
-                                                     : PipelineOptions::OnError::stop;
-  if (config.dlq) options.dlq_connector = config.dlq->connector;
+  options.on_error = config.on_error == OnError::dlq && dlq ? PipelineOptions::OnError::dlq
+                                                            : PipelineOptions::OnError::stop;
+  if (config.dlq && dlq) options.dlq_connector = config.dlq->connector;
   options.stall_timeout = config.stall_timeout;
   if (config.spool) {
     spool::DiskSpoolOptions so;
@@ -67,9 +136,8 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
     so.fsync = config.spool->fsync;
     options.spool = std::move(so);
   }
-  return std::make_unique<Pipeline>(std::move(options), std::move(source.value()),
-                                    std::move(processors), std::move(destination.value()),
-                                    checkpoints, std::move(dlq));
+  return std::make_unique<Pipeline>(std::move(options), std::move(source), std::move(processors),
+                                    std::move(destination), checkpoints, std::move(dlq));
 }
 
 }  // namespace sluice

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "runtime/fan_out_destination.h"
 #include "runtime/pipeline.h"
 
 namespace sluice {
@@ -12,5 +13,15 @@ namespace sluice {
 Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
                                                  CheckpointStore* checkpoints);
 Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config);
+// `destinations:`: the fan-out over them (constructed, not opened); `order` compares the
+// source's positions.
+Result<std::unique_ptr<FanOutDestination>> build_fan_out(const PipelineConfig& config,
+                                                         PositionOrder order);
+std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
+                                        std::unique_ptr<Source> source,
+                                        std::vector<std::unique_ptr<Processor>> processors,
+                                        std::unique_ptr<Destination> destination,
+                                        CheckpointStore* checkpoints,
+                                        std::unique_ptr<Destination> dlq);
 
 }  // namespace sluice

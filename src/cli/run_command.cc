@@ -233,11 +233,17 @@ int validate_command(const std::string& file) {
                                                p.error().message())));
           return 2;
         }
-      if (auto d = pc.destination.spec->make_destination(pc.destination.settings); !d.ok()) {
-        cli_error(fmt::format("{}: {}", file,
-                              prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
-                                                         pc.destination.connector),
-                                             d.error().message())));
+      if (pc.destinations.empty()) {
+        if (auto d = pc.destination.spec->make_destination(pc.destination.settings); !d.ok()) {
+          cli_error(fmt::format("{}: {}", file,
+                                prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
+                                                           pc.destination.connector),
+                                               d.error().message())));
+          return 2;
+        }
+      } else if (auto f = build_fan_out(pc, nullptr); !f.ok()) {
+        // Each destination like the single one: its settings, processors and dlq.
+        cli_error(fmt::format("{}: {}", file, f.error().message()));
         return 2;
       }
     }
@@ -295,13 +301,14 @@ int connectors_command(const std::optional<std::string>& name, bool markdown, bo
 namespace {
 
 // Opens the destination only when it stores positions itself, and erases the pipeline's.
-Status erase_destination_position(const PipelineConfig& pc, bool* erased) {
+Status erase_destination_position(const PipelineConfig& pc, const ConnectorConfig& dc,
+                                  bool* erased) {
   *erased = false;
-  auto made = pc.destination.spec->make_destination(pc.destination.settings);
+  auto made = dc.spec->make_destination(dc.settings);
   if (!made.ok()) return std::move(made).error();
   Destination& d = *made.value();
   if (!d.stores_positions()) return ok_status();
-  ConnectorContext ctx{pc.id, pc.destination.connector, nullptr};
+  ConnectorContext ctx{pc.id, dc.connector, nullptr};
   SLUICE_TRY(d.open(ctx));
   Status st = d.erase_stored_position(pc.id);
   if (st.ok()) st = d.flush(std::chrono::seconds(30));
@@ -333,11 +340,23 @@ int cleanup_command(const std::string& file) {
     // A full reset: a position the destination stores itself (checkpoint_in_destination, Kafka
     // transactions) would otherwise resume the next run from where this one was.
     bool erased_in_destination = false;
-    if (Status st = erase_destination_position(pc, &erased_in_destination); !st.ok()) {
-      cli_error(fmt::format("{} (run sluice cleanup again once the destination is reachable)",
-                            prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id,
-                                                       pc.destination.connector),
-                                           st.error().message())));
+    std::vector<const ConnectorConfig*> stores;  // every destination of the pipeline
+    if (pc.destinations.empty()) stores.push_back(&pc.destination);
+    for (const DestinationConfig& d : pc.destinations) stores.push_back(&d.connector);
+    bool erase_failed = false;
+    for (const ConnectorConfig* dc : stores) {
+      bool erased_here = false;
+      if (Status st = erase_destination_position(pc, *dc, &erased_here); !st.ok()) {
+        cli_error(fmt::format(
+            "{} (run sluice cleanup again once the destination is reachable)",
+            prefix_context(fmt::format("pipeline {}: {} destination: ", pc.id, dc->connector),
+                           st.error().message())));
+        erase_failed = true;
+        break;
+      }
+      erased_in_destination = erased_in_destination || erased_here;
+    }
+    if (erase_failed) {
       rc = 1;
       continue;
     }

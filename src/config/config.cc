@@ -496,8 +496,8 @@ class Loader {
   PipelineConfig load_pipeline(const Val& p, std::map<std::string, int, std::less<>>& ids) {
     PipelineConfig out;
     auto fields = entries(p,
-                          {"id", "source", "processors", "destination", "batch", "on_error",
-                           "stall_timeout", "dlq", "spool"},
+                          {"id", "source", "processors", "destination", "destinations", "batch",
+                           "on_error", "stall_timeout", "dlq", "spool"},
                           false);
 
     const Entry* id = find(fields, "id");
@@ -529,14 +529,26 @@ class Loader {
     }
 
     const Entry* destination = find(fields, "destination");
-    if (!destination) fail(p.mark, p.path, "missing required key 'destination'");
-    out.destination = load_connector(child(p, *destination), Role::destination);
-    check_templates(out);
-    check_table_routing(out);
+    const Entry* destinations = find(fields, "destinations");
+    if (destination && destinations)
+      fail(destinations->key_node.Mark(), join(p.path, "destinations"),
+           "both 'destination' and 'destinations' are set; keep one (destinations: [...] feeds "
+           "several destinations from one source)");
+    if (!destination && !destinations)
+      fail(p.mark, p.path, "missing required key 'destination' (or 'destinations')");
+    if (destination) {
+      out.destination = load_connector(child(p, *destination), Role::destination);
+      check_templates(out, out.destination, {});
+      check_table_routing(out, out.destination);
+    }
 
     if (const Entry* e = find(fields, "spool")) {
       Val v = child(p, *e);
       if (!v.node.IsMap()) fail(v.mark, v.path, "expected a map like {type: disk, path: DIR}");
+      if (destinations)
+        fail(e->key_node.Mark(), join(p.path, "spool"),
+             "a spool with several destinations (one reader per destination) is not built yet; "
+             "use one `destination` with the spool, or `destinations` without it");
       Settings settings = load_settings(kSpoolSettings, v);
       SpoolConfig spool;
       bind(kSpoolSettings, settings, v, &spool);
@@ -564,12 +576,97 @@ class Loader {
              "dlq is set but on_error is not dlq (add 'on_error: dlq')");
       out.dlq = load_connector(v, Role::destination);
     }
+    if (destinations) load_destinations(child(p, *destinations), out);
     return out;
+  }
+
+  // `destinations: [{connector, settings, processors, on_error, dlq, name}, ...]`: each checked
+  // like the single `destination` (its settings, templates, routing, its own dlq rule);
+  // on_error and dlq default to the pipeline's.
+  void load_destinations(const Val& list, PipelineConfig& out) {
+    if (!list.node.IsSequence())
+      fail(list.mark, list.path,
+           "expected a list of destinations ([{connector: NAME, settings: {...}}, ...]), got " +
+               describe(list.node));
+    if (list.node.size() == 0) fail(list.mark, list.path, "expected at least one destination");
+    std::map<std::string, int, std::less<>> names;  // name -> line, for duplicates
+    std::optional<size_t> inherited_dlq;            // the destination using the pipeline's dlq
+    for (size_t i = 0; i < list.node.size(); ++i) {
+      Val v = item(list, list.node[i], i);
+      auto fields =
+          entries(v, {"connector", "settings", "processors", "on_error", "dlq", "name"}, false);
+      DestinationConfig d;
+      if (const Entry* e = find(fields, "processors")) {
+        Val procs = child(v, *e);
+        if (!empty(procs)) {
+          if (!procs.node.IsSequence())
+            fail(procs.mark, procs.path,
+                 "expected a list of processors, got " + describe(procs.node));
+          for (size_t j = 0; j < procs.node.size(); ++j)
+            d.processors.push_back(load_processor(item(procs, procs.node[j], j)));
+        }
+      }
+      // After the processors: the checks below point into the settings loaded last.
+      d.connector = load_connector(v, Role::destination, true);
+      check_templates(out, d.connector, d.processors);
+      check_table_routing(out, d.connector);
+      YAML::Mark name_mark = v.mark;
+      std::string name_path = join(v.path, "name");
+      if (const Entry* e = find(fields, "name")) {
+        Val nv = child(v, *e);
+        d.name = scalar(nv);
+        name_mark = nv.mark;
+        if (!valid_id(d.name))
+          fail(nv.mark, nv.path,
+               "invalid destination name " + quote_user_text(d.name) +
+                   " (use letters, digits, '_', '.' and '-')");
+      } else {
+        d.name = d.connector.connector + "-" + std::to_string(i);
+      }
+      if (auto it = names.find(d.name); it != names.end())
+        fail(name_mark, name_path,
+             "duplicate destination name '" + d.name + "' (first at line " +
+                 std::to_string(it->second) + "); give each destination its own `name`");
+      names.emplace(d.name, name_mark.line + 1);
+      d.on_error = out.on_error;
+      if (const Entry* e = find(fields, "on_error")) {
+        Val ov = child(v, *e);
+        const SettingSpec* spec = find_setting(kPipelineSettings, "on_error");
+        Settings lane(kPipelineSettings);
+        lane.set("on_error", setting_value(*spec, ov));
+        PipelineConfig tmp;
+        bind(kPipelineSettings, lane, v, &tmp);
+        d.on_error = tmp.on_error;
+      }
+      const Entry* dlq = find(fields, "dlq");
+      if (dlq) {
+        Val dv = child(v, *dlq);
+        if (d.on_error != OnError::dlq)
+          fail(dlq->key_node.Mark(), dv.path,
+               "dlq is set but on_error is not dlq (add 'on_error: dlq' to this destination)");
+        d.dlq = load_connector(dv, Role::destination);
+      } else if (d.on_error == OnError::dlq) {
+        if (!out.dlq)
+          fail(v.mark, v.path,
+               "missing required key 'dlq' (on_error is dlq; give this destination a dlq, or "
+               "the pipeline one)");
+        // Two writers of one dead-letter file or table would interleave or lock each other.
+        if (inherited_dlq)
+          fail(v.mark, v.path,
+               "destinations[" + std::to_string(*inherited_dlq) +
+                   "] already uses the pipeline's dlq; give this destination a dlq of its own");
+        inherited_dlq = i;
+        d.dlq = out.dlq;
+      }
+      out.destinations.push_back(std::move(d));
+    }
+    out.destination = out.destinations.front().connector;
   }
 
   // The metadata keys records of this pipeline may carry at the destination, or nullopt when the
   // source passes its input's metadata through (any key may be there).
-  static std::optional<std::vector<std::string>> known_metadata(const PipelineConfig& p) {
+  static std::optional<std::vector<std::string>> known_metadata(
+      const PipelineConfig& p, const std::vector<ProcessorConfig>& extra) {
     if (p.source.spec->source_metadata.empty()) return std::nullopt;
     std::vector<std::string> keys(p.source.spec->source_metadata.begin(),
                                   p.source.spec->source_metadata.end());
@@ -577,8 +674,11 @@ class Loader {
     auto add = [&](std::string_view text) {
       if (text.starts_with("metadata.") && text.size() > 9) keys.emplace_back(text.substr(9));
     };
-    for (const ProcessorConfig& proc : p.processors)
-      for (const auto& [name, value] : proc.settings.values()) {
+    std::vector<const ProcessorConfig*> all;
+    for (const ProcessorConfig& proc : p.processors) all.push_back(&proc);
+    for (const ProcessorConfig& proc : extra) all.push_back(&proc);
+    for (const ProcessorConfig* proc : all)
+      for (const auto& [name, value] : proc->settings.values()) {
         if (const auto* str = std::get_if<std::string>(&value)) add(*str);
         if (const auto* list = std::get_if<std::vector<std::string>>(&value))
           for (const std::string& item : *list) add(item);
@@ -593,9 +693,9 @@ class Loader {
 
   // Every placeholder of the destination's template settings must name a key the pipeline's
   // records carry: `{{tabel}}` is a typo, never a fallback table named "records".
-  void check_templates(const PipelineConfig& p) const {
-    const ConnectorConfig& d = p.destination;
-    const std::optional<std::vector<std::string>> known = known_metadata(p);
+  void check_templates(const PipelineConfig& p, const ConnectorConfig& d,
+                       const std::vector<ProcessorConfig>& extra) const {
+    const std::optional<std::vector<std::string>> known = known_metadata(p, extra);
     for (std::string_view name : d.spec->template_settings) {
       auto it = d.settings.values().find(name);
       if (it == d.settings.values().end()) continue;
@@ -624,13 +724,12 @@ class Loader {
   // Listed tables of the same name in two schemas (s1.t, s2.t) that the destination's default
   // `table: {{table}}` would write into one table, merging rows that share a key. Patterns and
   // "*" are resolved by the source at start; the destination refuses the same collision there.
-  void check_table_routing(const PipelineConfig& p) const {
+  void check_table_routing(const PipelineConfig& p, const ConnectorConfig& d) const {
     auto tables = p.source.settings.values().find("tables");
     if (tables == p.source.settings.values().end() || p.source.spec->source_metadata.empty())
       return;
     const auto* list = std::get_if<std::vector<std::string>>(&tables->second);
     if (!list) return;
-    const ConnectorConfig& d = p.destination;
     bool table_is_template = false;
     for (std::string_view name : d.spec->template_settings) table_is_template |= name == "table";
     if (!table_is_template) return;
@@ -677,9 +776,12 @@ class Loader {
     return list.empty() ? "none in this build" : list;
   }
 
-  ConnectorConfig load_connector(const Val& v, Role role) const {
+  // `lane`: an entry of `destinations`, whose other keys its caller reads.
+  ConnectorConfig load_connector(const Val& v, Role role, bool lane = false) const {
     ConnectorConfig out;
-    auto fields = entries(v, {"connector", "settings"}, false);
+    auto fields =
+        lane ? entries(v, {"connector", "settings", "processors", "on_error", "dlq", "name"}, false)
+             : entries(v, {"connector", "settings"}, false);
     const Entry* name = find(fields, "connector");
     if (!name) fail(v.mark, v.path, "missing required key 'connector'");
     Val nv = child(v, *name);
@@ -977,6 +1079,10 @@ void register_config_secrets(const Config& config) {
     register_connector_secrets(p.source.settings);
     register_connector_secrets(p.destination.settings);
     if (p.dlq) register_connector_secrets(p.dlq->settings);
+    for (const DestinationConfig& d : p.destinations) {
+      register_connector_secrets(d.connector.settings);
+      if (d.dlq) register_connector_secrets(d.dlq->settings);
+    }
   }
 }
 

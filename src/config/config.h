@@ -55,11 +55,23 @@ struct SpoolConfig {
   bool fsync = true;          // spool.fsync
 };
 
+// One entry of `destinations:` (a pipeline feeding several destinations).
+struct DestinationConfig {
+  std::string name;  // unique in the pipeline; default "<connector>-<index>"
+  ConnectorConfig connector;
+  std::vector<ProcessorConfig> processors;  // after the pipeline's, for this destination only
+  OnError on_error{};                       // default: the pipeline's
+  std::optional<ConnectorConfig> dlq;       // default: the pipeline's
+};
+
 struct PipelineConfig {
   std::string id;  // [A-Za-z0-9_.-]+, unique in the file
   ConnectorConfig source;
   std::vector<ProcessorConfig> processors;
+  // `destination:`; with `destinations:` a copy of the first one's connector (for code that names
+  // "the" destination), the list being in `destinations`.
   ConnectorConfig destination;
+  std::vector<DestinationConfig> destinations;  // `destinations:` (empty with `destination:`)
   BatchConfig batch;
   OnError on_error{};                         // on_error
   std::chrono::milliseconds stall_timeout{};  // stall_timeout (0: stalls are not reported)

@@ -192,7 +192,7 @@ TEST(LoadConfig, UnknownKeysInNestedSections) {
   EXPECT_EQ(
       error_of(std::string(kBase) + "    batchh: {}\n"),
       "p.yaml:11:5: pipelines[0].batchh: unknown key 'batchh' (known: id, source, processors, destination, "
-      "batch, on_error, stall_timeout, dlq, spool)");
+      "destinations, batch, on_error, stall_timeout, dlq, spool)");
   EXPECT_EQ(
       error_of(std::string(kBase) + "    batch: {max_record: 5}\n"),
       "p.yaml:11:13: pipelines[0].batch.max_record: unknown key 'max_record' (known: max_records, max_bytes, "
@@ -252,7 +252,7 @@ TEST(LoadConfig, MissingRequiredKeys) {
   EXPECT_EQ(error_of(replace(kBase, "      connector: sink\n", "")),
             "p.yaml:9:7: pipelines[0].destination: missing required key 'connector'");
   EXPECT_EQ(error_of("pipelines:\n  - id: a\n    source: {connector: gen}\n"),
-            "p.yaml:2:5: pipelines[0]: missing required key 'destination'");
+            "p.yaml:2:5: pipelines[0]: missing required key 'destination' (or 'destinations')");
   EXPECT_EQ(error_of("pipelines: []\n"), "p.yaml:1:12: pipelines: expected at least one pipeline");
 }
 
@@ -610,6 +610,70 @@ TEST(LoadConfig, LoopbackHostsOfHttpListen) {
   for (const char* host : {"0.0.0.0", "", "10.0.0.1", "::", "[::]", "127.0.0.1.example.com",
                            "128.0.0.1", "localhost.example.com"})
     EXPECT_FALSE(is_loopback_host(host)) << host;
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// Lines 1-7 then `destinations`.
+constexpr std::string_view kFanOut =
+    "version: 1\n"
+    "pipelines:\n"
+    "  - id: p1\n"
+    "    source: {connector: gen, settings: {count: 1}}\n"
+    "    destinations:\n"
+    "      - {connector: sink, settings: {path: a}}\n"
+    "      - {name: b, connector: sink, settings: {path: b}, on_error: dlq,\n"
+    "         dlq: {connector: sink, settings: {path: dead}},\n"
+    "         processors: [{type: field.exclude, settings: {fields: [after.x]}}]}\n";
+
+TEST(LoadConfig, SeveralDestinations) {
+  Config c = load(kFanOut);
+  const PipelineConfig& p = c.pipelines[0];
+  ASSERT_EQ(p.destinations.size(), 2u);
+  EXPECT_EQ(p.destinations[0].name, "sink-0");  // connector plus index
+  EXPECT_EQ(p.destinations[0].on_error, OnError::stop);
+  EXPECT_FALSE(p.destinations[0].dlq);
+  EXPECT_EQ(p.destinations[1].name, "b");
+  EXPECT_EQ(p.destinations[1].on_error, OnError::dlq);
+  ASSERT_TRUE(p.destinations[1].dlq);
+  EXPECT_EQ(p.destinations[1].dlq->settings.get_string("path"), "dead");
+  ASSERT_EQ(p.destinations[1].processors.size(), 1u);
+  EXPECT_EQ(p.destination.connector, "sink");  // the first one, for code naming "the" destination
+}
+
+TEST(LoadConfig, SeveralDestinationsErrors) {
+  EXPECT_EQ(error_of(std::string(kBase) + "    destinations: [{connector: sink}]\n"),
+            "p.yaml:11:5: pipelines[0].destinations: both 'destination' and 'destinations' are "
+            "set; keep one (destinations: [...] feeds several destinations from one source)");
+  EXPECT_EQ(error_of(replace(kFanOut, "{name: b, ", "{name: sink-0, ")),
+            "p.yaml:7:16: pipelines[0].destinations[1].name: duplicate destination name 'sink-0' "
+            "(first at line 6); give each destination its own `name`");
+  EXPECT_EQ(error_of(replace(kFanOut, "path: b}, on_error: dlq,", "path: b},")),
+            "p.yaml:8:10: pipelines[0].destinations[1].dlq: dlq is set but on_error is not dlq "
+            "(add 'on_error: dlq' to this destination)");
+  EXPECT_EQ(error_of(replace(kFanOut, "settings: {path: a}", "settings: {}")),
+            "p.yaml:6:37: pipelines[0].destinations[0].settings: missing required setting 'path'");
+  EXPECT_EQ(error_of("version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"
+                     "    destinations: []\n"),
+            "p.yaml:5:19: pipelines[0].destinations: expected at least one destination");
+  EXPECT_EQ(error_of("version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"
+                     "    on_error: dlq\n    dlq: {connector: sink, settings: {path: d}}\n"
+                     "    destinations: [{connector: sink, settings: {path: a}},\n"
+                     "                   {connector: sink, settings: {path: b}}]\n"),
+            "p.yaml:8:20: pipelines[0].destinations[1]: destinations[0] already uses the "
+            "pipeline's dlq; give this destination a dlq of its own");
+  EXPECT_EQ(error_of("version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"),
+            "p.yaml:3:5: pipelines[0]: missing required key 'destination' (or 'destinations')");
+  EXPECT_EQ(error_of("version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"
+                     "    spool: {type: disk, path: s}\n"
+                     "    destinations: [{connector: sink, settings: {path: a}}]\n"),
+            "p.yaml:5:5: pipelines[0].spool: a spool with several destinations (one reader per "
+            "destination) is not built yet; use one `destination` with the spool, or "
+            "`destinations` without it");
 }
 
 }  // namespace

@@ -210,8 +210,16 @@ std::string render_pipeline_file_markdown() {
             "`{connector: NAME, settings: {...}}` with a source connector of this reference.");
   table_row(out, "processors", "list of processors", "", "no",
             "`[{type: NAME, settings: {...}}, ...]`, applied to every batch in order.");
-  table_row(out, "destination", "connector", "", "yes",
+  table_row(out, "destination", "connector", "", "yes, or destinations",
             "`{connector: NAME, settings: {...}}` with a destination connector of this reference.");
+  table_row(out, "destinations", "list of destinations", "", "instead of destination",
+            "`[{connector: NAME, settings: {...}, processors: [...], on_error: stop|dlq, dlq: "
+            "{...}, name: NAME}, ...]`: one source feeding several destinations (pipeline-file.md, "
+            "\"Several destinations\"). Each "
+            "entry is checked like `destination`; `name` is unique in the pipeline (default "
+            "`CONNECTOR-INDEX`, e.g. `sqlite-1`); `on_error` and `dlq` default to the pipeline's "
+            "(one destination at most may use the pipeline's `dlq`). Setting both `destination` "
+            "and `destinations` is an error.");
   table_row(out, "batch", "map", "", "no", "How records are grouped into batches (below).");
   for (const auto& s : pipeline_settings()) setting_row(out, s, s.name);
   table_row(out, "dlq", "connector", "", "with on_error: dlq",
@@ -305,6 +313,38 @@ std::string render_pipeline_file_page(const Registry& registry) {
       "errors (connection lost, deadlock) are retried with backoff, never dead-lettered; if the "
       "dead-letter destination fails, the pipeline stops. `dlq` without `on_error: dlq` is an "
       "error, and so is `on_error: dlq` without `dlq`.\n\n";
+  out += "## Several destinations: `destinations`\n\n";
+  out +=
+      "A pipeline with `destinations: [...]` reads its source once (one replication slot, one "
+      "binlog reader) and writes every batch to each destination, after the pipeline's "
+      "`processors` and then that destination's own. Without a spool the destinations advance "
+      "together: a batch is handed on when every destination has the previous one durably, the "
+      "destinations of one batch write in parallel (the anchor, below, once the others hold it), "
+      "and the source is acknowledged (and "
+      "checkpointed) only once every destination has a batch durably — at the pace of the "
+      "slowest. Each destination has its own `on_error` and `dlq`: a record one destination "
+      "rejects goes to that destination's dead-letter queue (metadata `sluice.destination` and "
+      "`sluice.destination_name` name it) while the others write it. A retriable error at one "
+      "destination is retried with backoff at that one only; a fatal one stops the pipeline. A "
+      "record the source itself rejects stops the pipeline (the source-side dead-letter queue "
+      "needs a single `destination`).\n\n";
+  out +=
+      "Positions: when destinations store their own position (`checkpoint_in_destination`, "
+      "kafka `transactions`), the last of them in the list is the anchor: it writes a batch only "
+      "after every other destination holds it durably, and the source resumes from the anchor's "
+      "stored position (or an older one another destination stores), else from the checkpoint "
+      "store. The anchor thus never sees a batch again after a crash. The other destinations may "
+      "be one batch ahead of it: one that stores positions skips the replayed batches at or before "
+      "its own (postgres positions order by their LSN; mysql positions are not compared, so a "
+      "mysql pipeline's destinations other than the anchor skip nothing; "
+      "`sluice_destination_records_skipped_total` counts them); a replayed batch that straddles "
+      "its position (replayed batches are not cut where the first run's were) is written whole, "
+      "an idempotent upsert at keyed destinations but repeated messages at kafka — so put the "
+      "destination where a repeat matters (kafka with transactions) last. A destination added "
+      "to an existing pipeline starts at the pipeline's position (it gets no history). "
+      "/metrics labels each destination's figures with `destination` "
+      "([metrics.md](metrics.md)), and the progress line shows each destination's count. "
+      "`sluice cleanup` erases the position every destination stores.\n\n";
   out += "## Checkpoints and HTTP\n\n";
   out +=
       "`checkpoints.path` is one SQLite file holding every pipeline's position, keyed by pipeline "

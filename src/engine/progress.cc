@@ -56,6 +56,14 @@ std::string ProgressLine::render(double elapsed) {
     for (const auto& [l, v] : registry_.values("sluice_records_written_total", pipeline))
       pipeline_written += uint64_t(as_int(v));
     std::string segment = fmt::format(" {} written", thousands(pipeline_written));
+    // Several destinations (`destinations:`): each one's count, by name; the pipeline's own
+    // figure above is what every one of them has.
+    std::string each;
+    for (const auto& [l, v] :
+         registry_.values("sluice_destination_records_written_total", pipeline))
+      each += fmt::format("{}{} {}", each.empty() ? "" : ", ", label_of(l, "destination"),
+                          thousands(uint64_t(as_int(v))));
+    if (!each.empty()) segment += " (" + each + ")";
     const double lag = metric_as_double(lag_v);
     if (lag >= 0) segment += fmt::format(" lag {:.1f}s", lag);
     segment += spool_segment(pipeline);

@@ -98,3 +98,32 @@ TEST(ValidateCatches, WhatRunWouldRefuseAtOnce) {
 
 }  // namespace
 }  // namespace sluice::test
+
+namespace sluice::test {
+namespace {
+
+// `destinations:`: each destination is checked like the single one (its connector's own
+// cross-setting checks included), and the error names which one.
+TEST(ValidateCatches, EachOfSeveralDestinations) {
+  TempDir dir("validate_fan_out");
+  auto file = [](const std::string& second) {
+    return "version: 1\npipelines:\n  - id: p\n    source: {connector: generator, settings: "
+           "{count: 1}}\n    destinations:\n      - {connector: discard}\n      - " +
+           second + "\n";
+  };
+  write_file(dir / "ok.yaml", file("{connector: sqlite, settings: {path: out.db}}"));
+  Process ok({"validate", "ok.yaml"}, dir.path());
+  EXPECT_EQ(ok.wait_for(std::chrono::seconds(30)), 0) << ok.stderr_text();
+  write_file(dir / "bad.yaml", file("{name: k, connector: kafka, settings: {brokers: "
+                                    "'127.0.0.1:1', rdkafka.linger.msec: '5'}}"));
+  Process bad({"validate", "bad.yaml"}, dir.path());
+  EXPECT_EQ(bad.wait_for(std::chrono::seconds(30)), 2);
+  EXPECT_NE(bad.stderr_text().find("pipeline p: destinations[1] (k): kafka destination: "),
+            std::string::npos)
+      << bad.stderr_text();
+  EXPECT_NE(bad.stderr_text().find("unknown librdkafka property 'linger.msec'"), std::string::npos)
+      << bad.stderr_text();
+}
+
+}  // namespace
+}  // namespace sluice::test

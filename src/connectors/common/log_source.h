@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <compare>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -313,6 +314,33 @@ class LogSource final : public Source {
     return driver_->request_snapshot(ctx, tables);
   }
   std::string server_state() const override { return driver_->server_state(); }
+
+  // Snapshot positions come before streaming ones; two streaming positions order by their point
+  // (everything before it is durable; a point moves only past commits, so a partly durable
+  // transaction at an earlier point is covered by any later point), then by how much of the same
+  // partly durable transaction they cover. Anything else (two snapshot cursors, another
+  // transaction at the same point, a pending incremental snapshot) is left undecided.
+  std::optional<std::weak_ordering> compare_positions(std::string_view a,
+                                                      std::string_view b) const override {
+    if (a == b) return std::weak_ordering::equivalent;
+    auto pa = Position::decode(a), pb = Position::decode(b);
+    if (!pa || !pb) return std::nullopt;
+    auto rank = [](LogPhase phase) { return phase == LogPhase::snapshot ? 0 : 1; };
+    if (pa->phase == LogPhase::done || pb->phase == LogPhase::done) return std::nullopt;
+    if (rank(pa->phase) != rank(pb->phase)) return rank(pa->phase) <=> rank(pb->phase);
+    if (pa->phase != LogPhase::stream) return std::nullopt;
+    if (!(pa->incremental == pb->incremental)) return std::nullopt;
+    using Point = typename Traits::Point;
+    if constexpr (std::three_way_comparable<Point, std::weak_ordering>) {
+      if (pa->point != pb->point) return std::weak_ordering(pa->point <=> pb->point);
+      if ((pa->tx_n == 0) != (pb->tx_n == 0)) return pa->tx_n <=> pb->tx_n;
+      if (pa->tx_n == 0) return std::weak_ordering::equivalent;
+      if (!(pa->tx == pb->tx)) return std::nullopt;
+      return pa->tx_n <=> pb->tx_n;
+    } else {
+      return std::nullopt;
+    }
+  }
 
   // The position the next batch covers while streaming.
   std::string stream_position() const {
