@@ -59,6 +59,15 @@ TEST(MongodbBsonWrite, DecimalsBeyondDecimal128AreRefused) {
             R"({ "v" : { "$numberDecimal" : "1.234567890123456789012345678901234" } })");
 }
 
+TEST(MongodbBsonWrite, DecimalsAsStringForServersWithoutDecimal128) {
+  BsonWriteOptions o;
+  o.decimals = Decimals::string;
+  EXPECT_EQ(written(Value::decimal("-12.340"), o), R"({ "v" : "-12.340" })");
+  EXPECT_EQ(written(Value::uint64(18446744073709551615ull), o),
+            R"({ "v" : "18446744073709551615" })");
+  EXPECT_EQ(written(Value::uint64(5), o), R"({ "v" : { "$numberLong" : "5" } })");
+}
+
 TEST(MongodbBsonWrite, TemporalValues) {
   // 2024-02-29T13:45:00.123Z = 1709214300123 ms.
   EXPECT_EQ(written(Value::timestamptz(1709214300123000)),

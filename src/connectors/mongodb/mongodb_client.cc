@@ -65,6 +65,11 @@ Result<Connection> connect(const std::string& url, std::string_view what) {
     mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
   if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_CONNECTTIMEOUTMS))
     mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_CONNECTTIMEOUTMS, 5000);
+  // A server that accepted a command and never answers (seen with FerretDB after a restart) must
+  // not hold the pipeline forever: a socket timeout fails the operation, which is retried on a
+  // new connection. libmongoc's default is 5 minutes.
+  if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS))
+    mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS, 60000);
   Connection c;
   c.database = db;
   c.client.reset(mongoc_client_new_from_uri_with_error(uri.get(), &err));

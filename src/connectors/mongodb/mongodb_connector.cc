@@ -16,7 +16,9 @@ namespace {
 
 constexpr std::string_view kUrlDoc =
     "MongoDB URL naming the database: mongodb://[user:password@]host:port/database[?options]; "
-    "every libmongoc URI option (TLS, authSource, replicaSet, timeouts) is passed through.";
+    "every libmongoc URI option (TLS, authSource, replicaSet, timeouts) is passed through. Defaults "
+    "sluice sets unless the URL does: serverSelectionTimeoutMS=5000, connectTimeoutMS=5000, "
+    "socketTimeoutMS=60000 (a server that stops answering fails the operation, which is retried).";
 
 constexpr auto kDestinationSettings = settings_table<MongodbDestinationOptions>(
     setting<&MongodbDestinationOptions::url>("url", kUrlDoc).mandatory().secret_value(),
