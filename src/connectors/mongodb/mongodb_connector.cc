@@ -33,7 +33,8 @@ constexpr auto kDestinationSettings = settings_table<MongodbDestinationOptions>(
         "ordered",
         "true: each batch's bulk write per collection is ordered (stops at the first refused "
         "operation). false: unordered (the server may apply operations in parallel); a bulk in "
-        "which one _id appears twice is still sent ordered, so changes of one key keep their order.")
+        "which one _id appears twice, or that holds a truncate, is still sent ordered, so changes "
+        "of one key keep their order.")
         .with_default("true"),
     setting<&MongodbDestinationOptions::write_concern>(
         "write_concern",

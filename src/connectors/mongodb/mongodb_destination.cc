@@ -169,7 +169,7 @@ class MongodbDestination final : public Destination {
       return Error(Errc::data,
                    fmt::format("{}: \"{}\" is not a valid collection name", kWhat, run.name));
     // Unordered bulks may apply operations of one key out of order: only a run in which every
-    // _id appears once is sent unordered.
+    // _id appears once, and no truncate, is sent unordered.
     bool ordered = o_.ordered;
     std::vector<BsonPtr> ids;
     ids.reserve(run.records.size());
@@ -177,6 +177,8 @@ class MongodbDestination final : public Destination {
     for (size_t i : run.records) {
       const Record& r = batch.records()[i];
       BsonPtr id = make_bson();
+      // A truncate must stay between the writes before and after it.
+      if (is_truncate(r)) ordered = true;
       if (!is_truncate(r)) {
         Status s = append_id(id.get(), r, bson_o_);
         if (!s) return Error(Errc::data, describe(r, s.error().message()));
