@@ -2,7 +2,7 @@
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
-SERVICES ?= postgres postgres-replica mariadb mariadb-nobinlog kafka postgres-tls mariadb-tls kafka-tls redis
+SERVICES ?= postgres postgres-replica mariadb mariadb-nobinlog kafka postgres-tls mariadb-tls kafka-tls redis mongodb
 
 .PHONY: quickstart test build bootstrap bench bench-quick docs format format-check tidy clean services-stop \
         test-sanitizers test-asan test-tsan test-assertions test-fuzz fuzz soak

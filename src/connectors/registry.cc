@@ -21,6 +21,9 @@ void register_builtin_connectors(Registry& r) {
 #if SLUICE_WITH_KAFKA
   r.add(kafka_connector());
 #endif
+#if SLUICE_WITH_MONGODB
+  r.add(mongodb_connector());
+#endif
 }
 
 }  // namespace sluice
