@@ -298,6 +298,7 @@ Status PostgresDriver::plan_start(State& s) {
   const bool resumed_stream = pos.phase == LogPhase::stream;
   const bool snapshot_only = mode_ == "initial_only";
   std::string exported;
+  bool baseline_read = false;  // the tables' shapes at a fresh slot's point
   if (!snapshot_only) {
     if (Status st = ensure_publication(); !st.ok()) return st;
     const std::string slot_query =
@@ -365,14 +366,17 @@ Status PostgresDriver::plan_start(State& s) {
       if (!repl.ok()) return std::move(repl).error();
       repl_ = std::move(repl.value());
       const bool want_snapshot = mode_ == "initial" && pos.phase != LogPhase::stream;
+      // Without a snapshot, the exported one still gives the tables' shapes at the slot's point
+      // (the baseline of the first Relation messages, when DDL is not captured).
+      const bool want_export = want_snapshot || !ddl_capture_;
       auto created =
           repl_.exec(fmt::format("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput (SNAPSHOT '{}')",
-                                 quote_identifier(slot_), want_snapshot ? "export" : "nothing"));
+                                 quote_identifier(slot_), want_export ? "export" : "nothing"));
       if (!created.ok())
         return created.error().with_context(
             fmt::format("cannot create replication slot {}: ", slot_));
       auto point = Lsn::parse(PQgetvalue(created.value().get(), 0, 1));
-      if (want_snapshot && !PQgetisnull(created.value().get(), 0, 2))
+      if (want_export && !PQgetisnull(created.value().get(), 0, 2))
         exported = PQgetvalue(created.value().get(), 0, 2);
       spdlog::info("pipeline {}: created replication slot {} at {}", ctx_.pipeline_id, slot_,
                    point.value_or(Lsn{}).to_string());
@@ -383,6 +387,11 @@ Status PostgresDriver::plan_start(State& s) {
         pos.phase = want_snapshot ? LogPhase::snapshot : LogPhase::stream;
         pos.point = point.value_or(Lsn{});
       }
+      if (!want_snapshot && !ddl_capture_ && !exported.empty()) {
+        SLUICE_TRY(shapes_in_exported_snapshot(exported, point.value_or(Lsn{})));
+        exported.clear();
+        baseline_read = true;
+      }
     }
   } else if (pos.phase == LogPhase::none) {
     pos.phase = LogPhase::snapshot;
@@ -391,6 +400,10 @@ Status PostgresDriver::plan_start(State& s) {
   if (mode_ == "never" && pos.phase == LogPhase::snapshot) pos.phase = LogPhase::stream;
 
   if (pos.phase == LogPhase::snapshot) SLUICE_TRY(begin_snapshot(exported));
+  // Streaming without a snapshot in this run: tables no earlier run stored a shape of (a slot
+  // created by a run that stopped before, a table that was never snapshotted) get one now.
+  if (!snapshot_only && !ddl_capture_ && pos.phase == LogPhase::stream && !baseline_read)
+    SLUICE_TRY(record_catalog_shapes(std::nullopt));
   if (!snapshot_only) SLUICE_TRY(plan_incremental(s, resumed_stream));
   return ok_status();
 }

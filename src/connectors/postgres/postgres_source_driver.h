@@ -196,6 +196,14 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status load_shapes();
   std::optional<Relation> shape_before(const Relation& now, Lsn lsn) const;
   Status record_shape(const Relation& r, Lsn lsn);
+  // In memory: whether r's shape is new at lsn (then save_shapes() persists it).
+  bool add_shape(const Relation& r, Lsn lsn);
+  Status save_shapes();
+  // The baseline at stream start when none is stored: `at` the fresh slot's point, read in its
+  // exported snapshot (every table); nullopt: the tables without a stored shape, as of now.
+  Status record_catalog_shapes(std::optional<Lsn> at);
+  // record_catalog_shapes(point) in a transaction of the slot's exported snapshot.
+  Status shapes_in_exported_snapshot(const std::string& exported, Lsn point);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
   // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
