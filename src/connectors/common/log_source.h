@@ -179,7 +179,11 @@ struct LogState {
   }
 };
 
-enum class SnapshotRead { more, finished };
+// lost: the snapshot's connection broke; timed_out: the driver gave it up as dead because the
+// server stayed silent beyond its timeout (counted as a timeout). Either way the batch holds only
+// rows the position names; the skeleton reconnects with backoff (resume_snapshot) and the
+// snapshot goes on from the position.
+enum class SnapshotRead { more, finished, lost, timed_out };
 // lost: the stream broke (reconnect); timed_out: the driver gave the stream up as dead because
 // the server stayed silent beyond its timeout (reconnect, and counted as a timeout).
 enum class StreamRead { more, idle, lost, timed_out };
@@ -205,6 +209,12 @@ class LogSourceDriver {
   // `finished` once every table is read.
   virtual Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req,
                                              std::stop_token stop, State& s) = 0;
+  // After read_snapshot returned lost or timed_out: reconnects and opens the snapshot again at
+  // s.position. A retriable error is retried with backoff.
+  virtual Status resume_snapshot(State&) {
+    return Error(Errc::unsupported,
+                 fmt::format("the {} source cannot resume a snapshot without a restart", name()));
+  }
   // Ends the snapshot transaction (the skeleton moves the phase on).
   virtual Status finish_snapshot(State& s) = 0;
   // Whether open() starts the stream at once (failing open when it cannot), or the first read.
@@ -328,7 +338,32 @@ class LogSource final : public Source {
 
  private:
   Result<ReadStatus> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop) {
+    if (snapshot_down_) {
+      // Reconnecting, as the stream does: one attempt per due time, idle in between.
+      const auto now = std::chrono::steady_clock::now();
+      if (now < next_attempt_) {
+        wait_until_or_stop(std::min(next_attempt_, now + req.poll), stop);
+        return ReadStatus::idle;
+      }
+      if (Status st = driver_->resume_snapshot(s_); !st.ok()) {
+        if (!st.error().retriable()) return st.error();
+        probe_.lost();
+        const auto delay = reconnect_.next();
+        spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
+                     st.error().message(), delay.count());
+        next_attempt_ = std::chrono::steady_clock::now() + delay;
+        return ReadStatus::idle;
+      }
+      reconnect_.reset();
+      snapshot_down_ = false;
+      probe_.connected();
+    }
     SLUICE_TRY_ASSIGN(const SnapshotRead r, driver_->read_snapshot(batch, req, stop, s_));
+    if (r == SnapshotRead::lost || r == SnapshotRead::timed_out) {
+      snapshot_down_ = true;
+      if (r == SnapshotRead::timed_out) probe_.timed_out();
+      else probe_.lost();
+    }
     if (r == SnapshotRead::finished) {
       SLUICE_TRY(driver_->finish_snapshot(s_));
       spdlog::info("pipeline {}: snapshot complete ({} rows)", s_.ctx.pipeline_id,
@@ -400,6 +435,7 @@ class LogSource final : public Source {
   std::unique_ptr<Driver> driver_;
   LogState<Traits> s_;
   bool streaming_ = false;
+  bool snapshot_down_ = false;  // the snapshot's connection broke: resume_snapshot() is due
   Backoff reconnect_;  // driver_->reconnect_backoff(), set by open()
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_returned_position_;

@@ -25,7 +25,7 @@
 
 namespace sluice::pg {
 
-Status PostgresDriver::begin_snapshot(const std::string& exported) {
+Status PostgresDriver::open_snapshot_transaction(const std::string& exported) {
   if (auto b = conn_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
       !b.ok())
     return b.error();
@@ -35,6 +35,12 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
         !s.ok())
       return s.error().with_context("cannot import the slot's snapshot: ");
   }
+  return ok_status();
+}
+
+Status PostgresDriver::begin_snapshot(const std::string& exported) {
+  SLUICE_TRY(open_snapshot_transaction(exported));
+  exported_ = exported;
   // The position's table_index is an index into this list: a resume after `tables` changed
   // (a table added or removed, or listed in another order) would skip or repeat a table, so the
   // snapshot starts again from the first one; the stream still starts at the slot's point.
@@ -133,10 +139,13 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
 
 Status PostgresDriver::receive_copy() {
   const TableRef& t = tables_[st_->position.table_index];
+  // query_timeout: from now until the first row, and between rows (progress moves it on).
+  auto armed = deadline_.arm(conn_);
   PgResult start(PQgetResult(conn_.get()));
   if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
-    return classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
-                          fmt::format("cannot read {}.{}", t.schema, t.name));
+    return conn_.deadline_error_or(
+        classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
+                       fmt::format("cannot read {}.{}", t.schema, t.name)));
   chunk_lines_.clear();
   chunk_rows_ = 0;
   for (;;) {
@@ -144,16 +153,17 @@ Status PostgresDriver::receive_copy() {
     const int n = PQgetCopyData(conn_.get(), &buf, 0);
     if (n > 0) {
       chunk_lines_.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
-      ++chunk_rows_;
+      if (++chunk_rows_ % 1024 == 0) deadline_.extend();
       continue;
     }
     if (n == -1) break;
-    return classify_error(conn_.last_error(), "snapshot read failed");
+    return conn_.deadline_error_or(classify_error(conn_.last_error(), "snapshot read failed"));
   }
   PgResult res(PQgetResult(conn_.get()));
   if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-    return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
-                          "snapshot COPY failed");
+    return conn_.deadline_error_or(
+        classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
+                       "snapshot COPY failed"));
   while (PgResult more{PQgetResult(conn_.get())}) {
   }
   copy_active_ = false;
@@ -162,12 +172,51 @@ Status PostgresDriver::receive_copy() {
 }
 
 Status PostgresDriver::finish_snapshot(State&) {
+  exported_.clear();
   if (auto c = conn_.exec("COMMIT", PGRES_COMMAND_OK); !c.ok()) return c.error();
   return ok_status();
 }
 
+// A lost or silent snapshot connection: the chunk being read is dropped (the position names only
+// the chunks already in batches), and resume_snapshot() opens the snapshot again on a new one.
 Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadRequest& req,
                                                    std::stop_token stop, State&) {
+  auto r = read_snapshot_chunks(batch, req, stop);
+  if (r.ok() || r.error().code() != Errc::connection || !r.error().retriable()) return r;
+  const bool timed_out = deadline_.fired();
+  const SourcePosition& pos = st_->position;
+  spdlog::warn("pipeline {}: snapshot: {} (reconnecting; it goes on at table {} page {})",
+               ctx_.pipeline_id, r.error().message(), pos.table_index, pos.cursor.page);
+  copy_active_ = false;
+  next_in_this_batch_ = false;
+  chunk_lines_.clear();
+  copy_table_index_ = SIZE_MAX;
+  copy_table_ = nullptr;
+  conn_.reset();
+  return timed_out ? SnapshotRead::timed_out : SnapshotRead::lost;
+}
+
+Status PostgresDriver::resume_snapshot(State&) {
+  conn_.reset();
+  auto c = PgConn::connect(url_, false, net_);
+  if (!c.ok()) return std::move(c).error();
+  conn_ = std::move(c.value());
+  // The slot's exported snapshot while the connection that exported it still holds it; else a
+  // newer one, as after a restart: the stream from the slot's point makes up what changed since.
+  if (!exported_.empty()) {
+    Status st = open_snapshot_transaction(exported_);
+    if (st.ok()) return ok_status();
+    if (st.error().code() == Errc::connection) return st;
+    (void)conn_.exec("ROLLBACK", PGRES_COMMAND_OK);
+    spdlog::warn("pipeline {}: {}: the snapshot goes on in a newer one", ctx_.pipeline_id,
+                 st.error().message());
+    exported_.clear();
+  }
+  return open_snapshot_transaction("");
+}
+
+Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const ReadRequest& req,
+                                                          std::stop_token stop) {
   SourcePosition& pos = st_->position;
   Tuple tuple;
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&

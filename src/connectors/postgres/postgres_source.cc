@@ -66,6 +66,17 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "(sluice_source_connection_timeouts_total), closes the connection and reconnects with "
         "backoff. Default: the server's wal_sender_timeout (60s when that is 0).")
         .at_least(100),
+    setting<&PostgresSourceOptions::query_timeout>(
+        "query_timeout",
+        "How long the source waits for the server's reply to one catalogue query, or for the next "
+        "rows of a snapshot COPY, before it takes the connection for dead (a partition, a server "
+        "that stopped answering but keeps TCP open): it logs it, counts it "
+        "(sluice_source_connection_timeouts_total), and in the snapshot reconnects with backoff "
+        "and goes on from the last chunk read; elsewhere the pipeline stops with that error. A "
+        "query that legitimately takes longer (a lock held by another session) is cut the same "
+        "way: raise it then. 0: wait forever. The replication stream has stream.timeout.")
+        .with_default("60s")
+        .at_least(0),
     setting<&PostgresSourceOptions::tcp_user_timeout>(
         "tcp_user_timeout",
         "TCP keepalives and TCP_USER_TIMEOUT of every connection: the kernel drops a connection "
@@ -210,7 +221,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       mode_(std::move(o.snapshot_mode)),
       heartbeat_(o.heartbeat_interval),
       stream_timeout_setting_(o.stream_timeout),
-      net_{o.tcp_user_timeout},
+      deadline_(o.query_timeout),
+      net_{o.tcp_user_timeout, &deadline_},
       reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff},
       heartbeat_emit_message_(o.heartbeat_emit_message),
       slot_lag_warning_(o.slot_lag_warning),

@@ -112,6 +112,7 @@ struct PostgresSourceOptions {
   // wal_sender_timeout (read at connect; 60 s when it is 0).
   std::optional<std::chrono::milliseconds> stream_timeout;
   std::chrono::milliseconds tcp_user_timeout{};
+  std::chrono::milliseconds query_timeout{};  // catalogue queries and snapshot COPY; 0: none
   std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};
   bool heartbeat_emit_message = true;
   uint64_t slot_lag_warning = 0;  // bytes; 0: never warn
@@ -154,6 +155,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status plan_start(State& s) override;
   Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
                                      State& s) override;
+  Status resume_snapshot(State& s) override;
   Status finish_snapshot(State& s) override;
   Status start_stream(State& s) override;
   Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop,
@@ -206,6 +208,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status shapes_in_exported_snapshot(const std::string& exported, Lsn point);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
+  // BEGIN … REPEATABLE READ, in the exported snapshot when one is named.
+  Status open_snapshot_transaction(const std::string& exported);
+  Result<SnapshotRead> read_snapshot_chunks(Batch& batch, const ReadRequest& req,
+                                            std::stop_token stop);
   // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
   // page range, the whole chunk received into chunk_lines_.
   Status load_copy_table();
@@ -258,6 +264,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
   std::optional<std::chrono::milliseconds> stream_timeout_setting_;
+  // Arms every call on conn_ (net_.deadline) and the snapshot's COPY: before conn_, which it
+  // outlives.
+  PgCallDeadline deadline_;
   PgNetOptions net_;
   BackoffPolicy reconnect_;
   bool heartbeat_emit_message_;
@@ -299,6 +308,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool copy_active_ = false;         // a COPY is in flight (inflight_)
   CopyChunk inflight_, chunk_;       // the chunk sent; the chunk received (being parsed)
   bool next_in_this_batch_ = false;  // inflight_ was sized for the batch being filled
+  std::string exported_;  // the slot's exported snapshot the snapshot reads in (resume_snapshot)
   struct PqFree {
     void operator()(char* p) const noexcept { PQfreemem(p); }
   };
