@@ -160,9 +160,9 @@ TEST(DeadConnection, AStoppedSnapshotBackendIsTakenForDeadAfterQueryTimeoutAndTh
   const std::string labels = test::connector_labels("dead_snapshot", "postgres");
   const std::string timeouts = "sluice_source_connection_timeouts_total" + labels;
   const std::string name = db.sql().scalar("SELECT current_database()");
-  const std::string pid = db.sql().scalar(
-      "SELECT pid FROM pg_stat_activity WHERE datname = " + quote_literal(name) +
-      " AND application_name = 'sluice' AND query LIKE 'COPY (SELECT%'");
+  const std::string pid =
+      db.sql().scalar("SELECT pid FROM pg_stat_activity WHERE datname = " + quote_literal(name) +
+                      " AND application_name = 'sluice' AND query LIKE 'COPY (SELECT%'");
   ASSERT_FALSE(pid.empty()) << run.p->stderr_text();
   {
     Stopped backend(pid_t(std::stoi(pid)));

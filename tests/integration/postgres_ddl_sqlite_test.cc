@@ -288,8 +288,8 @@ TEST(PostgresDdlToSqlite, WithoutSnapshotARenameBeforeTheFirstChangeStopsClearly
   e2e::write_file(dir / "p.yaml", f.yaml());
   Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
   ASSERT_TRUE(wait_until(
-      [&] { return p.stderr_text().find("streaming changes from slot") != std::string::npos; },
-      30s, 20ms))
+      [&] { return p.stderr_text().find("streaming changes from slot") != std::string::npos; }, 30s,
+      20ms))
       << p.stderr_text();
   ASSERT_TRUE(db.sql().exec("ALTER TABLE u RENAME a TO b; INSERT INTO u VALUES (1, 'b1');"));
   EXPECT_GT(p.wait_for(60s), 0) << p.stderr_text();
@@ -313,8 +313,9 @@ TEST(PostgresDdlToSqlite, WithoutSnapshotAndWithDdlCaptureARenameBeforeTheFirstC
     Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
     ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
   }
-  ASSERT_TRUE(db.sql().exec("INSERT INTO t VALUES (1, 'a1'); ALTER TABLE t RENAME a TO b;"
-                            "INSERT INTO t VALUES (2, 'b2');"));
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO t VALUES (1, 'a1'); ALTER TABLE t RENAME a TO b;"
+                    "INSERT INTO t VALUES (2, 'b2');"));
   Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
   EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, b FROM t ORDER BY t.id", dir / "out.db",

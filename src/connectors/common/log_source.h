@@ -339,24 +339,9 @@ class LogSource final : public Source {
  private:
   Result<ReadStatus> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop) {
     if (snapshot_down_) {
-      // Reconnecting, as the stream does: one attempt per due time, idle in between.
-      const auto now = std::chrono::steady_clock::now();
-      if (now < next_attempt_) {
-        wait_until_or_stop(std::min(next_attempt_, now + req.poll), stop);
-        return ReadStatus::idle;
-      }
-      if (Status st = driver_->resume_snapshot(s_); !st.ok()) {
-        if (!st.error().retriable()) return st.error();
-        probe_.lost();
-        const auto delay = reconnect_.next();
-        spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
-                     st.error().message(), delay.count());
-        next_attempt_ = std::chrono::steady_clock::now() + delay;
-        return ReadStatus::idle;
-      }
-      reconnect_.reset();
+      if (auto not_yet = reconnect([&] { return driver_->resume_snapshot(s_); }, req, stop))
+        return std::move(*not_yet);
       snapshot_down_ = false;
-      probe_.connected();
     }
     SLUICE_TRY_ASSIGN(const SnapshotRead r, driver_->read_snapshot(batch, req, stop, s_));
     if (r == SnapshotRead::lost || r == SnapshotRead::timed_out) {
@@ -384,25 +369,9 @@ class LogSource final : public Source {
 
   Result<ReadStatus> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop) {
     if (!streaming_) {
-      // Reconnecting: one attempt per due time, returning idle in between, so that the runtime
-      // keeps seeing stop requests and idleness while the server is away.
-      const auto now = std::chrono::steady_clock::now();
-      if (now < next_attempt_) {
-        wait_until_or_stop(std::min(next_attempt_, now + req.poll), stop);
-        return ReadStatus::idle;
-      }
-      if (Status st = driver_->start_stream(s_); !st.ok()) {
-        if (!st.error().retriable()) return st.error();
-        probe_.lost();
-        const auto delay = reconnect_.next();
-        spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
-                     st.error().message(), delay.count());
-        next_attempt_ = std::chrono::steady_clock::now() + delay;
-        return ReadStatus::idle;
-      }
-      reconnect_.reset();
+      if (auto not_yet = reconnect([&] { return driver_->start_stream(s_); }, req, stop))
+        return std::move(*not_yet);
       streaming_ = true;
-      probe_.connected();
     }
     SLUICE_TRY_ASSIGN(const StreamRead r, driver_->read_stream(batch, req, stop, s_));
     if (r == StreamRead::lost || r == StreamRead::timed_out) {
@@ -423,6 +392,32 @@ class LogSource final : public Source {
     return r == StreamRead::idle ? ReadStatus::idle : ReadStatus::more;
   }
 
+  // Reconnecting (the stream, or the snapshot): one attempt per due time, returning idle in
+  // between, so that the runtime keeps seeing stop requests and idleness while the server is
+  // away. Nothing once `attempt` succeeded; else what read() returns now (idle, or the error
+  // that is not retriable).
+  template <class Attempt>
+  std::optional<Result<ReadStatus>> reconnect(Attempt attempt, const ReadRequest& req,
+                                              const std::stop_token& stop) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_attempt_) {
+      wait_until_or_stop(std::min(next_attempt_, now + req.poll), stop);
+      return ReadStatus::idle;
+    }
+    if (Status st = attempt(); !st.ok()) {
+      if (!st.error().retriable()) return Result<ReadStatus>(st.error());
+      probe_.lost();
+      const auto delay = reconnect_.next();
+      spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
+                   st.error().message(), delay.count());
+      next_attempt_ = std::chrono::steady_clock::now() + delay;
+      return ReadStatus::idle;
+    }
+    reconnect_.reset();
+    probe_.connected();
+    return std::nullopt;
+  }
+
   void report_phase() noexcept {
     switch (s_.position.phase) {
       case LogPhase::snapshot: probe_.set_phase(ConnectionPhase::snapshot); break;
@@ -436,7 +431,7 @@ class LogSource final : public Source {
   LogState<Traits> s_;
   bool streaming_ = false;
   bool snapshot_down_ = false;  // the snapshot's connection broke: resume_snapshot() is due
-  Backoff reconnect_;  // driver_->reconnect_backoff(), set by open()
+  Backoff reconnect_;           // driver_->reconnect_backoff(), set by open()
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_returned_position_;
   ConnectionProbe probe_;

@@ -762,8 +762,8 @@ Status PostgresDriver::shapes_in_exported_snapshot(const std::string& exported, 
       !b.ok())
     return b.error();
   Status st = ok_status();
-  if (auto s = conn_.exec("SET TRANSACTION SNAPSHOT " + conn_.quote_literal(exported),
-                          PGRES_COMMAND_OK);
+  if (auto s =
+          conn_.exec("SET TRANSACTION SNAPSHOT " + conn_.quote_literal(exported), PGRES_COMMAND_OK);
       !s.ok())
     st = s.error().with_context("cannot import the slot's snapshot: ");
   if (st.ok()) st = record_catalog_shapes(point);

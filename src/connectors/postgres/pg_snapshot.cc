@@ -161,9 +161,8 @@ Status PostgresDriver::receive_copy() {
   }
   PgResult res(PQgetResult(conn_.get()));
   if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-    return conn_.deadline_error_or(
-        classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
-                       "snapshot COPY failed"));
+    return conn_.deadline_error_or(classify_error(
+        res ? PQresultErrorMessage(res.get()) : conn_.last_error(), "snapshot COPY failed"));
   while (PgResult more{PQgetResult(conn_.get())}) {
   }
   copy_active_ = false;
