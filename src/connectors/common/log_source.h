@@ -169,6 +169,16 @@ struct LogState {
                             .count();
     ctx.stats->lag_ms = std::max<int64_t>(0, (now - commit_unix_micros) / 1000);
   }
+  // position.restart_if_tables_changed(tables), with the warning when the snapshot restarts.
+  bool restart_snapshot_if_tables_changed(
+      const std::vector<std::pair<std::string, std::string>>& tables) {
+    if (!position.restart_if_tables_changed(tables)) return false;
+    spdlog::warn(
+        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
+        "again from the first table",
+        ctx.pipeline_id);
+    return true;
+  }
   // A snapshot (re)starts with about `estimated_rows` to read.
   void snapshot_started(int64_t estimated_rows) {
     snapshot_rows = 0;

@@ -114,18 +114,8 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
   // starts again from the first one; the stream still starts at the original binlog position.
   std::vector<std::pair<std::string, std::string>> names;
   for (const TableRef& t : tables_) names.emplace_back(t.db, t.table);
-  const uint64_t fingerprint = tables_fingerprint(names);
-  if (!fresh && p.tables_fingerprint != 0 && p.tables_fingerprint != fingerprint &&
-      (p.table_index > 0 || p.cursor.kind != KeysetCursor::Kind::start)) {
-    spdlog::warn(
-        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
-        "again from the first table",
-        ctx_.pipeline_id);
-    p.table_index = 0;
-    p.cursor = KeysetCursor{};
-    snap_table_index_ = SIZE_MAX;
-  }
-  p.tables_fingerprint = fingerprint;
+  // (A fresh position has no fingerprint yet: nothing to restart.)
+  if (st_->restart_snapshot_if_tables_changed(names)) snap_table_index_ = SIZE_MAX;
   if (!fresh && p.cursor.kind == KeysetCursor::Kind::offset) {
     if (p.table_index < tables_.size())
       spdlog::info(

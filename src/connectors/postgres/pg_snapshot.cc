@@ -46,19 +46,7 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
   // snapshot starts again from the first one; the stream still starts at the slot's point.
   std::vector<std::pair<std::string, std::string>> names;
   for (const TableRef& t : tables_) names.emplace_back(t.schema, t.name);
-  SourcePosition& pos = st_->position;
-  const uint64_t fingerprint = tables_fingerprint(names);
-  if (pos.tables_fingerprint != 0 && pos.tables_fingerprint != fingerprint &&
-      (pos.table_index > 0 || !(pos.cursor == PageCursor{}))) {
-    spdlog::warn(
-        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
-        "again from the first table",
-        ctx_.pipeline_id);
-    pos.table_index = 0;
-    pos.cursor = PageCursor{};
-    copy_table_index_ = SIZE_MAX;
-  }
-  pos.tables_fingerprint = fingerprint;
+  if (st_->restart_snapshot_if_tables_changed(names)) copy_table_index_ = SIZE_MAX;
   int64_t total = 0;
   for (size_t i = st_->position.table_index; i < tables_.size(); ++i) total += tables_[i].estimate;
   st_->snapshot_started(total);
