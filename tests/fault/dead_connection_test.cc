@@ -5,7 +5,8 @@
 // once the process is continued, that it recovers by itself and the destination ends equal to
 // the source.
 //
-//   postgres source:       the walsender (pg_replication_slots.active_pid), stream.timeout 2s
+//   postgres source:       the walsender (pg_replication_slots.active_pid), stream.timeout 2s;
+//                          the snapshot's backend (its COPYs), query_timeout 2s
 //   postgres destination:  the destination's backend (pg_stat_activity), query_timeout 2s
 //   mysql destination:     the whole mysqld of a private MariaDB, query_timeout 2s
 #include <gtest/gtest.h>
