@@ -418,8 +418,8 @@ class LogSource final : public Source {
       if (!st.error().retriable()) return Result<ReadStatus>(st.error());
       probe_.lost();
       const auto delay = reconnect_.next();
-      spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
-                   st.error().message(), delay.count());
+      spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id, st.error().message(),
+                   delay.count());
       next_attempt_ = std::chrono::steady_clock::now() + delay;
       return ReadStatus::idle;
     }
