@@ -5,7 +5,8 @@
 // once the process is continued, that it recovers by itself and the destination ends equal to
 // the source.
 //
-//   postgres source:       the walsender (pg_replication_slots.active_pid), stream.timeout 2s
+//   postgres source:       the walsender (pg_replication_slots.active_pid), stream.timeout 2s;
+//                          the snapshot's backend (its COPYs), query_timeout 2s
 //   postgres destination:  the destination's backend (pg_stat_activity), query_timeout 2s
 //   mysql destination:     the whole mysqld of a private MariaDB, query_timeout 2s
 #include <gtest/gtest.h>
@@ -47,20 +48,22 @@ class Stopped {
   bool ok_ = false;
 };
 
-// `sluice run` of PostgreSQL table public.t → a destination, with /metrics.
+// `sluice run` of PostgreSQL table public.t → a destination, with /metrics; started once a
+// checkpoint begins with `phase` ("cdc ": streaming).
 struct RunningPipeline {
-  RunningPipeline(const std::string& id, const std::function<void(test::PipelineYaml&)>& configure)
+  RunningPipeline(const std::string& id, const std::function<void(test::PipelineYaml&)>& configure,
+                  const std::string& phase = "cdc ", int max_records = 1000)
       : dir(e2e::make_temp_dir(id)) {
     test::PipelineFile f;
     f.http = test::YamlMap().set("listen", "127.0.0.1:0");
     test::PipelineYaml& pl = f.pipeline(id);
     configure(pl);
-    pl.max_records(1000).linger_ms(20);
+    pl.max_records(max_records).linger_ms(20);
     f.write(dir / "p.yaml");
     p = std::make_unique<Process>(std::vector<std::string>{"run", "p.yaml"}, dir);
     port = test::metrics_port(*p);
-    started = port > 0 && wait_for_checkpoint(*p, dir, id, [](const std::string& c) {
-                return starts_with(c, "cdc ");
+    started = port > 0 && wait_for_checkpoint(*p, dir, id, [&](const std::string& c) {
+                return starts_with(c, phase);
               });
   }
   double metric(const std::string& series) { return metric_series(scrape_metrics(port), series); }
@@ -131,6 +134,62 @@ TEST(DeadConnection, AStoppedWalsenderIsTakenForDeadAfterStreamTimeoutAndTheSour
   EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, n::text FROM t", run.dir / "out.db",
                            "SELECT id, n FROM t"),
             0);
+  run.stop();
+}
+
+// The snapshot's connection (its backend runs the COPYs) stopped mid-snapshot: after the
+// source's query_timeout the connection is given up (warned, counted), a new one imports the
+// slot's exported snapshot and the snapshot goes on from the last chunk read, while the old
+// backend is still stopped; the destination ends with every row once.
+TEST(DeadConnection, AStoppedSnapshotBackendIsTakenForDeadAfterQueryTimeoutAndTheSnapshotGoesOn) {
+  TestDb db("dead_snapshot");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL)"));
+  insert_rows(db, 1, 200000);
+  RunningPipeline run(
+      "dead_snapshot",
+      [&](test::PipelineYaml& pl) {
+        pl.source("postgres")
+            .set("url", db.url())
+            .set("tables", test::Yaml::strings({"public.t"}))
+            .set("query_timeout", "2s")
+            .set("reconnect.max_backoff", "1s");
+        pl.destination("sqlite").set("path", "out.db");
+      },
+      "snapshot ", 200);
+  ASSERT_TRUE(run.started) << run.p->stderr_text();
+  const std::string labels = test::connector_labels("dead_snapshot", "postgres");
+  const std::string timeouts = "sluice_source_connection_timeouts_total" + labels;
+  const std::string name = db.sql().scalar("SELECT current_database()");
+  const std::string pid =
+      db.sql().scalar("SELECT pid FROM pg_stat_activity WHERE datname = " + quote_literal(name) +
+                      " AND application_name = 'sluice' AND query LIKE 'COPY (SELECT%'");
+  ASSERT_FALSE(pid.empty()) << run.p->stderr_text();
+  {
+    Stopped backend(pid_t(std::stoi(pid)));
+    ASSERT_TRUE(backend.ok());
+    EXPECT_TRUE(wait_until([&] { return run.metric(timeouts) >= 1; }, 15s, 100ms))
+        << run.p->stderr_text();
+    EXPECT_NE(run.p->stderr_text().find("within query_timeout (2000 ms)"), std::string::npos)
+        << run.p->stderr_text();
+    // Goes on while the old backend is still stopped.
+    EXPECT_TRUE(wait_until(
+        [&] { return starts_with(checkpoint_of(run.dir, "dead_snapshot"), "cdc "); }, 30s, 100ms))
+        << run.p->stderr_text();
+    EXPECT_EQ(run.p->stderr_text().find("goes on in a newer one"), std::string::npos)
+        << run.p->stderr_text();
+    backend.resume();
+    test::terminate_pg_backend(db.sql(), pid);
+  }
+  EXPECT_TRUE(wait_until(
+      [&] { return has_rows(test::read_sqlite_table(run.dir / "out.db", "t", {"id"}), 200000); },
+      30s, 100ms))
+      << run.p->stderr_text();
+  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, n::text FROM t", run.dir / "out.db",
+                           "SELECT id, n FROM t"),
+            0);
+  EXPECT_EQ(run.metric("sluice_source_connected" + labels), 1);
+  EXPECT_GE(run.metric("sluice_source_reconnects_total" + labels), 1);
   run.stop();
 }
 

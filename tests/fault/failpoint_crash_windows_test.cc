@@ -11,22 +11,13 @@
 #include <string>
 
 #include "integration/pg_harness.h"
+#include "support/failpoints.h"
 
 namespace sluice::pgtest {
 namespace {
 
 using e2e::Process;
-
-// SLUICE_FAILPOINTS for the children started while it lives (the child copies the environment).
-class ArmedFailPoints {
- public:
-  explicit ArmedFailPoints(const std::string& spec) {
-    setenv("SLUICE_FAILPOINTS", spec.c_str(), 1);
-  }
-  ~ArmedFailPoints() { unsetenv("SLUICE_FAILPOINTS"); }
-  ArmedFailPoints(const ArmedFailPoints&) = delete;
-  ArmedFailPoints& operator=(const ArmedFailPoints&) = delete;
-};
+using test::ArmedFailPoints;
 
 struct CrashWindow {
   const char* name;

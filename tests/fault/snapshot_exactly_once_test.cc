@@ -16,23 +16,16 @@
 #include "integration/mysql_source_harness.h"
 #include "integration/pg_harness.h"
 #include "kafka_harness.h"
+#include "support/failpoints.h"
 
 namespace sluice {
 namespace {
 
 using namespace std::chrono_literals;
 using e2e::Process;
+using test::ArmedFailPoints;
 
 constexpr int64_t kRows = 12000;  // about 60 snapshot batches of 200
-
-// SLUICE_FAILPOINTS for the children started while it lives (the child copies the environment).
-class ArmedFailPoints {
- public:
-  explicit ArmedFailPoints(const char* spec) { setenv("SLUICE_FAILPOINTS", spec, 1); }
-  ~ArmedFailPoints() { unsetenv("SLUICE_FAILPOINTS"); }
-  ArmedFailPoints(const ArmedFailPoints&) = delete;
-  ArmedFailPoints& operator=(const ArmedFailPoints&) = delete;
-};
 
 // What a source offers the scenario: SQL on it, and the pipeline file to its Kafka topic.
 struct SourceUnderTest {

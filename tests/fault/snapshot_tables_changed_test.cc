@@ -15,6 +15,7 @@
 #include "integration/mysql_source_harness.h"
 #include "integration/pg_harness.h"
 #include "support/env.h"
+#include "support/failpoints.h"
 #include "support/pipeline_file.h"
 #include "support/sql.h"
 #include "support/sqlite.h"
@@ -36,9 +37,10 @@ void crash_then_add_a_table(const std::string& id, const std::filesystem::path& 
                             const std::vector<std::string>& second) {
   e2e::write_file(dir / "p.yaml", yaml(first));
   {
-    setenv("SLUICE_FAILPOINTS", "mid_snapshot_chunk=crash@30", 1);
-    Process p({"run", "p.yaml"}, dir);
-    unsetenv("SLUICE_FAILPOINTS");
+    Process p = [&] {
+      test::ArmedFailPoints armed("mid_snapshot_chunk=crash@30");
+      return Process({"run", "p.yaml"}, dir);
+    }();
     ASSERT_EQ(p.wait_for(60s), 128 + SIGKILL) << p.stderr_text();
   }
   const std::string cp = pgtest::checkpoint_of(dir, id);

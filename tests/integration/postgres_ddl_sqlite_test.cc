@@ -245,5 +245,84 @@ TEST(PostgresDdlToSqlite, DdlWhileStoppedIsSeenAfterTheRestart) {
   std::filesystem::remove_all(dir);
 }
 
+// With `snapshot.mode: never` no snapshot stores the tables' shapes: they are read from the
+// catalogue at the fresh slot's point instead, so a rename before the table's first change is
+// still a change — made while sluice was stopped after its first start, or while it streams —
+// and stops naming ddl.capture (without that baseline the renamed shape was silently taken as
+// the first one: a new column where the old one's values belong).
+TEST(PostgresDdlToSqlite, WithoutSnapshotARenameBeforeTheFirstChangeStopsClearly) {
+  TestDb db("ddl_nosnap");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, a text);"
+                    "INSERT INTO t SELECT g, 'a' || g FROM generate_series(1, 20) g;"));
+  auto dir = e2e::make_temp_dir("pg-ddl-nosnap");
+  PipelineFile f;
+  f.id = "ddl_nosnap";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  f.source_settings = {{"snapshot.mode", "never"}};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  auto clear_stop = [](const Process& p) {
+    const std::string err = p.stderr_text();
+    return err.find("ddl.capture: true") != std::string::npos &&
+           err.find("\"a\" is gone and column \"b\" is new") != std::string::npos;
+  };
+  {  // The slot is created; nothing changes before the stop.
+    Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
+    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  }
+  ASSERT_TRUE(db.sql().exec("ALTER TABLE t RENAME a TO b; INSERT INTO t VALUES (21, 'b21');"));
+  {
+    Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
+    EXPECT_GT(p.wait_for(60s), 0) << p.stderr_text();
+    EXPECT_TRUE(clear_stop(p)) << p.stderr_text();
+  }
+  std::filesystem::remove_all(dir);
+
+  // The same in one run: the rename right after the start, before any change.
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE u (id int PRIMARY KEY, a text);"));
+  dir = e2e::make_temp_dir("pg-ddl-nosnap");
+  f.id = "ddl_nosnap_run";
+  f.tables = {"public.u"};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
+  ASSERT_TRUE(wait_until(
+      [&] { return p.stderr_text().find("streaming changes from slot") != std::string::npos; }, 30s,
+      20ms))
+      << p.stderr_text();
+  ASSERT_TRUE(db.sql().exec("ALTER TABLE u RENAME a TO b; INSERT INTO u VALUES (1, 'b1');"));
+  EXPECT_GT(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_TRUE(clear_stop(p)) << p.stderr_text();
+  std::filesystem::remove_all(dir);
+}
+
+// With ddl.capture the same rename is applied: the destination column is renamed.
+TEST(PostgresDdlToSqlite, WithoutSnapshotAndWithDdlCaptureARenameBeforeTheFirstChangeIsApplied) {
+  TestDb db("ddl_nosnap_cap");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, a text);"));
+  auto dir = e2e::make_temp_dir("pg-ddl-nosnap-cap");
+  PipelineFile f;
+  f.id = "ddl_nosnap_cap";
+  f.url = db.url();
+  f.tables = {"public.t"};
+  f.source_settings = {{"snapshot.mode", "never"}, {"ddl.capture", "true"}};
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  {
+    Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
+    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  }
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO t VALUES (1, 'a1'); ALTER TABLE t RENAME a TO b;"
+                    "INSERT INTO t VALUES (2, 'b2');"));
+  Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_EQ(compare_tables(db.sql(), "SELECT id::text, b FROM t ORDER BY t.id", dir / "out.db",
+                           "SELECT id, b FROM t ORDER BY id"),
+            0);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace sluice::pgtest

@@ -210,6 +210,24 @@ struct LogPosition {
 
   bool operator==(const LogPosition&) const = default;
 
+  // The snapshot reads `tables`, in this order. table_index is an index into that list, so a
+  // snapshot resumed after the list changed (a table added, removed or reordered) would skip or
+  // repeat a table: when it had begun reading under another list, it starts again from the first
+  // table (true: the caller drops what it cached of the table being read). The list's
+  // fingerprint is stored either way.
+  bool restart_if_tables_changed(const std::vector<std::pair<std::string, std::string>>& tables) {
+    const uint64_t fingerprint = sluice::tables_fingerprint(tables);
+    const bool restart = tables_fingerprint != 0 && tables_fingerprint != fingerprint &&
+                         (table_index > 0 || !(cursor == Cursor{}));
+    if (restart) {
+      table_index = 0;
+      cursor = Cursor{};
+      mvcc.clear();  // read again from the start, under the snapshot of this run
+    }
+    tables_fingerprint = fingerprint;
+    return restart;
+  }
+
   std::string encode() const {
     PositionWriter w;
     switch (phase) {

@@ -163,6 +163,35 @@ TEST(LogPositionRoundTrip, SnapshotMvccSnapshot) {
     EXPECT_FALSE(PgPosition::decode(bad)) << bad;
 }
 
+// A snapshot begun under another table list starts again from the first table; one not begun
+// yet, or one without a fingerprint (older positions), keeps its place.
+TEST(LogPositionRoundTrip, ASnapshotBegunUnderAnotherTableListRestarts) {
+  const std::vector<std::pair<std::string, std::string>> ab = {{"public", "a"}, {"public", "b"}},
+                                                         b = {{"public", "b"}};
+  MyPosition m;
+  m.phase = LogPhase::snapshot;
+  m.table_index = 1;
+  m.cursor.kind = KeysetCursor::Kind::after_key;
+  m.cursor.key = {"7"};
+  EXPECT_FALSE(m.restart_if_tables_changed(ab));  // no fingerprint: resumes as before
+  EXPECT_EQ(m.table_index, 1u);
+  EXPECT_EQ(m.tables_fingerprint, tables_fingerprint(ab));
+  EXPECT_FALSE(m.restart_if_tables_changed(ab));  // the same list
+  EXPECT_EQ(m.cursor.key, std::vector<std::string>{"7"});
+  EXPECT_TRUE(m.restart_if_tables_changed(b));
+  EXPECT_EQ(m.table_index, 0u);
+  EXPECT_EQ(m.cursor, KeysetCursor{});
+  EXPECT_EQ(m.tables_fingerprint, tables_fingerprint(b));
+  EXPECT_FALSE(m.restart_if_tables_changed(ab));  // at the first table's start: nothing to undo
+  EXPECT_EQ(m.tables_fingerprint, tables_fingerprint(ab));
+  PgPosition p;
+  p.phase = LogPhase::snapshot;
+  p.cursor.page = 3;
+  p.tables_fingerprint = tables_fingerprint(ab);
+  EXPECT_TRUE(p.restart_if_tables_changed(b));
+  EXPECT_EQ(p.cursor.page, 0u);
+}
+
 TEST(LogPositionRoundTrip, EveryPhaseRoundTrips) {
   PgPosition a;
   a.phase = LogPhase::stream;

@@ -170,6 +170,16 @@ struct LogState {
                             .count();
     ctx.stats->lag_ms = std::max<int64_t>(0, (now - commit_unix_micros) / 1000);
   }
+  // position.restart_if_tables_changed(tables), with the warning when the snapshot restarts.
+  bool restart_snapshot_if_tables_changed(
+      const std::vector<std::pair<std::string, std::string>>& tables) {
+    if (!position.restart_if_tables_changed(tables)) return false;
+    spdlog::warn(
+        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
+        "again from the first table",
+        ctx.pipeline_id);
+    return true;
+  }
   // A snapshot (re)starts with about `estimated_rows` to read.
   void snapshot_started(int64_t estimated_rows) {
     snapshot_rows = 0;
@@ -180,7 +190,11 @@ struct LogState {
   }
 };
 
-enum class SnapshotRead { more, finished };
+// lost: the snapshot's connection broke; timed_out: the driver gave it up as dead because the
+// server stayed silent beyond its timeout (counted as a timeout). Either way the batch holds only
+// rows the position names; the skeleton reconnects with backoff (resume_snapshot) and the
+// snapshot goes on from the position.
+enum class SnapshotRead { more, finished, lost, timed_out };
 // lost: the stream broke (reconnect); timed_out: the driver gave the stream up as dead because
 // the server stayed silent beyond its timeout (reconnect, and counted as a timeout).
 enum class StreamRead { more, idle, lost, timed_out };
@@ -206,6 +220,12 @@ class LogSourceDriver {
   // `finished` once every table is read.
   virtual Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req,
                                              std::stop_token stop, State& s) = 0;
+  // After read_snapshot returned lost or timed_out: reconnects and opens the snapshot again at
+  // s.position. A retriable error is retried with backoff.
+  virtual Status resume_snapshot(State&) {
+    return Error(Errc::unsupported,
+                 fmt::format("the {} source cannot resume a snapshot without a restart", name()));
+  }
   // Ends the snapshot transaction (the skeleton moves the phase on).
   virtual Status finish_snapshot(State& s) = 0;
   // Whether open() starts the stream at once (failing open when it cannot), or the first read.
@@ -356,7 +376,17 @@ class LogSource final : public Source {
 
  private:
   Result<ReadStatus> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop) {
+    if (snapshot_down_) {
+      if (auto not_yet = reconnect([&] { return driver_->resume_snapshot(s_); }, req, stop))
+        return std::move(*not_yet);
+      snapshot_down_ = false;
+    }
     SLUICE_TRY_ASSIGN(const SnapshotRead r, driver_->read_snapshot(batch, req, stop, s_));
+    if (r == SnapshotRead::lost || r == SnapshotRead::timed_out) {
+      snapshot_down_ = true;
+      if (r == SnapshotRead::timed_out) probe_.timed_out();
+      else probe_.lost();
+    }
     if (r == SnapshotRead::finished) {
       SLUICE_TRY(driver_->finish_snapshot(s_));
       spdlog::info("pipeline {}: snapshot complete ({} rows)", s_.ctx.pipeline_id,
@@ -377,25 +407,9 @@ class LogSource final : public Source {
 
   Result<ReadStatus> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop) {
     if (!streaming_) {
-      // Reconnecting: one attempt per due time, returning idle in between, so that the runtime
-      // keeps seeing stop requests and idleness while the server is away.
-      const auto now = std::chrono::steady_clock::now();
-      if (now < next_attempt_) {
-        wait_until_or_stop(std::min(next_attempt_, now + req.poll), stop);
-        return ReadStatus::idle;
-      }
-      if (Status st = driver_->start_stream(s_); !st.ok()) {
-        if (!st.error().retriable()) return st.error();
-        probe_.lost();
-        const auto delay = reconnect_.next();
-        spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id,
-                     st.error().message(), delay.count());
-        next_attempt_ = std::chrono::steady_clock::now() + delay;
-        return ReadStatus::idle;
-      }
-      reconnect_.reset();
+      if (auto not_yet = reconnect([&] { return driver_->start_stream(s_); }, req, stop))
+        return std::move(*not_yet);
       streaming_ = true;
-      probe_.connected();
     }
     SLUICE_TRY_ASSIGN(const StreamRead r, driver_->read_stream(batch, req, stop, s_));
     if (r == StreamRead::lost || r == StreamRead::timed_out) {
@@ -416,6 +430,32 @@ class LogSource final : public Source {
     return r == StreamRead::idle ? ReadStatus::idle : ReadStatus::more;
   }
 
+  // Reconnecting (the stream, or the snapshot): one attempt per due time, returning idle in
+  // between, so that the runtime keeps seeing stop requests and idleness while the server is
+  // away. Nothing once `attempt` succeeded; else what read() returns now (idle, or the error
+  // that is not retriable).
+  template <class Attempt>
+  std::optional<Result<ReadStatus>> reconnect(Attempt attempt, const ReadRequest& req,
+                                              const std::stop_token& stop) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_attempt_) {
+      wait_until_or_stop(std::min(next_attempt_, now + req.poll), stop);
+      return ReadStatus::idle;
+    }
+    if (Status st = attempt(); !st.ok()) {
+      if (!st.error().retriable()) return Result<ReadStatus>(st.error());
+      probe_.lost();
+      const auto delay = reconnect_.next();
+      spdlog::warn("pipeline {}: {} (retrying in {} ms)", s_.ctx.pipeline_id, st.error().message(),
+                   delay.count());
+      next_attempt_ = std::chrono::steady_clock::now() + delay;
+      return ReadStatus::idle;
+    }
+    reconnect_.reset();
+    probe_.connected();
+    return std::nullopt;
+  }
+
   void report_phase() noexcept {
     switch (s_.position.phase) {
       case LogPhase::snapshot: probe_.set_phase(ConnectionPhase::snapshot); break;
@@ -428,7 +468,8 @@ class LogSource final : public Source {
   std::unique_ptr<Driver> driver_;
   LogState<Traits> s_;
   bool streaming_ = false;
-  Backoff reconnect_;  // driver_->reconnect_backoff(), set by open()
+  bool snapshot_down_ = false;  // the snapshot's connection broke: resume_snapshot() is due
+  Backoff reconnect_;           // driver_->reconnect_backoff(), set by open()
   std::chrono::steady_clock::time_point next_attempt_{};
   std::string last_returned_position_;
   ConnectionProbe probe_;

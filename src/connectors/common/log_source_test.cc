@@ -60,8 +60,18 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
       batch.add().op = Operation::snapshot;
       ++s.position.cursor.rows;
       ++s.snapshot_rows;
+      // The connection goes silent after this row: the chunk's rows so far are kept.
+      if (s.position.cursor.rows == snapshot_silent_after) {
+        snapshot_silent_after = 0;
+        return SnapshotRead::timed_out;
+      }
     }
     return SnapshotRead::more;
+  }
+  Status resume_snapshot(State&) override {
+    ++snapshot_resumes;
+    if (down) return Error(Errc::connection, "server down", /*retriable=*/true);
+    return ok_status();
   }
   Status finish_snapshot(State&) override {
     ++finishes;
@@ -108,6 +118,8 @@ class FakeDriver final : public LogSourceDriver<FakeTraits> {
   BackoffPolicy reconnect_backoff() const override { return backoff; }
 
   int snapshot_rows = 0;
+  uint64_t snapshot_silent_after = 0;  // read_snapshot times out after this row (0: never)
+  int snapshot_resumes = 0;
   bool only_snapshot = false;
   bool stream_on_open = false;
   bool down = false;
@@ -422,6 +434,40 @@ TEST(LogSourceProbe, AStreamTimedOutByTheDriverIsCountedAndReconnectedFromWhatWa
   Batch c;
   ASSERT_EQ(f.read(c).value(), ReadStatus::idle);
   EXPECT_EQ(f.values(c), std::vector<std::string>{"c"});
+  EXPECT_EQ(f.get("sluice_source_connected"), 1);
+  EXPECT_EQ(f.get("sluice_source_reconnects_total"), 1);
+  EXPECT_EQ(f.get("sluice_source_connection_timeouts_total"), 1);
+}
+
+// A snapshot connection given up as dead: counted, reconnected with backoff through
+// resume_snapshot (idle while the server is down), and the snapshot goes on from the rows the
+// returned batches hold.
+TEST(LogSourceProbe, ASnapshotTimedOutByTheDriverIsCountedResumedAndGoesOnAtItsCursor) {
+  ProbeFixture f;
+  f.driver->snapshot_rows = 5;
+  f.driver->snapshot_silent_after = 3;
+  f.driver->backoff = BackoffPolicy{std::chrono::milliseconds(1), std::chrono::milliseconds(1)};
+  ASSERT_TRUE(f.source->open(f.ctx, std::nullopt).ok());
+  Batch a;
+  ASSERT_EQ(f.read(a).value(), ReadStatus::more);
+  EXPECT_EQ(a.position(), "snapshot 0/10 0 2");
+  Batch b;
+  ASSERT_EQ(f.read(b).value(), ReadStatus::more);  // one row, then silence
+  EXPECT_EQ(b.size(), 1u);
+  EXPECT_EQ(b.position(), "snapshot 0/10 0 3");
+  EXPECT_EQ(f.get("sluice_source_connection_timeouts_total"), 1);
+  EXPECT_EQ(f.get("sluice_source_connected"), 0);
+  f.driver->down = true;
+  Batch c;
+  ASSERT_EQ(f.read(c).value(), ReadStatus::idle);  // the reconnect fails: retried later
+  EXPECT_FALSE(c.has_position());
+  EXPECT_EQ(f.driver->snapshot_resumes, 1);
+  f.driver->down = false;
+  Batch d;
+  for (int i = 0; i < 100 && d.empty(); ++i) ASSERT_TRUE(f.read(d).ok());
+  EXPECT_EQ(f.driver->snapshot_resumes, 2);
+  EXPECT_EQ(d.size(), 2u);
+  EXPECT_EQ(d.position(), "snapshot 0/10 0 5");
   EXPECT_EQ(f.get("sluice_source_connected"), 1);
   EXPECT_EQ(f.get("sluice_source_reconnects_total"), 1);
   EXPECT_EQ(f.get("sluice_source_connection_timeouts_total"), 1);

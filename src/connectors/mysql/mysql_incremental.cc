@@ -362,27 +362,10 @@ Status MysqlDriver::emit_chunk(Batch& batch) {
     Record& r = batch.add();
     r.op = Operation::snapshot;
     r.metadata = metadata(batch, t, 0, false);
-    ObjectBuilder after = batch.object(ncols);
-    std::string reject;  // why the row goes to the dead-letter queue (as in the initial snapshot)
-    for (uint32_t c = 0; c < ncols; ++c) {
-      if (c >= text.size() || !text[c]) {
-        after.add(t.cols[c].name, Value::null());
-        continue;
-      }
-      auto v = text_to_value(t, c, *text[c], batch.arena(), zero_dates_null_);
-      if (!v.ok()) {
-        if (v.error().code() != Errc::data) return std::move(v).error();
-        if (!st_->ctx.dead_letters)
-          return unrepresentable_value_stop(v.error().message(),
-                                            is_zero_date_text(t.data_types[c], *text[c]));
-        if (reject.empty()) reject = v.error().message();
-        after.add(t.cols[c].name, Value::string(batch.copy(*text[c])));
-        continue;
-      }
-      after.add(t.cols[c].name, v.value());
-    }
-    r.after = after.build();
-    if (!reject.empty()) mark_source_reject(batch, r, reject);
+    row_text_.resize(std::min<size_t>(ncols, text.size()));
+    for (size_t c = 0; c < row_text_.size(); ++c)
+      row_text_[c] = text[c] ? std::optional<std::string_view>(*text[c]) : std::nullopt;
+    SLUICE_TRY(snapshot_row_after(batch, t, row_text_, r));
     ObjectBuilder k = batch.object(uint32_t(t.key.size()));
     for (uint32_t c : t.key) k.add(t.cols[c].name, r.after.fields()[c].value);
     r.key = k.build();

@@ -114,18 +114,8 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
   // starts again from the first one; the stream still starts at the original binlog position.
   std::vector<std::pair<std::string, std::string>> names;
   for (const TableRef& t : tables_) names.emplace_back(t.db, t.table);
-  const uint64_t fingerprint = tables_fingerprint(names);
-  if (!fresh && p.tables_fingerprint != 0 && p.tables_fingerprint != fingerprint &&
-      (p.table_index > 0 || p.cursor.kind != KeysetCursor::Kind::start)) {
-    spdlog::warn(
-        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
-        "again from the first table",
-        ctx_.pipeline_id);
-    p.table_index = 0;
-    p.cursor = KeysetCursor{};
-    snap_table_index_ = SIZE_MAX;
-  }
-  p.tables_fingerprint = fingerprint;
+  // (A fresh position has no fingerprint yet: nothing to restart.)
+  if (st_->restart_snapshot_if_tables_changed(names)) snap_table_index_ = SIZE_MAX;
   if (!fresh && p.cursor.kind == KeysetCursor::Kind::offset) {
     if (p.table_index < tables_.size())
       spdlog::info(
@@ -210,31 +200,11 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       Record& r = batch.add();
       r.op = Operation::snapshot;
       r.metadata = metadata(batch, t, 0, false);
-      ObjectBuilder after = batch.object(ncols);
-      std::string reject;  // why the row goes to the dead-letter queue
-      for (uint32_t i = 0; i < ncols; ++i) {
-        if (!row[i]) {
-          after.add(t.cols[i].name, Value::null());
-          continue;
-        }
-        const std::string_view text(row[i], lens[i]);
-        auto v = text_to_value(t, i, text, batch.arena(), zero_dates_null_);
-        if (!v.ok()) {
-          // A value sluice cannot represent (a zero date): skipping the row would lose it, so
-          // it stops the snapshot, unless the pipeline has a dead-letter queue, where the
-          // record goes with the raw value as text.
-          if (v.error().code() != Errc::data) return std::move(v).error();
-          if (!st_->ctx.dead_letters)
-            return unrepresentable_value_stop(v.error().message(),
-                                              is_zero_date_text(t.data_types[i], text));
-          if (reject.empty()) reject = v.error().message();
-          after.add(t.cols[i].name, Value::string(batch.copy(text)));
-          continue;
-        }
-        after.add(t.cols[i].name, v.value());
-      }
-      r.after = after.build();
-      if (!reject.empty()) mark_source_reject(batch, r, reject);
+      row_text_.resize(ncols);
+      for (uint32_t i = 0; i < ncols; ++i)
+        row_text_[i] = row[i] ? std::optional<std::string_view>(std::string_view(row[i], lens[i]))
+                              : std::nullopt;
+      SLUICE_TRY(snapshot_row_after(batch, t, row_text_, r));
       if (!t.key.empty()) {
         ObjectBuilder k = batch.object(uint32_t(t.key.size()));
         for (size_t j = 0; j < t.key.size(); ++j) {
@@ -264,6 +234,34 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     }
   }
   return SnapshotRead::more;
+}
+
+Status MysqlDriver::snapshot_row_after(Batch& batch, const TableSchema& t,
+                                       const std::vector<std::optional<std::string_view>>& text,
+                                       Record& r) {
+  const uint32_t ncols = uint32_t(t.cols.size());
+  ObjectBuilder after = batch.object(ncols);
+  std::string reject;  // why the row goes to the dead-letter queue
+  for (uint32_t i = 0; i < ncols; ++i) {
+    if (i >= text.size() || !text[i]) {
+      after.add(t.cols[i].name, Value::null());
+      continue;
+    }
+    auto v = text_to_value(t, i, *text[i], batch.arena(), zero_dates_null_);
+    if (!v.ok()) {
+      if (v.error().code() != Errc::data) return std::move(v).error();
+      if (!st_->ctx.dead_letters)
+        return unrepresentable_value_stop(v.error().message(),
+                                          is_zero_date_text(t.data_types[i], *text[i]));
+      if (reject.empty()) reject = v.error().message();
+      after.add(t.cols[i].name, Value::string(batch.copy(*text[i])));
+      continue;
+    }
+    after.add(t.cols[i].name, v.value());
+  }
+  r.after = after.build();
+  if (!reject.empty()) mark_source_reject(batch, r, reject);
+  return ok_status();
 }
 
 Status MysqlDriver::finish_snapshot(State&) {

@@ -214,6 +214,13 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
                           const std::vector<Value>* second);
   void incremental_truncate(std::string_view db, std::string_view table);
   Status emit_chunk(Batch& batch);
+  // A snapshot row (initial or incremental) read as text → r.after: text[i] is column i's
+  // (nullopt: NULL; missing at the end: NULL). A value sluice cannot represent (a zero date)
+  // stops the snapshot naming the fixes, or, with a dead-letter queue, keeps its raw text and
+  // marks the record for it: skipping the row would lose it.
+  Status snapshot_row_after(Batch& batch, const TableSchema& t,
+                            const std::vector<std::optional<std::string_view>>& text, Record& r);
+  std::vector<std::optional<std::string_view>> row_text_;  // a row's columns, for the above
 
   // settings
   // A refusal at connect time that classify_errno() cannot place is retried: a server that is

@@ -280,6 +280,7 @@ Result<PgConn> PgConn::connect(const std::string& url, bool replication, const P
   PGconn* c = PQconnectdbParams(keys.data(), vals.data(), 1);
   if (c == nullptr) return Error(Errc::internal, "out of memory creating a PostgreSQL connection");
   PgConn conn(c);
+  if (!replication) conn.deadline_ = net.deadline;
   if (PQstatus(c) != CONNECTION_OK) {
     Error e = classify_error(PQerrorMessage(c), "cannot connect to " + describe_target(url));
     if (e.code() == Errc::connection)
@@ -295,12 +296,24 @@ std::string PgConn::last_error() const {
   return conn_ ? one_line(PQerrorMessage(conn_)) : "no connection";
 }
 
+Error PgConn::deadline_error_or(Error e) const {
+  if (!deadline_ || !deadline_->fired()) return e;
+  const char* host = conn_ ? PQhost(conn_) : nullptr;
+  const char* port = conn_ ? PQport(conn_) : nullptr;
+  return Error(Errc::connection,
+               fmt::format("no reply from {}:{} within query_timeout ({} ms): taking the "
+                           "connection for dead",
+                           host ? host : "?", port ? port : "?", deadline_->timeout().count()),
+               true);
+}
+
 Result<PgResult> PgConn::exec(const std::string& sql, ExecStatusType expect) {
+  auto armed = deadline_ ? deadline_->arm(*this) : PgCallDeadline::Armed(nullptr);
   PgResult r(PQexec(conn_, sql.c_str()));
   if (!r || PQresultStatus(r.get()) != expect) {
     std::string msg = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
     if (msg.empty()) msg = PQerrorMessage(conn_);
-    return classify_error(msg, "");
+    return deadline_error_or(classify_error(msg, ""));
   }
   return r;
 }
@@ -310,12 +323,13 @@ Result<PgResult> PgConn::exec_params(const std::string& sql, const std::vector<s
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p.c_str());
+  auto armed = deadline_ ? deadline_->arm(*this) : PgCallDeadline::Armed(nullptr);
   PgResult r(PQexecParams(conn_, sql.c_str(), int(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0));
   if (!r || PQresultStatus(r.get()) != expect) {
     std::string msg = r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
     if (msg.empty()) msg = PQerrorMessage(conn_);
-    return classify_error(msg, "");
+    return deadline_error_or(classify_error(msg, ""));
   }
   return r;
 }

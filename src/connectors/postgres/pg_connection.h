@@ -30,19 +30,25 @@ using PgResult = std::unique_ptr<PGresult, PgResultDeleter>;
 // tcp_user_timeout > 0, keepalives probe an idle connection (first after half the timeout) and
 // the kernel drops the connection once data or probes stay unacknowledged that long. A libpq
 // keyword the URL sets itself (keepalives*, tcp_user_timeout) wins. 0: the system's defaults.
+class PgCallDeadline;
 struct PgNetOptions {
   std::chrono::milliseconds tcp_user_timeout{0};
+  // Regular (not replication) connections: every exec()/exec_params() is armed with it, so a
+  // server that stops answering fails the call after its timeout instead of hanging it. It
+  // must outlive the connections and be used from one thread. Null: no deadline.
+  PgCallDeadline* deadline = nullptr;
 };
 
 class PgConn {
  public:
   PgConn() = default;
   explicit PgConn(PGconn* c) : conn_(c) {}
-  PgConn(PgConn&& o) noexcept : conn_(o.conn_) { o.conn_ = nullptr; }
+  PgConn(PgConn&& o) noexcept : conn_(o.conn_), deadline_(o.deadline_) { o.conn_ = nullptr; }
   PgConn& operator=(PgConn&& o) noexcept {
     if (this != &o) {
       reset();
       conn_ = o.conn_;
+      deadline_ = o.deadline_;
       o.conn_ = nullptr;
     }
     return *this;
@@ -65,16 +71,23 @@ class PgConn {
     conn_ = nullptr;
   }
 
-  // Runs a command/query expecting `expect` (PGRES_COMMAND_OK or PGRES_TUPLES_OK).
+  // Runs a command/query expecting `expect` (PGRES_COMMAND_OK or PGRES_TUPLES_OK). With a
+  // deadline (PgNetOptions::deadline), a reply that does not come in time is a retriable
+  // connection error naming query_timeout (the connection is then unusable).
   Result<PgResult> exec(const std::string& sql, ExecStatusType expect = PGRES_TUPLES_OK);
   Result<PgResult> exec_params(const std::string& sql, const std::vector<std::string>& params,
                                ExecStatusType expect = PGRES_TUPLES_OK);
   std::string quote_ident(std::string_view ident) const;
   std::string quote_literal(std::string_view text) const;
   std::string last_error() const;
+  // The deadline of this connection's calls (PgNetOptions::deadline), or null.
+  PgCallDeadline* deadline() const noexcept { return deadline_; }
+  // A failed call: when the deadline cut it, the error says so (query_timeout), else `e`.
+  Error deadline_error_or(Error e) const;
 
  private:
   PGconn* conn_ = nullptr;
+  PgCallDeadline* deadline_ = nullptr;
 };
 
 // Cuts the connection of a call that does not return in time. libpq waits for a reply without a

@@ -666,6 +666,11 @@ std::optional<Relation> PostgresDriver::shape_before(const Relation& now, Lsn ls
 
 Status PostgresDriver::record_shape(const Relation& r, Lsn lsn) {
   SLUICE_TRY(load_shapes());
+  if (!add_shape(r, lsn)) return ok_status();
+  return save_history();
+}
+
+bool PostgresDriver::add_shape(const Relation& r, Lsn lsn) {
   auto same = [&](const ShapeVersion& v) {
     if (v.columns.size() != r.columns.size()) return false;
     for (size_t i = 0; i < v.columns.size(); ++i)
@@ -680,7 +685,7 @@ Status PostgresDriver::record_shape(const Relation& r, Lsn lsn) {
   const ShapeVersion* current = nullptr;
   for (const ShapeVersion& v : versions)
     if (!(lsn < v.lsn)) current = &v;
-  if (current && same(*current)) return ok_status();
+  if (current && same(*current)) return false;
   ShapeVersion v;
   v.lsn = lsn;
   for (const Column& c : r.columns)
@@ -697,7 +702,7 @@ Status PostgresDriver::record_shape(const Relation& r, Lsn lsn) {
       if (vs[i].lsn < acked) keep_from = i;
     vs.erase(vs.begin(), vs.begin() + std::ptrdiff_t(keep_from));
   }
-  return save_history();
+  return true;
 }
 
 Status PostgresDriver::save_history() {
@@ -715,6 +720,78 @@ Status PostgresDriver::save_history() {
   if (Status st = ctx_.history->save(out); !st.ok())
     return st.error().with_context("cannot store the table shapes: ");
   return ok_status();
+}
+
+// The baseline when no snapshot gave one: the captured tables' shapes read from the catalogue at
+// stream start, so that a DDL made before a table's first Relation message (a rename right after
+// the start, before any change; or while sluice was stopped) is still diffed, never taken as the
+// baseline. A fresh slot's are read in the snapshot it exported, at its consistent point (`at`);
+// otherwise the tables without a stored shape are read as of now, at the server's WAL position
+// then: a Relation message of a transaction committed before it has no baseline (as before),
+// later ones do. One statement: the WAL position is read after its snapshot was taken, so a DDL
+// the catalogue does not show yet commits before that position, and its Relation message (in a
+// transaction after it) is diffed against the shape that really preceded it.
+Status PostgresDriver::record_catalog_shapes(std::optional<Lsn> at) {
+  SLUICE_TRY(load_shapes());
+  std::string oids;
+  for (const TableRef& t : tables_) {
+    // A fresh slot: every table, at its point (older stored shapes are of an earlier slot).
+    if (!at && shapes_.count(t.oid)) continue;
+    oids += fmt::format("{}{}", oids.empty() ? "" : ",", t.oid);
+  }
+  if (oids.empty()) return ok_status();
+  auto r = conn_.exec_params(
+      "SELECT w.lsn::text, c.oid, a.attname, a.atttypid, a.atttypmod "
+      "FROM unnest($1::oid[]) WITH ORDINALITY c(oid, n) "
+      "CROSS JOIN (SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+      "ELSE pg_current_wal_lsn() END AS lsn) w "
+      "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+      "AND a.attgenerated = '' ORDER BY c.n, a.attnum",
+      {"{" + oids + "}"});
+  if (!r.ok()) return r.error().with_context("cannot read the captured tables' columns: ");
+  PGresult* res = r.value().get();
+  std::optional<Relation> rel;
+  bool changed = false;
+  Lsn lsn = at.value_or(Lsn{});
+  auto flush = [&] {
+    if (rel) changed |= add_shape(*rel, lsn);
+    rel.reset();
+  };
+  for (int i = 0; i < PQntuples(res); ++i) {
+    if (!at) lsn = Lsn::parse(PQgetvalue(res, i, 0)).value_or(Lsn{});
+    const auto oid = uint32_t(std::stoul(PQgetvalue(res, i, 1)));
+    if (!rel || rel->oid != oid) {
+      flush();
+      rel.emplace();
+      rel->oid = oid;
+    }
+    if (PQgetisnull(res, i, 2)) continue;  // a table without columns
+    Column c;
+    c.name = PQgetvalue(res, i, 2);
+    c.type_oid = uint32_t(std::stoul(PQgetvalue(res, i, 3)));
+    c.type_mod = std::stoi(PQgetvalue(res, i, 4));
+    rel->columns.push_back(std::move(c));
+  }
+  flush();
+  if (!changed) return ok_status();
+  spdlog::debug("pipeline {}: table shapes from the catalogue at {} (the stream's baseline)",
+                ctx_.pipeline_id, lsn.to_string());
+  return save_history();
+}
+
+Status PostgresDriver::shapes_in_exported_snapshot(const std::string& exported, Lsn point) {
+  if (auto b = conn_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
+      !b.ok())
+    return b.error();
+  Status st = ok_status();
+  if (auto s =
+          conn_.exec("SET TRANSACTION SNAPSHOT " + conn_.quote_literal(exported), PGRES_COMMAND_OK);
+      !s.ok())
+    st = s.error().with_context("cannot import the slot's snapshot: ");
+  if (st.ok()) st = record_catalog_shapes(point);
+  auto end = conn_.exec(st.ok() ? "COMMIT" : "ROLLBACK", PGRES_COMMAND_OK);
+  if (st.ok() && !end.ok()) return end.error();
+  return st;
 }
 
 }  // namespace sluice::pg

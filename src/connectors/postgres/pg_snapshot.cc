@@ -95,7 +95,7 @@ std::string XidSnapshot::sees_sql(std::string_view x) const {
                      xmax, list);
 }
 
-Status PostgresDriver::begin_snapshot(const std::string& exported) {
+Status PostgresDriver::open_snapshot_transaction(const std::string& exported) {
   if (auto b = conn_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK);
       !b.ok())
     return b.error();
@@ -113,25 +113,21 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
   const auto now_snap = XidSnapshot::parse(now_text);
   if (!now_snap)
     return Error(Errc::data, fmt::format("unexpected pg_current_snapshot() {}", now_text));
+  snapshot_now_text_ = now_text;
+  snapshot_now_xmax_ = now_snap->xmax;
+  return ok_status();
+}
+
+Status PostgresDriver::begin_snapshot(const std::string& exported) {
+  SLUICE_TRY(open_snapshot_transaction(exported));
+  exported_ = exported;
   // The position's table_index is an index into this list: a resume after `tables` changed
   // (a table added or removed, or listed in another order) would skip or repeat a table, so the
   // snapshot starts again from the first one; the stream still starts at the slot's point.
   std::vector<std::pair<std::string, std::string>> names;
   for (const TableRef& t : tables_) names.emplace_back(t.schema, t.name);
   SourcePosition& pos = st_->position;
-  const uint64_t fingerprint = tables_fingerprint(names);
-  if (pos.tables_fingerprint != 0 && pos.tables_fingerprint != fingerprint &&
-      (pos.table_index > 0 || !(pos.cursor == PageCursor{}))) {
-    spdlog::warn(
-        "pipeline {}: the captured tables changed while the snapshot was unfinished: it starts "
-        "again from the first table",
-        ctx_.pipeline_id);
-    pos.table_index = 0;
-    pos.cursor = PageCursor{};
-    pos.mvcc.clear();  // read again from the start, under this snapshot
-    copy_table_index_ = SIZE_MAX;
-  }
-  pos.tables_fingerprint = fingerprint;
+  if (st_->restart_snapshot_if_tables_changed(names)) copy_table_index_ = SIZE_MAX;
   // A snapshot begun (or resumed from a position without one) records the MVCC snapshot it reads
   // under; a resume filters by the recorded one (see the top of this file).
   bool resumed = pos.table_index > 0 || !(pos.cursor == PageCursor{});
@@ -142,7 +138,7 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
     // Kept beside the checkpoint before anything is read: a crash before the first checkpoint
     // leaves no position, and the next run starts this snapshot again under another one.
     slot_snapshot_lsn_ = pos.point;
-    slot_snapshot_mvcc_ = now_text;
+    slot_snapshot_mvcc_ = snapshot_now_text_;
     SLUICE_TRY(save_history());
   } else if (pos.mvcc.empty() && !resumed && !slot_snapshot_mvcc_.empty() &&
              slot_snapshot_lsn_ == pos.point) {
@@ -156,13 +152,13 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
         ctx_.pipeline_id);
   }
   if (pos.mvcc.empty()) {
-    pos.mvcc = now_text;
+    pos.mvcc = snapshot_now_text_;
   } else if (auto first = XidSnapshot::parse(pos.mvcc); !first) {
     spdlog::warn(
         "pipeline {}: the position's snapshot {} is not readable: rows changed since it "
         "may come twice",
         ctx_.pipeline_id, pos.mvcc);
-  } else if (now_snap->xmax >= (uint64_t(1) << 32)) {
+  } else if (snapshot_now_xmax_ >= (uint64_t(1) << 32)) {
     spdlog::info(
         "pipeline {}: transaction ids have wrapped around since the server was created: "
         "rows changed since the snapshot began may come twice",
@@ -311,10 +307,13 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
 
 Status PostgresDriver::receive_copy() {
   const TableRef& t = tables_[st_->position.table_index];
+  // query_timeout: from now until the first row, and between rows (progress moves it on).
+  auto armed = deadline_.arm(conn_);
   PgResult start(PQgetResult(conn_.get()));
   if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
-    return classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
-                          fmt::format("cannot read {}.{}", t.schema, t.name));
+    return conn_.deadline_error_or(
+        classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
+                       fmt::format("cannot read {}.{}", t.schema, t.name)));
   chunk_lines_.clear();
   chunk_rows_ = 0;
   for (;;) {
@@ -322,16 +321,16 @@ Status PostgresDriver::receive_copy() {
     const int n = PQgetCopyData(conn_.get(), &buf, 0);
     if (n > 0) {
       chunk_lines_.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
-      ++chunk_rows_;
+      if (++chunk_rows_ % 1024 == 0) deadline_.extend();
       continue;
     }
     if (n == -1) break;
-    return classify_error(conn_.last_error(), "snapshot read failed");
+    return conn_.deadline_error_or(classify_error(conn_.last_error(), "snapshot read failed"));
   }
   PgResult res(PQgetResult(conn_.get()));
   if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-    return classify_error(res ? PQresultErrorMessage(res.get()) : conn_.last_error(),
-                          "snapshot COPY failed");
+    return conn_.deadline_error_or(classify_error(
+        res ? PQresultErrorMessage(res.get()) : conn_.last_error(), "snapshot COPY failed"));
   while (PgResult more{PQgetResult(conn_.get())}) {
   }
   copy_active_ = false;
@@ -340,12 +339,59 @@ Status PostgresDriver::receive_copy() {
 }
 
 Status PostgresDriver::finish_snapshot(State&) {
+  exported_.clear();
   if (auto c = conn_.exec("COMMIT", PGRES_COMMAND_OK); !c.ok()) return c.error();
   return ok_status();
 }
 
+// A lost or silent snapshot connection: the chunk being read is dropped (the position names only
+// the chunks already in batches), and resume_snapshot() opens the snapshot again on a new one.
 Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadRequest& req,
                                                    std::stop_token stop, State&) {
+  auto r = read_snapshot_chunks(batch, req, stop);
+  if (r.ok() || r.error().code() != Errc::connection || !r.error().retriable()) return r;
+  const bool timed_out = deadline_.fired();
+  const SourcePosition& pos = st_->position;
+  spdlog::warn("pipeline {}: snapshot: {} (reconnecting; it goes on at table {} page {})",
+               ctx_.pipeline_id, r.error().message(), pos.table_index, pos.cursor.page);
+  copy_active_ = false;
+  next_in_this_batch_ = false;
+  chunk_lines_.clear();
+  copy_table_index_ = SIZE_MAX;
+  copy_table_ = nullptr;
+  conn_.reset();
+  return timed_out ? SnapshotRead::timed_out : SnapshotRead::lost;
+}
+
+Status PostgresDriver::resume_snapshot(State&) {
+  conn_.reset();
+  auto c = PgConn::connect(url_, false, net_);
+  if (!c.ok()) return std::move(c).error();
+  conn_ = std::move(c.value());
+  // The slot's exported snapshot while the connection that exported it still holds it; else a
+  // newer one, as after a restart: the stream from the slot's point makes up what changed since.
+  if (!exported_.empty()) {
+    Status st = open_snapshot_transaction(exported_);
+    if (st.ok()) return ok_status();
+    if (st.error().code() == Errc::connection) return st;
+    (void)conn_.exec("ROLLBACK", PGRES_COMMAND_OK);
+    spdlog::warn("pipeline {}: {}: the snapshot goes on in a newer one", ctx_.pipeline_id,
+                 st.error().message());
+    exported_.clear();
+  }
+  SLUICE_TRY(open_snapshot_transaction(""));
+  // A newer MVCC snapshot: read on as a resumed snapshot (see the top of this file), filtered by
+  // the first one the position records.
+  const SourcePosition& pos = st_->position;
+  first_snapshot_.reset();
+  resume_table_index_ = pos.cursor.page > 0 ? pos.table_index : SIZE_MAX;
+  if (auto first = XidSnapshot::parse(pos.mvcc); first && snapshot_now_xmax_ < (uint64_t(1) << 32))
+    first_snapshot_ = first;
+  return ok_status();
+}
+
+Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const ReadRequest& req,
+                                                          std::stop_token stop) {
   SourcePosition& pos = st_->position;
   Tuple tuple;
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&

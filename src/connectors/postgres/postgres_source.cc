@@ -66,6 +66,17 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "(sluice_source_connection_timeouts_total), closes the connection and reconnects with "
         "backoff. Default: the server's wal_sender_timeout (60s when that is 0).")
         .at_least(100),
+    setting<&PostgresSourceOptions::query_timeout>(
+        "query_timeout",
+        "How long the source waits for the server's reply to one catalogue query, or for the next "
+        "rows of a snapshot COPY, before it takes the connection for dead (a partition, a server "
+        "that stopped answering but keeps TCP open): it logs it, counts it "
+        "(sluice_source_connection_timeouts_total), and in the snapshot reconnects with backoff "
+        "and goes on from the last chunk read; elsewhere the pipeline stops with that error. A "
+        "query that legitimately takes longer (a lock held by another session) is cut the same "
+        "way: raise it then. 0: wait forever. The replication stream has stream.timeout.")
+        .with_default("60s")
+        .at_least(0),
     setting<&PostgresSourceOptions::tcp_user_timeout>(
         "tcp_user_timeout",
         "TCP keepalives and TCP_USER_TIMEOUT of every connection: the kernel drops a connection "
@@ -210,7 +221,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       mode_(std::move(o.snapshot_mode)),
       heartbeat_(o.heartbeat_interval),
       stream_timeout_setting_(o.stream_timeout),
-      net_{o.tcp_user_timeout},
+      deadline_(o.query_timeout),
+      net_{o.tcp_user_timeout, &deadline_},
       reconnect_{o.reconnect_initial_backoff, o.reconnect_max_backoff},
       heartbeat_emit_message_(o.heartbeat_emit_message),
       slot_lag_warning_(o.slot_lag_warning),
@@ -298,6 +310,7 @@ Status PostgresDriver::plan_start(State& s) {
   const bool resumed_stream = pos.phase == LogPhase::stream;
   const bool snapshot_only = mode_ == "initial_only";
   std::string exported;
+  bool baseline_read = false;  // the tables' shapes at a fresh slot's point
   if (!snapshot_only) {
     if (Status st = ensure_publication(); !st.ok()) return st;
     const std::string slot_query =
@@ -365,14 +378,17 @@ Status PostgresDriver::plan_start(State& s) {
       if (!repl.ok()) return std::move(repl).error();
       repl_ = std::move(repl.value());
       const bool want_snapshot = mode_ == "initial" && pos.phase != LogPhase::stream;
+      // Without a snapshot, the exported one still gives the tables' shapes at the slot's point
+      // (the baseline of the first Relation messages, when DDL is not captured).
+      const bool want_export = want_snapshot || !ddl_capture_;
       auto created =
           repl_.exec(fmt::format("CREATE_REPLICATION_SLOT {} LOGICAL pgoutput (SNAPSHOT '{}')",
-                                 quote_identifier(slot_), want_snapshot ? "export" : "nothing"));
+                                 quote_identifier(slot_), want_export ? "export" : "nothing"));
       if (!created.ok())
         return created.error().with_context(
             fmt::format("cannot create replication slot {}: ", slot_));
       auto point = Lsn::parse(PQgetvalue(created.value().get(), 0, 1));
-      if (want_snapshot && !PQgetisnull(created.value().get(), 0, 2))
+      if (want_export && !PQgetisnull(created.value().get(), 0, 2))
         exported = PQgetvalue(created.value().get(), 0, 2);
       spdlog::info("pipeline {}: created replication slot {} at {}", ctx_.pipeline_id, slot_,
                    point.value_or(Lsn{}).to_string());
@@ -383,6 +399,11 @@ Status PostgresDriver::plan_start(State& s) {
         pos.phase = want_snapshot ? LogPhase::snapshot : LogPhase::stream;
         pos.point = point.value_or(Lsn{});
       }
+      if (!want_snapshot && !ddl_capture_ && !exported.empty()) {
+        SLUICE_TRY(shapes_in_exported_snapshot(exported, point.value_or(Lsn{})));
+        exported.clear();
+        baseline_read = true;
+      }
     }
   } else if (pos.phase == LogPhase::none) {
     pos.phase = LogPhase::snapshot;
@@ -391,6 +412,10 @@ Status PostgresDriver::plan_start(State& s) {
   if (mode_ == "never" && pos.phase == LogPhase::snapshot) pos.phase = LogPhase::stream;
 
   if (pos.phase == LogPhase::snapshot) SLUICE_TRY(begin_snapshot(exported));
+  // Streaming without a snapshot in this run: tables no earlier run stored a shape of (a slot
+  // created by a run that stopped before, a table that was never snapshotted) get one now.
+  if (!snapshot_only && !ddl_capture_ && pos.phase == LogPhase::stream && !baseline_read)
+    SLUICE_TRY(record_catalog_shapes(std::nullopt));
   if (!snapshot_only) SLUICE_TRY(plan_incremental(s, resumed_stream));
   return ok_status();
 }

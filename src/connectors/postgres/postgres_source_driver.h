@@ -127,6 +127,7 @@ struct PostgresSourceOptions {
   // wal_sender_timeout (read at connect; 60 s when it is 0).
   std::optional<std::chrono::milliseconds> stream_timeout;
   std::chrono::milliseconds tcp_user_timeout{};
+  std::chrono::milliseconds query_timeout{};  // catalogue queries and snapshot COPY; 0: none
   std::chrono::milliseconds reconnect_initial_backoff{}, reconnect_max_backoff{};
   bool heartbeat_emit_message = true;
   uint64_t slot_lag_warning = 0;  // bytes; 0: never warn
@@ -169,6 +170,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status plan_start(State& s) override;
   Result<SnapshotRead> read_snapshot(Batch& batch, const ReadRequest& req, std::stop_token stop,
                                      State& s) override;
+  Status resume_snapshot(State& s) override;
   Status finish_snapshot(State& s) override;
   Status start_stream(State& s) override;
   Result<StreamRead> read_stream(Batch& batch, const ReadRequest& req, std::stop_token stop,
@@ -211,9 +213,20 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status load_shapes();
   std::optional<Relation> shape_before(const Relation& now, Lsn lsn) const;
   Status record_shape(const Relation& r, Lsn lsn);
+  // In memory: whether r's shape is new at lsn (then save_history() persists it).
+  bool add_shape(const Relation& r, Lsn lsn);
   Status save_history();  // the shapes and the slot's snapshot, beside the checkpoint
+  // The baseline at stream start when none is stored: `at` the fresh slot's point, read in its
+  // exported snapshot (every table); nullopt: the tables without a stored shape, as of now.
+  Status record_catalog_shapes(std::optional<Lsn> at);
+  // record_catalog_shapes(point) in a transaction of the slot's exported snapshot.
+  Status shapes_in_exported_snapshot(const std::string& exported, Lsn point);
   // pg_snapshot.cc
   Status begin_snapshot(const std::string& exported);
+  // BEGIN … REPEATABLE READ, in the exported snapshot when one is named.
+  Status open_snapshot_transaction(const std::string& exported);
+  Result<SnapshotRead> read_snapshot_chunks(Batch& batch, const ReadRequest& req,
+                                            std::stop_token stop);
   // The snapshot's chunks (pg_snapshot.cc): the table's description and size, a COPY sent for a
   // page range, the whole chunk received into chunk_lines_.
   Status load_copy_table();
@@ -269,6 +282,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string slot_setting_, publication_setting_, mode_;
   std::chrono::milliseconds heartbeat_;
   std::optional<std::chrono::milliseconds> stream_timeout_setting_;
+  // Arms every call on conn_ (net_.deadline) and the snapshot's COPY: before conn_, which it
+  // outlives.
+  PgCallDeadline deadline_;
   PgNetOptions net_;
   BackoffPolicy reconnect_;
   bool heartbeat_emit_message_;
@@ -317,6 +333,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // The first snapshot (the position's mvcc) when this run reads under another one and may
   // filter by it (pg_snapshot.cc, begin_snapshot); empty: no filter.
   std::optional<XidSnapshot> first_snapshot_;
+  // pg_current_snapshot() of the snapshot transaction open now (open_snapshot_transaction).
+  std::string snapshot_now_text_;
+  uint64_t snapshot_now_xmax_ = 0;
   size_t resume_table_index_ = SIZE_MAX;  // the table the snapshot resumed inside (cursor > 0)
   // The loaded table's: an SQL test that a row may hold an out-of-line (TOASTed) value, "false"
   // when it cannot; and the pages below the cursor still to read for such rows (0: none).
@@ -325,6 +344,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool copy_active_ = false;         // a COPY is in flight (inflight_)
   CopyChunk inflight_, chunk_;       // the chunk sent; the chunk received (being parsed)
   bool next_in_this_batch_ = false;  // inflight_ was sized for the batch being filled
+  std::string exported_;  // the slot's exported snapshot the snapshot reads in (resume_snapshot)
   struct PqFree {
     void operator()(char* p) const noexcept { PQfreemem(p); }
   };
