@@ -94,6 +94,16 @@ struct SourceTable {
   std::string table;
 };
 
+// One line of `sluice doctor`: a check of a server's set-up made without moving data or creating
+// anything on the server. `fix` says what to do when the outcome is not `pass`.
+struct DoctorCheck {
+  enum class Outcome { pass, warn, fail };
+  Outcome outcome = Outcome::pass;
+  std::string name;    // what is checked: "wal_level is logical"
+  std::string detail;  // what was found: "wal_level = replica"
+  std::string fix;     // the remedy, for warn and fail
+};
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -108,6 +118,11 @@ class Source {
   virtual void close() noexcept {}
   // Removes server-side state the source created (replication slot, publication): `sluice cleanup`.
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // `sluice doctor`: checks the server's configuration, privileges and this pipeline's state on it
+  // (nothing is created or moved). Sources without checks refuse with Errc::unsupported.
+  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&) {
+    return Error(Errc::unsupported, "this source has no doctor checks yet");
+  }
   // Asks a running (or the next) pipeline to snapshot `tables` incrementally while it streams, by
   // writing a signal the source reads in its change stream: `sluice snapshot`. Sources without
   // incremental snapshots refuse.

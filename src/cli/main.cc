@@ -105,6 +105,13 @@ int main(int argc, char** argv) {
   std::string cleanup_file;
   cleanup->add_option("FILE", cleanup_file, "pipeline file (YAML)")->required();
 
+  auto* doctor = app.add_subcommand(
+      "doctor",
+      "Check the servers of the file's pipelines (configuration, privileges, slots) "
+      "without moving data; exits 1 when a check fails");
+  std::string doctor_file;
+  doctor->add_option("FILE", doctor_file, "pipeline file (YAML)")->required();
+
   auto* snapshot = app.add_subcommand(
       "snapshot",
       "Snapshot tables of a pipeline incrementally while it streams (writes a signal row into the "
@@ -137,6 +144,7 @@ int main(int argc, char** argv) {
   if (*validate) return sluice::validate_command(validate_file);
   if (*connectors) return sluice::connectors_command(connector_name, markdown, pipeline_file);
   if (*cleanup) return sluice::cleanup_command(cleanup_file);
+  if (*doctor) return sluice::doctor_command(doctor_file);
   if (*snapshot) return sluice::snapshot_command(snapshot_file, snapshot_pipeline, snapshot_tables);
   return 2;
 }

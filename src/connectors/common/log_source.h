@@ -244,6 +244,10 @@ class LogSourceDriver {
   virtual void ack(const Position&) {}
   virtual void close() noexcept = 0;
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
+  // `sluice doctor` (Source::doctor).
+  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&) {
+    return Error(Errc::unsupported, fmt::format("the {} source has no doctor checks yet", name()));
+  }
   // `sluice snapshot`: writes an execute-snapshot signal for `tables` (incremental_snapshot.h).
   virtual Status request_snapshot(const ConnectorContext&, const std::vector<std::string>&) {
     return Error(Errc::unsupported,
@@ -329,6 +333,9 @@ class LogSource final : public Source {
   }
 
   Status cleanup(const ConnectorContext& ctx) override { return driver_->cleanup(ctx); }
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx) override {
+    return driver_->doctor(ctx);
+  }
   Status request_snapshot(const ConnectorContext& ctx,
                           const std::vector<std::string>& tables) override {
     return driver_->request_snapshot(ctx, tables);

@@ -180,6 +180,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void ack(const Position& p) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx) override;  // pg_doctor.cc
   Status request_snapshot(const ConnectorContext& ctx,
                           const std::vector<std::string>& tables) override;
   std::vector<SourceTable> captured_tables() const override {
