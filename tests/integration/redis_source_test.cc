@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "integration/pg_harness.h"
@@ -113,8 +113,8 @@ TEST(RedisSource, RawEntriesKeyedByTheEntryIdByDefault) {
   TempDir dir("redis_source_entry_id");
   Streams s({"rs_ids"});
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(s.c.command({"XADD", "rs_ids", "*", "v", "x"}).ok());
-  write_file(dir / "p.yaml", pipeline_yaml("[rs_ids]", "",
-                                           "{connector: sqlite, settings: {path: out.db}}"));
+  write_file(dir / "p.yaml",
+             pipeline_yaml("[rs_ids]", "", "{connector: sqlite, settings: {path: out.db}}"));
   ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir.path()), 0)
       << read_file(dir / "stderr.txt");
   SqliteFile f(dir / "out.db");
@@ -180,9 +180,11 @@ TEST(RedisSource, ACrashedConsumersPendingEntriesAreClaimed) {
 }
 
 std::string opencdc(const std::string& op, int64_t id, const std::string& v = "") {
-  std::string after = op == "delete" ? "null" : "{\"id\":" + std::to_string(id) + ",\"v\":\"" + v + "\"}";
-  return "{\"operation\":\"" + op + "\",\"metadata\":{\"table\":\"rs_items\"},\"key\":{\"id\":" +
-         std::to_string(id) + "},\"payload\":{\"before\":null,\"after\":" + after + "}}";
+  std::string after =
+      op == "delete" ? "null" : "{\"id\":" + std::to_string(id) + ",\"v\":\"" + v + "\"}";
+  return "{\"operation\":\"" + op +
+         "\",\"metadata\":{\"table\":\"rs_items\"},\"key\":{\"id\":" + std::to_string(id) +
+         "},\"payload\":{\"before\":null,\"after\":" + after + "}}";
 }
 
 TEST(RedisSource, OpenCdcEntriesIntoPostgres) {
@@ -191,16 +193,19 @@ TEST(RedisSource, OpenCdcEntriesIntoPostgres) {
   TempDir dir("redis_source_opencdc");
   Streams s({"rs_cdc"});
   for (int i = 1; i <= 50; ++i)
-    ASSERT_TRUE(s.c.command({"XADD", "rs_cdc", "*", "value", opencdc("create", i, "v" + std::to_string(i))}).ok());
+    ASSERT_TRUE(
+        s.c.command({"XADD", "rs_cdc", "*", "value", opencdc("create", i, "v" + std::to_string(i))})
+            .ok());
   ASSERT_TRUE(s.c.command({"XADD", "rs_cdc", "*", "value", opencdc("update", 5, "five")}).ok());
   ASSERT_TRUE(s.c.command({"XADD", "rs_cdc", "*", "value", opencdc("delete", 9)}).ok());
-  write_file(dir / "p.yaml", pipeline_yaml("[rs_cdc]", "        format: opencdc\n",
-                                           "{connector: postgres, settings: {url: \"" + db.url() +
-                                               "\"}}"));
+  write_file(dir / "p.yaml",
+             pipeline_yaml("[rs_cdc]", "        format: opencdc\n",
+                           "{connector: postgres, settings: {url: \"" + db.url() + "\"}}"));
   ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir.path()), 0)
       << read_file(dir / "stderr.txt");
   std::map<int64_t, std::string> got, want;
-  for (const auto& row : db.sql().query("SELECT id, v FROM rs_items")) got[std::stoll(*row[0])] = *row[1];
+  for (const auto& row : db.sql().query("SELECT id, v FROM rs_items"))
+    got[std::stoll(*row[0])] = *row[1];
   for (int i = 1; i <= 50; ++i) want[i] = "v" + std::to_string(i);
   want[5] = "five";
   want.erase(9);
@@ -220,16 +225,18 @@ TEST(RedisSource, AMalformedEntryGoesToTheDeadLetterQueueOrStopsNamingStreamAndI
   // on_error: stop (the default): one error line naming the stream and the entry id.
   write_file(dir / "p.yaml", pipeline_yaml("[rs_bad]", "        key_fields: [id]\n",
                                            "{connector: sqlite, settings: {path: out.db}}"));
-  EXPECT_NE(run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir.path(), std::chrono::seconds(20)), 0);
+  EXPECT_NE(run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir.path(), std::chrono::seconds(20)),
+            0);
   const std::string err = read_file(dir / "stderr.txt");
   EXPECT_NE(err.find("stream 'rs_bad' entry " + bad_id + ": has no field 'id'"), std::string::npos)
       << err;
 
   // on_error: dlq: the entry in the dead-letter file, every other one at the destination.
-  write_file(dir / "p.yaml", pipeline_yaml("[rs_bad]", "        key_fields: [id]\n",
-                                           "{connector: sqlite, settings: {path: out.db}}",
-                                           "    on_error: dlq\n"
-                                           "    dlq: {connector: file, settings: {path: dlq.jsonl}}\n"));
+  write_file(dir / "p.yaml",
+             pipeline_yaml("[rs_bad]", "        key_fields: [id]\n",
+                           "{connector: sqlite, settings: {path: out.db}}",
+                           "    on_error: dlq\n"
+                           "    dlq: {connector: file, settings: {path: dlq.jsonl}}\n"));
   ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir.path()), 0)
       << read_file(dir / "stderr.txt");
   EXPECT_EQ(sqlite_rows(dir / "out.db", "rs_bad"), expected(1, 20));

@@ -18,8 +18,8 @@
 // informative, and a restart resumes from the group (and the consumer's pending entries).
 //
 // Formats: raw (each field of the entry a string column; the key the fields of `key_fields`, or
-// {id: entry id}) and opencdc (field `field` holds one OpenCDC JSON record). An entry that cannot be
-// decoded stops the pipeline with an error naming the stream and the id, or goes to the
+// {id: entry id}) and opencdc (field `field` holds one OpenCDC JSON record). An entry that cannot
+// be decoded stops the pipeline with an error naming the stream and the id, or goes to the
 // dead-letter queue with on_error: dlq.
 #include "connectors/redis/redis_source.h"
 
@@ -62,9 +62,10 @@ struct Options {
 };
 
 constexpr auto kSettings = settings_table<Options>(
-    setting<&Options::url>("url",
-                           "Redis server, redis://[user:password@]host:port[/db]. TLS (rediss://) is "
-                           "not available: Debian's hiredis 0.14 has none.")
+    setting<&Options::url>(
+        "url",
+        "Redis server, redis://[user:password@]host:port[/db]. TLS (rediss://) is "
+        "not available: Debian's hiredis 0.14 has none.")
         .mandatory()
         .secret_value(),
     setting<&Options::user>("user", kUserDoc),
@@ -116,7 +117,8 @@ constexpr auto kSettings = settings_table<Options>(
         .with_default("5s")
         .at_least(10),
     setting<&Options::rescan_interval>(
-        "rescan_interval", "How often stream patterns are matched again (SCAN) to find new streams.")
+        "rescan_interval",
+        "How often stream patterns are matched again (SCAN) to find new streams.")
         .with_default("10s")
         .at_least(10),
     setting<&Options::connect_timeout>("connect_timeout",
@@ -126,7 +128,8 @@ constexpr auto kSettings = settings_table<Options>(
 Status finalize(Options& o) {
   if (o.streams.empty()) return Error(Errc::config, "setting 'streams' lists no stream");
   for (const auto& s : o.streams)
-    if (s.empty()) return Error(Errc::config, "setting 'streams': an empty stream name (remove it)");
+    if (s.empty())
+      return Error(Errc::config, "setting 'streams': an empty stream name (remove it)");
   Credentials c{o.user, o.password, o.password_file};
   SLUICE_TRY(resolve_credentials(c));
   SLUICE_TRY_ASSIGN(o.parsed, redis::parse_redis_url(o.url, c));
@@ -187,7 +190,7 @@ class RedisSource final : public Source {
     std::string pending_cursor = "0";  // own pending entries read up to (exclusive of nothing)
     bool pending_done = false;
     std::string claim_cursor = "0-0";
-    std::string last_id = {};               // last id put in a batch
+    std::string last_id = {};                       // last id put in a batch
     std::unordered_set<std::string> inflight = {};  // read, not yet XACKed (reader thread)
   };
   struct Sent {
@@ -221,7 +224,7 @@ class RedisSource final : public Source {
 
   // Shared with the acker thread.
   std::mutex mu_;
-  std::deque<Sent> sent_;                                   // batches handed out, not acked
+  std::deque<Sent> sent_;                                 // batches handed out, not acked
   std::vector<std::pair<uint32_t, std::string>> to_ack_;  // acked by the runtime, XACK due
   bool closed_ = false;
 };
@@ -245,8 +248,9 @@ Status RedisSource::ensure_group(const std::string& stream, std::string_view sta
   }
   if (r.error().message().find("BUSYGROUP") != std::string::npos) return ok_status();
   if (r.error().message().find("WRONGTYPE") != std::string::npos)
-    return Error(Errc::config,
-                 fmt::format("key '{}' is not a stream: fix `streams` (or delete the key)", stream));
+    return Error(
+        Errc::config,
+        fmt::format("key '{}' is not a stream: fix `streams` (or delete the key)", stream));
   return std::move(r).error();
 }
 
@@ -267,8 +271,8 @@ Status RedisSource::discover(bool at_open) {
         if (known) continue;
         SLUICE_TRY(ensure_group(name, at_open ? (o_.start == "latest" ? "$" : "0") : "0"));
         if (!at_open)
-          spdlog::info("pipeline {}: stream '{}' matches '{}': reading it", ctx_.pipeline_id,
-                       name, pat);
+          spdlog::info("pipeline {}: stream '{}' matches '{}': reading it", ctx_.pipeline_id, name,
+                       pat);
         streams_.push_back(Stream{.name = std::move(name)});
       }
     } while (cursor != "0");
@@ -322,7 +326,8 @@ Status RedisSource::flush_acks() {
   for (size_t i = 0; i < ids.size();) {
     const uint32_t si = ids[i].first;
     args.assign({"XACK", streams_[si].name, group_});
-    while (i < ids.size() && ids[i].first == si && args.size() < 1003) args.push_back(ids[i++].second);
+    while (i < ids.size() && ids[i].first == si && args.size() < 1003)
+      args.push_back(ids[i++].second);
     conn_->append(args);
     ++commands;
   }
@@ -400,7 +405,8 @@ Status RedisSource::decode(const Stream& s, std::string_view id, const redisRepl
       ObjectBuilder after = batch.object(uint32_t(n + 1));
       if (o_.key_fields.empty()) after.add("id", Value::string(batch.copy(id)));
       for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        after.add(batch.copy(str(fields->element[i])), text_or_bytes(batch, str(fields->element[i + 1])));
+        after.add(batch.copy(str(fields->element[i])),
+                  text_or_bytes(batch, str(fields->element[i + 1])));
       ObjectBuilder meta = batch.object(3);
       meta.add(meta::kTable, Value::string(batch.copy(s.name)));
       meta.add("redis.stream", Value::string(batch.copy(s.name)));
@@ -416,12 +422,14 @@ Status RedisSource::decode(const Stream& s, std::string_view id, const redisRepl
   const std::string why = fmt::format("stream '{}' entry {}: {}", s.name, id, problem);
   if (!ctx_.dead_letters)
     return Error(Errc::data,
-                 why + " (fix the producer, or set on_error: dlq to send such entries to the "
-                       "dead-letter queue)");
+                 why +
+                     " (fix the producer, or set on_error: dlq to send such entries to the "
+                     "dead-letter queue)");
   // To the dead-letter queue: the entry's fields as they are, and why.
   ObjectBuilder after = batch.object(uint32_t(n));
   for (size_t i = 0; i + 1 < fields->elements; i += 2)
-    after.add(batch.copy(str(fields->element[i])), text_or_bytes(batch, str(fields->element[i + 1])));
+    after.add(batch.copy(str(fields->element[i])),
+              text_or_bytes(batch, str(fields->element[i + 1])));
   ObjectBuilder key = batch.object(1);
   key.add("id", Value::string(batch.copy(id)));
   ObjectBuilder meta = batch.object(4);
@@ -482,7 +490,8 @@ Status RedisSource::claim(Stream& s, uint32_t index, Batch& batch, size_t room) 
   SLUICE_TRY_ASSIGN(Reply r, conn_->command({"XAUTOCLAIM", s.name, group_, o_.consumer, idle,
                                              s.claim_cursor, "COUNT", count}));
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
-    return Error(Errc::internal, "redis: unexpected XAUTOCLAIM reply " + redis::reply_text(r.get()));
+    return Error(Errc::internal,
+                 "redis: unexpected XAUTOCLAIM reply " + redis::reply_text(r.get()));
   s.claim_cursor.assign(str(r->element[0]));
   const redisReply* entries = r->element[1];
   size_t claimed = 0;
@@ -583,7 +592,8 @@ Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::
     }
     if (st.ok() && !pending && batch.size() < req.max_records) {
       const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) {
         idle = true;
         break;
@@ -606,7 +616,8 @@ Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::
     const uint64_t seq = ++seq_;
     std::string position = std::to_string(seq);
     for (const Stream& s : streams_)
-      if (!s.last_id.empty()) fmt::format_to(std::back_inserter(position), ";{}={}", s.name, s.last_id);
+      if (!s.last_id.empty())
+        fmt::format_to(std::back_inserter(position), ";{}={}", s.name, s.last_id);
     batch.set_position(position);
     std::lock_guard lk(mu_);
     sent_.push_back(Sent{seq, std::move(batch_ids_)});
@@ -634,9 +645,10 @@ void RedisSource::close() noexcept {
   if (conn_) {
     Status st = flush_acks();
     if (!st.ok())
-      spdlog::warn("pipeline {}: final XACK failed: {} (the entries stay pending and are read "
-                   "again by the next run)",
-                   ctx_.pipeline_id, st.error().message());
+      spdlog::warn(
+          "pipeline {}: final XACK failed: {} (the entries stay pending and are read "
+          "again by the next run)",
+          ctx_.pipeline_id, st.error().message());
   }
   conn_.reset();
 }
