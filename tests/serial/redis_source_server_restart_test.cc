@@ -78,18 +78,19 @@ TEST(RedisSourceServerRestart, ReconnectsAndEndsWithEveryEntryAndNothingPending)
     for (int i = 0; i < n; ++i) ASSERT_TRUE(c.read_reply().ok());
   }
   TempDir dir("redis_source_restart");
-  write_file(dir / "p.yaml", "version: 1\n"
-                             "pipelines:\n"
-                             "  - id: rr\n"
-                             "    source:\n"
-                             "      connector: redis\n"
-                             "      settings: {url: \"" +
-                                 server.url() +
-                                 "\", streams: [rr_stream], key_fields: [id]}\n"
-                                 "    destination: {connector: sqlite, settings: {path: out.db}}\n"
-                                 "    batch: {max_records: 200}\n"
-                                 "checkpoints: {path: cp.db}\n"
-                                 "http: {listen: 127.0.0.1:0}\n");
+  write_file(dir / "p.yaml",
+             "version: 1\n"
+             "pipelines:\n"
+             "  - id: rr\n"
+             "    source:\n"
+             "      connector: redis\n"
+             "      settings: {url: \"" +
+                 server.url() +
+                 "\", streams: [rr_stream], key_fields: [id]}\n"
+                 "    destination: {connector: sqlite, settings: {path: out.db}}\n"
+                 "    batch: {max_records: 200}\n"
+                 "checkpoints: {path: cp.db}\n"
+                 "http: {listen: 127.0.0.1:0}\n");
   Process p({"run", "p.yaml", "--idle-exit", "3"}, dir.path());
   ASSERT_TRUE(wait_until(
       [&] {
