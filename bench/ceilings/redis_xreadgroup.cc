@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> ids;
   std::vector<std::string_view> args;
   for (;;) {
-    auto r = c.command({"XREADGROUP", "GROUP", "ceiling", "c", "COUNT", count, "STREAMS", stream,
-                        ">"});
+    auto r =
+        c.command({"XREADGROUP", "GROUP", "ceiling", "c", "COUNT", count, "STREAMS", stream, ">"});
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.error().message().c_str());
       return 1;
@@ -91,8 +91,7 @@ int main(int argc, char** argv) {
     if (!c.command(args).ok()) return 1;
     entries += long(e->elements);
   }
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("{\"entries\":%ld,\"seconds\":%.3f}\n", entries, s);
   (void)c.command({"XGROUP", "DESTROY", stream, "ceiling"});
   return 0;

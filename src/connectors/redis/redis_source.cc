@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <charconv>
 #include <deque>
 #include <mutex>
@@ -181,6 +182,7 @@ class RedisSource final : public Source {
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
   std::string server_state() const override {
+    if (!has_group_.load()) return {};
     return fmt::format("consumer group '{}' on the stream(s)", group_);
   }
 
@@ -227,6 +229,7 @@ class RedisSource final : public Source {
   std::deque<Sent> sent_;                                 // batches handed out, not acked
   std::vector<std::pair<uint32_t, std::string>> to_ack_;  // acked by the runtime, XACK due
   bool closed_ = false;
+  std::atomic<bool> has_group_{false};  // a group exists (created or found) on a stream
 };
 
 Status RedisSource::connect() {
@@ -241,6 +244,7 @@ Status RedisSource::connect() {
 
 Status RedisSource::ensure_group(const std::string& stream, std::string_view start_id) {
   auto r = conn_->command({"XGROUP", "CREATE", stream, group_, start_id, "MKSTREAM"});
+  if (r.ok() || r.error().message().find("BUSYGROUP") != std::string::npos) has_group_ = true;
   if (r.ok()) {
     spdlog::info("pipeline {}: created consumer group '{}' on stream '{}' (from {})",
                  ctx_.pipeline_id, group_, stream, start_id);
@@ -368,8 +372,8 @@ Status RedisSource::decode(const Stream& s, std::string_view id, const redisRepl
       const size_t before = batch.size();
       Status st = decode_record_json(str(v), batch);
       if (st.ok()) {
-        Record& r = batch.records().back();
         if (batch.size() == before + 1) {
+          Record& r = batch.records().back();
           const uint32_t m = r.metadata.is_object() ? r.metadata.size() : 0;
           ObjectBuilder meta = batch.object(m + 2);
           if (m)
