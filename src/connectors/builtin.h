@@ -14,5 +14,6 @@ ConnectorSpec postgres_connector();   // src/connectors/postgres/
 ConnectorSpec mysql_connector();      // src/connectors/mysql/
 ConnectorSpec kafka_connector();      // src/connectors/kafka/
 ConnectorSpec mongodb_connector();    // src/connectors/mongodb/
+ConnectorSpec redis_connector();      // src/connectors/redis/
 
 }  // namespace sluice

@@ -24,6 +24,9 @@ void register_builtin_connectors(Registry& r) {
 #if SLUICE_WITH_MONGODB
   r.add(mongodb_connector());
 #endif
+#if SLUICE_WITH_REDIS
+  r.add(redis_connector());
+#endif
 }
 
 }  // namespace sluice

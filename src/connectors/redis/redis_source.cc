@@ -1,0 +1,727 @@
+// The redis source (Redis Streams, consumer group).
+//
+// Reading. Every stream of `streams` (names, or glob patterns matched with SCAN … TYPE stream and
+// re-scanned every `rescan_interval`) gets the consumer group `group` (XGROUP CREATE … MKSTREAM
+// at open when missing, from `start`; a stream a pattern finds later from its first entry, 0).
+// The consumer `consumer` then reads, in this order within each read():
+//   1. its own pending entries (XREADGROUP … STREAMS s 0, paged by id): after a restart or a
+//      reconnect, what it read before but never acknowledged comes first, so nothing is lost;
+//   2. every `claim.interval`, entries that another consumer of the group has held pending for at
+//      least `claim.min_idle` (XAUTOCLAIM): a crashed consumer's entries are taken over;
+//   3. new entries (XREADGROUP … BLOCK … STREAMS s1 s2 … > > …).
+//
+// Acknowledging. Each batch gets a sequence number (its position, see redis_source.h) and the
+// ids it holds. ack() — called in order by the runtime once a batch is durable at the destination
+// and checkpointed, never past a gap — moves the ids of every batch up to that sequence to a list
+// the reader thread XACKs (pipelined) at its next read, and close() XACKs what is left. The
+// pending entries list of the group is thus the source's real position: the checkpoint is only
+// informative, and a restart resumes from the group (and the consumer's pending entries).
+//
+// Formats: raw (each field of the entry a string column; the key the fields of `key_fields`, or
+// {id: entry id}) and opencdc (field `field` holds one OpenCDC JSON record). An entry that cannot
+// be decoded stops the pipeline with an error naming the stream and the id, or goes to the
+// dead-letter queue with on_error: dlq.
+#include "connectors/redis/redis_source.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <charconv>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "connectors/common/credentials.h"
+#include "connectors/redis/redis_common.h"
+#include "sluice/json.h"
+
+namespace sluice {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using redis::Reply;
+
+struct Options {
+  std::string url;
+  std::string user, password, password_file;
+  std::vector<std::string> streams;
+  std::string group;
+  std::string consumer;
+  std::string start;
+  std::string format;
+  std::string field;
+  std::vector<std::string> key_fields;
+  std::chrono::milliseconds claim_min_idle{};
+  std::chrono::milliseconds claim_interval{};
+  std::chrono::milliseconds rescan_interval{};
+  std::chrono::milliseconds connect_timeout{};
+  redis::RedisUrl parsed;  // derived by finalize
+};
+
+constexpr auto kSettings = settings_table<Options>(
+    setting<&Options::url>(
+        "url",
+        "Redis server, redis://[user:password@]host:port[/db]. TLS (rediss://) is "
+        "not available: Debian's hiredis 0.14 has none.")
+        .mandatory()
+        .secret_value(),
+    setting<&Options::user>("user", kUserDoc),
+    setting<&Options::password>("password", kPasswordDoc).secret_value(),
+    setting<&Options::password_file>("password_file", kPasswordFileDoc),
+    setting<&Options::streams>(
+        "streams",
+        "Streams to read. An entry with a glob character (* ? [) is a pattern: every stream key "
+        "matching it (SCAN … MATCH … TYPE stream), re-scanned every rescan_interval. A named stream "
+        "that does not exist is created empty (XGROUP CREATE … MKSTREAM).")
+        .mandatory(),
+    setting<&Options::group>(
+        "group",
+        "Consumer group. Default: sluice-<pipeline id>. Created on each stream when missing; "
+        "entries are acknowledged (XACK) to it only after the destination acknowledged them."),
+    setting<&Options::consumer>(
+        "consumer",
+        "Consumer name within the group. Keep it stable across restarts: a restarted consumer "
+        "reads its own pending entries first.")
+        .with_default("sluice"),
+    setting<&Options::start>(
+        "start",
+        "Where a group created at open begins: earliest (id 0, the whole stream) or latest ($, "
+        "entries added after the group was created). An existing group keeps its position; a "
+        "stream a pattern finds after open is read from its first entry.")
+        .one_of("earliest,latest")
+        .with_default("earliest"),
+    setting<&Options::format>(
+        "format",
+        "How entries become records. raw: each field a string column, table = the stream, key = "
+        "key_fields (or {id: entry id}); opencdc: the field named by `field` holds one OpenCDC JSON "
+        "record (its own table and key).")
+        .one_of("raw,opencdc")
+        .with_default("raw"),
+    setting<&Options::field>("field", "format opencdc: the entry field holding the JSON record.")
+        .with_default("value"),
+    setting<&Options::key_fields>(
+        "key_fields",
+        "format raw: the fields that make the record key (an entry without one of them is "
+        "malformed). Empty: the key is {id: the entry id}, also stored as column id."),
+    setting<&Options::claim_min_idle>(
+        "claim.min_idle",
+        "Entries another consumer of the group has held pending (read, never acknowledged) at "
+        "least this long are claimed (XAUTOCLAIM) and delivered again: a crashed consumer's entries "
+        "are not lost. 0: never claim.")
+        .with_default("60s"),
+    setting<&Options::claim_interval>("claim.interval",
+                                      "How often to look for entries to claim (XAUTOCLAIM).")
+        .with_default("5s")
+        .at_least(10),
+    setting<&Options::rescan_interval>(
+        "rescan_interval",
+        "How often stream patterns are matched again (SCAN) to find new streams.")
+        .with_default("10s")
+        .at_least(10),
+    setting<&Options::connect_timeout>("connect_timeout",
+                                       "How long a connection attempt may take before it fails.")
+        .with_default("10s"));
+
+Status finalize(Options& o) {
+  if (o.streams.empty()) return Error(Errc::config, "setting 'streams' lists no stream");
+  for (const auto& s : o.streams)
+    if (s.empty())
+      return Error(Errc::config, "setting 'streams': an empty stream name (remove it)");
+  Credentials c{o.user, o.password, o.password_file};
+  SLUICE_TRY(resolve_credentials(c));
+  SLUICE_TRY_ASSIGN(o.parsed, redis::parse_redis_url(o.url, c));
+  if (o.format == "opencdc" && !o.key_fields.empty())
+    return Error(Errc::config,
+                 "setting 'key_fields' applies to format raw only (an OpenCDC record has its own "
+                 "key): remove it");
+  return ok_status();
+}
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    i += n;
+  }
+  return true;
+}
+
+Value text_or_bytes(Batch& batch, std::string_view s) {
+  std::string_view c = batch.copy(s);
+  return valid_utf8(c) ? Value::string(c) : Value::bytes(c);
+}
+
+std::string_view str(const redisReply* r) {
+  return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+             ? std::string_view(r->str, r->len)
+             : std::string_view();
+}
+
+// A server that is starting (LOADING) or a lost connection: reconnect and go on.
+bool transient(const Error& e) {
+  return e.retriable() || e.message().find("LOADING") != std::string::npos ||
+         e.message().find("BUSY ") != std::string::npos;
+}
+
+class RedisSource final : public Source {
+ public:
+  explicit RedisSource(Options o) : o_(std::move(o)) {}
+  ~RedisSource() override { close(); }
+
+  Status open(const ConnectorContext& ctx, const std::optional<std::string>& checkpoint) override;
+  Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) override;
+  void ack(std::string_view position) override;
+  void close() noexcept override;
+  Status cleanup(const ConnectorContext& ctx) override;
+  std::string server_state() const override {
+    if (!has_group_.load()) return {};
+    return fmt::format("consumer group '{}' on the stream(s)", group_);
+  }
+
+ private:
+  struct Stream {
+    std::string name;
+    std::string pending_cursor = "0";  // own pending entries read up to (exclusive of nothing)
+    bool pending_done = false;
+    std::string claim_cursor = "0-0";
+    std::string last_id = {};                       // last id put in a batch
+    std::unordered_set<std::string> inflight = {};  // read, not yet XACKed (reader thread)
+  };
+  struct Sent {
+    uint64_t seq;
+    std::vector<std::pair<uint32_t, std::string>> ids;  // (stream index, entry id)
+  };
+
+  Status connect();
+  Status ensure_group(const std::string& stream, std::string_view start_id);
+  Status discover(bool at_open);
+  Status flush_acks();
+  Status read_pending(Stream& s, uint32_t index, Batch& batch, size_t room);
+  Status claim(Stream& s, uint32_t index, Batch& batch, size_t room);
+  Status read_new(Batch& batch, size_t room, std::chrono::milliseconds block);
+  // Appends the entry `e` ([id, [field, value, …]]) of stream `index`; false when the entry was
+  // skipped (already in flight, or deleted — then acknowledged at once).
+  Status add_entry(uint32_t index, const redisReply* e, Batch& batch);
+  Status decode(const Stream& s, std::string_view id, const redisReply* fields, Batch& batch);
+  void lost_connection(const Error& e);
+
+  Options o_;
+  ConnectorContext ctx_;
+  std::string group_;
+  std::optional<redis::RedisConnection> conn_;
+  std::vector<Stream> streams_;
+  std::vector<std::string> patterns_;
+  Clock::time_point next_claim_{}, next_rescan_{};
+  std::chrono::milliseconds backoff_{200};
+  std::vector<std::pair<uint32_t, std::string>> batch_ids_;  // ids of the batch being read
+  uint64_t seq_ = 0;
+
+  // Shared with the acker thread.
+  std::mutex mu_;
+  std::deque<Sent> sent_;                                 // batches handed out, not acked
+  std::vector<std::pair<uint32_t, std::string>> to_ack_;  // acked by the runtime, XACK due
+  bool closed_ = false;
+  std::atomic<bool> has_group_{false};  // a group exists (created or found) on a stream
+};
+
+Status RedisSource::connect() {
+  redis::RedisConnection::Options co;
+  co.connect_timeout = o_.connect_timeout;
+  co.command_timeout = std::chrono::milliseconds(30'000);
+  co.client_name = "sluice-" + ctx_.pipeline_id;
+  SLUICE_TRY_ASSIGN(redis::RedisConnection c, redis::RedisConnection::connect(o_.parsed, co));
+  conn_.emplace(std::move(c));
+  return ok_status();
+}
+
+Status RedisSource::ensure_group(const std::string& stream, std::string_view start_id) {
+  auto r = conn_->command({"XGROUP", "CREATE", stream, group_, start_id, "MKSTREAM"});
+  if (r.ok() || r.error().message().find("BUSYGROUP") != std::string::npos) has_group_ = true;
+  if (r.ok()) {
+    spdlog::info("pipeline {}: created consumer group '{}' on stream '{}' (from {})",
+                 ctx_.pipeline_id, group_, stream, start_id);
+    return ok_status();
+  }
+  if (r.error().message().find("BUSYGROUP") != std::string::npos) return ok_status();
+  if (r.error().message().find("WRONGTYPE") != std::string::npos)
+    return Error(
+        Errc::config,
+        fmt::format("key '{}' is not a stream: fix `streams` (or delete the key)", stream));
+  return std::move(r).error();
+}
+
+Status RedisSource::discover(bool at_open) {
+  for (const std::string& pat : patterns_) {
+    std::string cursor = "0";
+    do {
+      SLUICE_TRY_ASSIGN(Reply r, conn_->command({"SCAN", cursor, "MATCH", pat, "COUNT", "1000",
+                                                 "TYPE", "stream"}));
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return Error(Errc::internal, "redis: unexpected SCAN reply " + redis::reply_text(r.get()));
+      cursor.assign(str(r->element[0]));
+      const redisReply* keys = r->element[1];
+      for (size_t i = 0; i < keys->elements; ++i) {
+        std::string name(str(keys->element[i]));
+        bool known = false;
+        for (const Stream& s : streams_) known = known || s.name == name;
+        if (known) continue;
+        SLUICE_TRY(ensure_group(name, at_open ? (o_.start == "latest" ? "$" : "0") : "0"));
+        if (!at_open)
+          spdlog::info("pipeline {}: stream '{}' matches '{}': reading it", ctx_.pipeline_id, name,
+                       pat);
+        streams_.push_back(Stream{.name = std::move(name)});
+      }
+    } while (cursor != "0");
+  }
+  return ok_status();
+}
+
+Status RedisSource::open(const ConnectorContext& ctx, const std::optional<std::string>&) {
+  ctx_ = ctx;
+  group_ = o_.group.empty() ? "sluice-" + ctx.pipeline_id : o_.group;
+  SLUICE_TRY(connect());
+  for (const std::string& s : o_.streams) {
+    if (redis::is_stream_pattern(s)) {
+      patterns_.push_back(s);
+      continue;
+    }
+    SLUICE_TRY(ensure_group(s, o_.start == "latest" ? "$" : "0"));
+    streams_.push_back(Stream{.name = s});
+  }
+  SLUICE_TRY(discover(/*at_open=*/true));
+  next_rescan_ = Clock::now() + o_.rescan_interval;
+  next_claim_ = Clock::now();
+  std::string names;
+  for (const Stream& s : streams_) names += (names.empty() ? "'" : ", '") + s.name + "'";
+  spdlog::info("pipeline {}: reading stream(s) {} as consumer '{}' of group '{}' on {}",
+               ctx_.pipeline_id, names.empty() ? "(none yet)" : names, o_.consumer, group_,
+               o_.parsed.redacted());
+  return ok_status();
+}
+
+void RedisSource::lost_connection(const Error& e) {
+  spdlog::warn("pipeline {}: {} (reconnecting; pending entries are read again)", ctx_.pipeline_id,
+               e.message());
+  conn_.reset();
+  for (Stream& s : streams_) {
+    s.pending_done = false;
+    s.pending_cursor = "0";
+  }
+}
+
+Status RedisSource::flush_acks() {
+  std::vector<std::pair<uint32_t, std::string>> ids;
+  {
+    std::lock_guard lk(mu_);
+    ids.swap(to_ack_);
+  }
+  if (ids.empty()) return ok_status();
+  // One XACK per stream and up to 1000 ids, pipelined.
+  std::vector<std::string_view> args;
+  size_t commands = 0;
+  for (size_t i = 0; i < ids.size();) {
+    const uint32_t si = ids[i].first;
+    args.assign({"XACK", streams_[si].name, group_});
+    while (i < ids.size() && ids[i].first == si && args.size() < 1003)
+      args.push_back(ids[i++].second);
+    conn_->append(args);
+    ++commands;
+  }
+  Status result = ok_status();
+  for (size_t c = 0; c < commands; ++c) {
+    auto r = conn_->read_reply();
+    if (!r.ok()) {
+      result = std::move(r).error();
+      break;
+    }
+    if ((*r)->type == REDIS_REPLY_ERROR && result.ok())
+      result = Error(Errc::data, "redis: XACK refused: " + redis::reply_text(r->get()));
+  }
+  if (!result.ok()) {
+    // Acknowledge them again after the reconnect (XACK is idempotent).
+    std::lock_guard lk(mu_);
+    to_ack_.insert(to_ack_.begin(), ids.begin(), ids.end());
+    return result;
+  }
+  for (auto& [si, id] : ids) streams_[si].inflight.erase(id);
+  return ok_status();
+}
+
+Status RedisSource::decode(const Stream& s, std::string_view id, const redisReply* fields,
+                           Batch& batch) {
+  const size_t n = fields->elements / 2;
+  auto field_value = [&](std::string_view name) -> const redisReply* {
+    for (size_t i = 0; i + 1 < fields->elements; i += 2)
+      if (str(fields->element[i]) == name) return fields->element[i + 1];
+    return nullptr;
+  };
+  std::string problem;
+  if (o_.format == "opencdc") {
+    const redisReply* v = field_value(o_.field);
+    if (v == nullptr) {
+      problem = fmt::format("has no field '{}' (setting `field`)", o_.field);
+    } else {
+      const size_t before = batch.size();
+      Status st = decode_record_json(str(v), batch);
+      if (st.ok()) {
+        if (batch.size() == before + 1) {
+          Record& r = batch.records().back();
+          const uint32_t m = r.metadata.is_object() ? r.metadata.size() : 0;
+          ObjectBuilder meta = batch.object(m + 2);
+          if (m)
+            for (const Field& f : r.metadata.fields()) meta.add(f.name, f.value);
+          meta.add("redis.stream", Value::string(batch.copy(s.name)));
+          meta.add("redis.id", Value::string(batch.copy(id)));
+          r.metadata = meta.build();
+          r.position = {};
+        }
+        return ok_status();
+      }
+      problem = st.error().message();
+    }
+  } else {
+    ObjectBuilder key = batch.object(uint32_t(std::max<size_t>(1, o_.key_fields.size())));
+    if (o_.key_fields.empty()) {
+      key.add("id", Value::string(batch.copy(id)));
+      if (field_value("id") != nullptr)
+        problem =
+            "has a field 'id', the column the entry id takes when key_fields is empty (set "
+            "key_fields: [id] to key by that field)";
+    } else {
+      for (const std::string& k : o_.key_fields) {
+        const redisReply* v = field_value(k);
+        if (v == nullptr) {
+          problem = fmt::format("has no field '{}' (setting `key_fields`)", k);
+          break;
+        }
+        key.add(batch.copy(k), text_or_bytes(batch, str(v)));
+      }
+    }
+    if (problem.empty()) {
+      ObjectBuilder after = batch.object(uint32_t(n + 1));
+      if (o_.key_fields.empty()) after.add("id", Value::string(batch.copy(id)));
+      for (size_t i = 0; i + 1 < fields->elements; i += 2)
+        after.add(batch.copy(str(fields->element[i])),
+                  text_or_bytes(batch, str(fields->element[i + 1])));
+      ObjectBuilder meta = batch.object(3);
+      meta.add(meta::kTable, Value::string(batch.copy(s.name)));
+      meta.add("redis.stream", Value::string(batch.copy(s.name)));
+      meta.add("redis.id", Value::string(batch.copy(id)));
+      Record& r = batch.add();
+      r.op = Operation::create;
+      r.key = key.build();
+      r.after = after.build();
+      r.metadata = meta.build();
+      return ok_status();
+    }
+  }
+  const std::string why = fmt::format("stream '{}' entry {}: {}", s.name, id, problem);
+  if (!ctx_.dead_letters)
+    return Error(Errc::data,
+                 why +
+                     " (fix the producer, or set on_error: dlq to send such entries to the "
+                     "dead-letter queue)");
+  // To the dead-letter queue: the entry's fields as they are, and why.
+  ObjectBuilder after = batch.object(uint32_t(n));
+  for (size_t i = 0; i + 1 < fields->elements; i += 2)
+    after.add(batch.copy(str(fields->element[i])),
+              text_or_bytes(batch, str(fields->element[i + 1])));
+  ObjectBuilder key = batch.object(1);
+  key.add("id", Value::string(batch.copy(id)));
+  ObjectBuilder meta = batch.object(4);
+  meta.add(meta::kTable, Value::string(batch.copy(s.name)));
+  meta.add("redis.stream", Value::string(batch.copy(s.name)));
+  meta.add("redis.id", Value::string(batch.copy(id)));
+  meta.add(meta::kError, Value::string(batch.copy(why)));
+  Record& r = batch.add();
+  r.op = Operation::create;
+  r.key = key.build();
+  r.after = after.build();
+  r.metadata = meta.build();
+  batch.add_source_reject();
+  return ok_status();
+}
+
+Status RedisSource::add_entry(uint32_t index, const redisReply* e, Batch& batch) {
+  Stream& s = streams_[index];
+  if (e == nullptr || e->type != REDIS_REPLY_ARRAY || e->elements < 2)
+    return Error(Errc::internal, "redis: unexpected stream entry " + redis::reply_text(e));
+  std::string id(str(e->element[0]));
+  if (s.inflight.count(id)) return ok_status();  // already read, not yet acknowledged
+  const redisReply* fields = e->element[1];
+  if (fields->type != REDIS_REPLY_ARRAY) {
+    // A pending entry whose data was deleted (XDEL, or trimmed): nothing to deliver.
+    std::lock_guard lk(mu_);
+    to_ack_.emplace_back(index, std::move(id));
+    return ok_status();
+  }
+  SLUICE_TRY(decode(s, id, fields, batch));
+  s.last_id = id;
+  s.inflight.insert(id);
+  batch_ids_.emplace_back(index, std::move(id));
+  return ok_status();
+}
+
+Status RedisSource::read_pending(Stream& s, uint32_t index, Batch& batch, size_t room) {
+  const std::string count = std::to_string(std::max<size_t>(room, 1));
+  SLUICE_TRY_ASSIGN(Reply r, conn_->command({"XREADGROUP", "GROUP", group_, o_.consumer, "COUNT",
+                                             count, "STREAMS", s.name, s.pending_cursor}));
+  const redisReply* entries = nullptr;
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 2)
+    entries = r->element[0]->element[1];
+  if (entries == nullptr || entries->elements == 0) {
+    s.pending_done = true;
+    return ok_status();
+  }
+  for (size_t i = 0; i < entries->elements; ++i) {
+    SLUICE_TRY(add_entry(index, entries->element[i], batch));
+    s.pending_cursor.assign(str(entries->element[i]->element[0]));
+  }
+  return ok_status();
+}
+
+Status RedisSource::claim(Stream& s, uint32_t index, Batch& batch, size_t room) {
+  const std::string idle = std::to_string(o_.claim_min_idle.count());
+  const std::string count = std::to_string(std::max<size_t>(room, 1));
+  SLUICE_TRY_ASSIGN(Reply r, conn_->command({"XAUTOCLAIM", s.name, group_, o_.consumer, idle,
+                                             s.claim_cursor, "COUNT", count}));
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+    return Error(Errc::internal,
+                 "redis: unexpected XAUTOCLAIM reply " + redis::reply_text(r.get()));
+  s.claim_cursor.assign(str(r->element[0]));
+  const redisReply* entries = r->element[1];
+  size_t claimed = 0;
+  for (size_t i = 0; i < entries->elements; ++i) {
+    const size_t before = batch_ids_.size();
+    SLUICE_TRY(add_entry(index, entries->element[i], batch));
+    claimed += batch_ids_.size() - before;
+  }
+  if (claimed > 0)
+    spdlog::info("pipeline {}: claimed {} entr{} of stream '{}' left pending by another consumer",
+                 ctx_.pipeline_id, claimed, claimed == 1 ? "y" : "ies", s.name);
+  return ok_status();
+}
+
+Status RedisSource::read_new(Batch& batch, size_t room, std::chrono::milliseconds block) {
+  if (streams_.empty()) {
+    std::this_thread::sleep_for(block);
+    return ok_status();
+  }
+  std::vector<std::string_view> args = {"XREADGROUP", "GROUP", group_, o_.consumer, "COUNT"};
+  const std::string count = std::to_string(std::max<size_t>(room, 1));
+  const std::string block_ms = std::to_string(std::max<int64_t>(1, block.count()));
+  args.push_back(count);
+  args.push_back("BLOCK");
+  args.push_back(block_ms);
+  args.push_back("STREAMS");
+  for (const Stream& s : streams_) args.push_back(s.name);
+  for (size_t i = 0; i < streams_.size(); ++i) args.push_back(">");
+  auto r = conn_->command(args);
+  if (!r.ok()) {
+    if (r.error().message().find("NOGROUP") != std::string::npos) {
+      // A stream (and its group) was deleted while sluice read it: create both again.
+      for (const Stream& s : streams_) SLUICE_TRY(ensure_group(s.name, "0"));
+      return ok_status();
+    }
+    return std::move(r).error();
+  }
+  if ((*r)->type != REDIS_REPLY_ARRAY) return ok_status();  // nil: nothing within BLOCK
+  for (size_t k = 0; k < (*r)->elements; ++k) {
+    const redisReply* sr = (*r)->element[k];
+    if (sr->type != REDIS_REPLY_ARRAY || sr->elements != 2) continue;
+    const std::string_view name = str(sr->element[0]);
+    uint32_t index = 0;
+    while (index < streams_.size() && streams_[index].name != name) ++index;
+    if (index == streams_.size()) continue;
+    const redisReply* entries = sr->element[1];
+    for (size_t i = 0; i < entries->elements; ++i)
+      SLUICE_TRY(add_entry(index, entries->element[i], batch));
+  }
+  return ok_status();
+}
+
+Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::stop_token stop) {
+  const auto started = Clock::now();
+  Clock::time_point first{};
+  bool idle = false;
+  batch_ids_.clear();
+  Status st = ok_status();
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
+    if (!conn_) {
+      st = connect();
+      if (st.ok()) {
+        spdlog::info("pipeline {}: reconnected to {}", ctx_.pipeline_id, o_.parsed.redacted());
+        backoff_ = std::chrono::milliseconds(200);
+        for (const Stream& s : streams_) {
+          st = ensure_group(s.name, "0");
+          if (!st.ok()) break;
+        }
+      }
+      if (!st.ok()) {
+        if (!transient(st.error())) return st.error();
+        conn_.reset();
+        std::this_thread::sleep_for(backoff_);
+        backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(5000));
+        st = ok_status();
+        break;
+      }
+    }
+    const size_t room = req.max_records - batch.size();
+    const size_t before = batch.size();
+    st = flush_acks();
+    const auto now = Clock::now();
+    if (st.ok() && !patterns_.empty() && now >= next_rescan_) {
+      st = discover(/*at_open=*/false);
+      next_rescan_ = now + o_.rescan_interval;
+    }
+    bool pending = false;
+    for (uint32_t i = 0; st.ok() && i < streams_.size() && batch.size() < req.max_records; ++i)
+      if (!streams_[i].pending_done) {
+        pending = true;
+        st = read_pending(streams_[i], i, batch, req.max_records - batch.size());
+      }
+    if (st.ok() && !pending && o_.claim_min_idle.count() > 0 && now >= next_claim_) {
+      for (uint32_t i = 0; st.ok() && i < streams_.size() && batch.size() < req.max_records; ++i)
+        st = claim(streams_[i], i, batch, req.max_records - batch.size());
+      next_claim_ = now + o_.claim_interval;
+    }
+    if (st.ok() && !pending && batch.size() < req.max_records) {
+      const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) {
+        idle = true;
+        break;
+      }
+      const size_t was = batch.size();
+      st = read_new(batch, std::min(room, req.max_records - batch.size()),
+                    std::min(left, std::chrono::milliseconds(100)));
+      if (st.ok() && batch.size() == was && Clock::now() >= deadline) idle = true;
+    }
+    if (!st.ok()) {
+      if (!transient(st.error())) return st.error();
+      lost_connection(st.error());
+      st = ok_status();
+      break;
+    }
+    if (before == 0 && batch.size() > 0) first = Clock::now();
+    if (idle) break;
+  }
+  if (!batch_ids_.empty()) {
+    const uint64_t seq = ++seq_;
+    std::string position = std::to_string(seq);
+    for (const Stream& s : streams_)
+      if (!s.last_id.empty())
+        fmt::format_to(std::back_inserter(position), ";{}={}", s.name, s.last_id);
+    batch.set_position(position);
+    std::lock_guard lk(mu_);
+    sent_.push_back(Sent{seq, std::move(batch_ids_)});
+    batch_ids_.clear();
+  }
+  return idle ? ReadStatus::idle : ReadStatus::more;
+}
+
+void RedisSource::ack(std::string_view position) {
+  auto seq = redis::position_sequence(position);
+  if (!seq) return;
+  std::lock_guard lk(mu_);
+  while (!sent_.empty() && sent_.front().seq <= *seq) {
+    for (auto& id : sent_.front().ids) to_ack_.push_back(std::move(id));
+    sent_.pop_front();
+  }
+}
+
+void RedisSource::close() noexcept {
+  {
+    std::lock_guard lk(mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  if (conn_) {
+    Status st = flush_acks();
+    if (!st.ok())
+      spdlog::warn(
+          "pipeline {}: final XACK failed: {} (the entries stay pending and are read "
+          "again by the next run)",
+          ctx_.pipeline_id, st.error().message());
+  }
+  conn_.reset();
+}
+
+// Removes the consumer group that sluice named (sluice-<pipeline id>) from the named streams and
+// the streams the patterns match; a group given in `group` may be shared and is kept.
+Status RedisSource::cleanup(const ConnectorContext& ctx) {
+  ctx_ = ctx;
+  if (!o_.group.empty()) {
+    spdlog::info("kept consumer group '{}': it was given in `group`", o_.group);
+    return ok_status();
+  }
+  group_ = "sluice-" + ctx.pipeline_id;
+  SLUICE_TRY(connect());
+  std::vector<std::string> names;
+  for (const std::string& s : o_.streams) {
+    if (redis::is_stream_pattern(s)) {
+      patterns_.push_back(s);
+      continue;
+    }
+    names.push_back(s);
+  }
+  for (const std::string& pat : patterns_) {
+    std::string cursor = "0";
+    do {
+      SLUICE_TRY_ASSIGN(Reply r, conn_->command({"SCAN", cursor, "MATCH", pat, "COUNT", "1000",
+                                                 "TYPE", "stream"}));
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) break;
+      cursor.assign(str(r->element[0]));
+      for (size_t i = 0; i < r->element[1]->elements; ++i)
+        names.emplace_back(str(r->element[1]->element[i]));
+    } while (cursor != "0");
+  }
+  for (const std::string& n : names) {
+    auto r = conn_->command({"XGROUP", "DESTROY", n, group_});
+    if (!r.ok() && r.error().message().find("no such key") == std::string::npos &&
+        r.error().message().find("requires the key to exist") == std::string::npos)
+      return std::move(r).error();
+    if (r.ok() && (*r)->type == REDIS_REPLY_INTEGER && (*r)->integer == 1)
+      spdlog::info("deleted consumer group '{}' of stream '{}'", group_, n);
+  }
+  conn_.reset();
+  return ok_status();
+}
+
+}  // namespace
+
+namespace redis {
+
+std::optional<uint64_t> position_sequence(std::string_view position) {
+  const size_t end = std::min(position.find(';'), position.size());
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(position.data(), position.data() + end, v);
+  if (ec != std::errc() || p != position.data() + end || end == 0) return std::nullopt;
+  return v;
+}
+
+bool is_stream_pattern(std::string_view entry) noexcept {
+  return entry.find_first_of("*?[") != std::string_view::npos;
+}
+
+}  // namespace redis
+
+std::span<const SettingSpec> redis_source_settings() noexcept { return kSettings; }
+
+Result<std::unique_ptr<Source>> make_redis_source(const Settings& settings) {
+  SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, settings));
+  SLUICE_TRY(finalize(o));
+  return std::unique_ptr<Source>(std::make_unique<RedisSource>(std::move(o)));
+}
+
+}  // namespace sluice
