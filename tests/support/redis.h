@@ -1,5 +1,5 @@
 // The Redis test server (scripts/services start redis, SLUICE_TEST_REDIS_URL: the ACL user
-// `sluice`; the default user's password is also `sluice`), and a connection for tests to set up
+// `sluice`; the default user has the same password), and a connection for tests to set up
 // and read back keys and streams with the connector's own RedisConnection.
 #pragma once
 
