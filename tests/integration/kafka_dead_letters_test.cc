@@ -18,23 +18,41 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Where the limit is enforced: by sluice before producing (rdkafka.message.max.bytes, the fast
-// path: 1,000 refusals in 3,000 records), or by the broker (the topic's max.message.bytes; each
-// refusal costs librdkafka's idempotent producer an epoch bump, ~0.1 s, so fewer records).
+// Where the limit is enforced: by sluice before producing, against the producer's own
+// rdkafka.message.max.bytes (client) or against the topic's max.message.bytes read from the
+// broker at the topic's first use (topic; the fast paths: 1,000 refusals in 3,000 records), or by
+// the broker itself (broker: with compression sluice cannot know the batch's size, so lz4 and
+// values that do not compress; each refusal costs librdkafka's idempotent producer an epoch bump,
+// and a transaction its abort, so fewer records).
+enum class Where { client, topic, broker };
 struct Case {
   int records;
   int every;  // every n-th record is too large (2,500 bytes)
-  bool broker;
+  Where where;
   bool transactions;
 };
+
+// 2,500 bytes lz4 cannot shrink below the topic's 2,048: pseudo-random hex digits.
+std::string incompressible(int id) {
+  std::string v(2500, '0');
+  uint64_t x = 0x9e3779b97f4a7c15ull * uint64_t(id + 1);
+  for (char& c : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = "0123456789abcdef"[x & 15];
+  }
+  return v;
+}
 
 constexpr size_t kMaxRecords = 1000;  // per batch
 
 void write_input(const std::filesystem::path& path, const Case& c) {
   std::string lines;
-  for (int id = 1; id <= c.records; ++id)
-    lines +=
-        opencdc_json("create", "t", id, std::string(id % c.every == 0 ? 2500 : 20, 'v')) + "\n";
+  for (int id = 1; id <= c.records; ++id) {
+    std::string v = id % c.every != 0        ? std::string(20, 'v')
+                    : c.where == Where::broker ? incompressible(id)
+                                               : std::string(2500, 'v');
+    lines += opencdc_json("create", "t", id, v) + "\n";
+  }
   write_file(path, lines);
 }
 
@@ -55,16 +73,22 @@ Outcome run_pipeline(const Case& c, const std::string& topic, const std::string&
                 .set("brokers", kafka_brokers())
                 .set("topic", topic)
                 .set("batch.size", "1500B");
-  if (!c.broker) d.set("rdkafka.message.max.bytes", "2048");
+  if (c.where == Where::client) d.set("rdkafka.message.max.bytes", "2048");
+  if (c.where == Where::broker) d.set("compression", "lz4");
+  if (const char* dbg = std::getenv("KDL_DEBUG")) d.set("rdkafka.debug", dbg);  // TEMP
   if (c.transactions) d.set("transactions", true).set("positions.topic", positions_topic);
   p.max_records(kMaxRecords);
   p.on_error = "dlq";
   p.dlq("file").set("path", "dead.jsonl");
   f.write(dir / "p.yaml");
-  e2e::Process proc({"run", "p.yaml", "--idle-exit", "1"}, dir.path());
+  std::vector<std::string> args = {"run", "p.yaml", "--idle-exit", "1"};
+  if (std::getenv("KDL_DEBUG")) args.insert(args.begin(), {"--log-level", "debug"});  // TEMP
+  e2e::Process proc(args, dir.path());
+  if (std::getenv("KDL_DEBUG")) std::filesystem::copy(dir / "p.yaml", "/tmp/kafkatx-p.yaml", std::filesystem::copy_options::overwrite_existing);  // TEMP
   const int rc = proc.wait_for(120s);
   EXPECT_EQ(rc, 0) << proc.stderr_text();
   Outcome out{proc.stderr_text(), {}};
+  if (std::getenv("KDL_DEBUG")) write_file("/tmp/kafkatx-kdl.log", out.stderr_text);  // TEMP
   if (std::filesystem::exists(dir / "dead.jsonl"))
     out.dead = lines_of(read_file(dir / "dead.jsonl"));
   return out;
@@ -91,8 +115,10 @@ void run_case(const Case& c) {
     const size_t at = line.find("\"key\":{\"id\":");
     ASSERT_NE(at, std::string::npos) << line.substr(0, 300);
     dead.insert(std::stoll(line.substr(at + 12)));
-    EXPECT_NE(line.find(c.broker ? "MSG_SIZE_TOO_LARGE" : "above message.max.bytes"),
-              std::string::npos)
+    const char* why = c.where == Where::broker ? "MSG_SIZE_TOO_LARGE"
+                      : c.where == Where::topic  ? "above the topic's max.message.bytes"
+                                                 : "above message.max.bytes";
+    EXPECT_NE(line.find(why), std::string::npos)
         << line.substr(0, 300);
   }
   EXPECT_EQ(out.dead.size(), want_dead.size());
@@ -107,21 +133,30 @@ void run_case(const Case& c) {
 }
 
 TEST(KafkaDeadLetters, RecordsAboveMessageMaxBytesAreIsolatedInOnePass) {
-  run_case({3000, 3, false, false});
+  run_case({3000, 3, Where::client, false});
 }
 
 TEST(KafkaDeadLetters, RecordsAboveMessageMaxBytesWithTransactionsLandExactlyOnce) {
-  run_case({3000, 3, false, true});
+  run_case({3000, 3, Where::client, true});
+}
+
+TEST(KafkaDeadLetters, RecordsAboveTheTopicsLimitAreRefusedBeforeProducing) {
+  run_case({3000, 3, Where::topic, false});
+}
+
+TEST(KafkaDeadLetters, RecordsAboveTheTopicsLimitWithTransactionsLandExactlyOnce) {
+  run_case({3000, 3, Where::topic, true});
 }
 
 TEST(KafkaDeadLetters, RecordsTheBrokerRefusesAreIsolatedByTheirOwnDeliveryReports) {
-  run_case({60, 10, true, false});
+  run_case({60, 10, Where::broker, false});
 }
 
-// Not instantiated, a known gap: refusals by the broker with transactions: true. Each pass
-// aborts and refuses one more record as designed, but after five passes an abort timed out (60 s)
-// and the next begin_transaction kept failing with _CONFLICT (librdkafka 2.0.2). The case would
-// be run_case({60, 10, true, true}).
+// Each refusal aborts the transaction (librdkafka bumps the producer's epoch); the batch is
+// written again without the refused records, until a transaction commits.
+TEST(KafkaDeadLetters, RecordsTheBrokerRefusesWithTransactionsLandExactlyOnce) {
+  run_case({60, 10, Where::broker, true});
+}
 
 }  // namespace
 }  // namespace sluice::test
