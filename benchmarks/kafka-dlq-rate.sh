@@ -48,6 +48,7 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 dead=$(wc -l <"$dir/dead.jsonl" 2>/dev/null || echo 0)
 python3 -c "import sys; s=$end-$start; print(f'$mode: {$records} records, {$dead} to the DLQ in {s:.2f} s: {$dead/s:.0f} rejects/s')"
+grep -o "[0-9]* read, [0-9]* written[^;]*" "$dir/run.log" | tail -1
 java -cp "$jars/*" org.apache.kafka.tools.TopicCommand --bootstrap-server "$brokers" --delete \
   --topic "$topic" >/dev/null 2>&1 || true
 rm -rf "$dir"

@@ -309,6 +309,12 @@ class KafkaDestination final : public Destination {
     bool compacted = false;
   };
   const TopicLimits& topic_limits(const std::string& name);
+  // The topic of `r`, in topic_buf_.
+  void render_topic(const Record& r);
+  // Before a batch is encoded: each of its topics' limits known, and the producer re-created
+  // with a smaller batch.size when a topic needs one (between batches, never inside a
+  // transaction).
+  Status prepare_topics(Batch& batch);
 
   Options o_;
   std::string pipeline_id_;
@@ -319,7 +325,8 @@ class KafkaDestination final : public Destination {
   std::unordered_map<std::string, TopicLimits> topic_limits_;
   std::mutex stale_mu_;
   std::vector<std::string> stale_topics_;  // refused a message as too large: limits re-read
-  bool warned_batch_size_ = false;
+  uint64_t current_batch_size_ = 0;  // the producer's batch.size
+  uint64_t wanted_batch_size_ = 0;   // set by topic_limits: re-create the producer with this one
   std::string topic_buf_;
   std::optional<RecordTemplate> template_;
   std::thread poller_;
@@ -366,6 +373,7 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
         std::to_string(std::max<int64_t>(60000, o_.delivery_timeout.count()));
   }
   producer_defaults_ = std::move(defaults);
+  current_batch_size_ = o_.batch_size;
   probe_.register_into(ctx, "destination", /*with_phase=*/false);
   SLUICE_TRY(create_producer());
   spdlog::info("kafka destination: producing to {} (format {}, {}{})", o_.brokers,
@@ -397,7 +405,10 @@ Status KafkaDestination::create_producer() {
   if (!rk) return Error(Errc::invalid_argument, fmt::format("cannot create the producer: {}", err));
   (void)conf->release();  // owned by the handle now
   rk_.reset(rk);
-  if (Status st = kafka::check_reachable(rk_.get(), o_.brokers, 10s); !st.ok()) return st;
+  if (Status st = kafka::check_reachable(rk_.get(), o_.brokers, 10s); !st.ok()) {
+    rk_.reset();  // the next batch tries again (prepare_topics)
+    return st;
+  }
   probe_.connected();
   if (!o_.rdkafka.count("log_level")) rd_kafka_set_log_level(rk_.get(), 6);
   stop_ = false;
@@ -405,10 +416,16 @@ Status KafkaDestination::create_producer() {
     while (!stop_.load(std::memory_order_relaxed)) rd_kafka_poll(rk_.get(), 100);
   });
   if (o_.transactions) {
-    if (Status st = ensure_positions_topic(); !st.ok()) return st;
+    auto fail = [this](Status st) {
+      stop_ = true;
+      if (poller_.joinable()) poller_.join();
+      rk_.reset();  // the next batch tries again (prepare_topics)
+      return st;
+    };
+    if (Status st = ensure_positions_topic(); !st.ok()) return fail(st);
     // Fences a previous incarnation with the same transactional.id and aborts its open transaction.
     if (rd_kafka_error_t* e = rd_kafka_init_transactions(rk_.get(), 60000))
-      return txn_error(e, "initialising transactions");
+      return fail(txn_error(e, "initialising transactions"));
   }
   return ok_status();
 }
@@ -496,13 +513,21 @@ const KafkaDestination::TopicLimits& KafkaDestination::topic_limits(const std::s
   rd_kafka_AdminOptions_destroy(opts);
   rd_kafka_queue_destroy(q);
   rd_kafka_ConfigResource_destroy(res);
-  if (lim.max_message_bytes != 0 && lim.max_message_bytes < o_.batch_size && !warned_batch_size_) {
-    warned_batch_size_ = true;
-    spdlog::warn(
-        "kafka destination: topic '{}' takes record batches of at most {} bytes (its "
-        "max.message.bytes), below batch.size ({}): the broker refuses a batch of several small "
-        "messages above it; set batch.size to at most {}B",
-        name, lim.max_message_bytes, o_.batch_size, lim.max_message_bytes);
+  // The broker refuses a whole record batch above the topic's limit (a batch of several small
+  // messages too): the producer's batch.size must stay below it, or every message of such a
+  // batch would be refused. The producer is re-created with a smaller batch.size before the
+  // next batch is produced (prepare_topics), unless rdkafka.batch.size says otherwise.
+  if (lim.max_message_bytes != 0 && !o_.rdkafka.count("batch.size")) {
+    const uint64_t fits = lim.max_message_bytes > 512 ? lim.max_message_bytes - 256
+                                                      : std::max<uint64_t>(1, lim.max_message_bytes / 2);
+    if (fits < current_batch_size_) {
+      current_batch_size_ = fits;
+      wanted_batch_size_ = fits;
+      spdlog::info(
+          "kafka destination: topic '{}' takes record batches of at most {} bytes (its "
+          "max.message.bytes): batch.size lowered to {} B",
+          name, lim.max_message_bytes, fits);
+    }
   }
   return topic_limits_.emplace(name, lim).first->second;
 }
@@ -557,6 +582,42 @@ rd_kafka_topic_t* KafkaDestination::topic_handle(std::string_view name) {
   return t;
 }
 
+void KafkaDestination::render_topic(const Record& r) {
+  if (template_) {
+    template_->render(r, topic_buf_, kDefaultTableName);
+  } else {
+    topic_buf_ = o_.topic_prefix;
+    std::string_view schema = metadata_text(r, meta::kSchema);
+    if (!schema.empty()) (topic_buf_ += '.') += schema;
+    (topic_buf_ += '.') += RecordTemplate::table_of(r);
+  }
+  sanitize_topic(topic_buf_);
+}
+
+Status KafkaDestination::prepare_topics(Batch& batch) {
+  if (!rk_) SLUICE_TRY(create_producer());  // re-creating it failed before
+  std::string last;
+  for (const Record& r : batch.records()) {
+    render_topic(r);
+    if (topic_buf_ == last) continue;
+    last = topic_buf_;
+    (void)topic_limits(last);
+  }
+  if (wanted_batch_size_ == 0) return ok_status();
+  const uint64_t size = std::exchange(wanted_batch_size_, 0);
+  // Batches in flight are delivered first (the producer is not purged); with transactions none
+  // is open between batches.
+  SLUICE_TRY(flush(std::chrono::milliseconds(o_.delivery_timeout.count() + 5000)));
+  stop_ = true;
+  if (poller_.joinable()) poller_.join();
+  for (auto& [name, t] : topics_) rd_kafka_topic_destroy(t);
+  topics_.clear();
+  rk_.reset();
+  producer_defaults_["batch.size"] = std::to_string(size);
+  spdlog::info("kafka destination: producer re-created with batch.size {} B", size);
+  return create_producer();
+}
+
 Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<RejectedRecord>* refused,
                                 const std::vector<bool>* skip) {
   const auto& records = batch.records();
@@ -577,16 +638,7 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
   for (uint32_t i = 0; i < records.size(); ++i) {
     if (skip && (*skip)[i]) continue;
     const Record& r = records[i];
-    // topic
-    if (template_) {
-      template_->render(r, topic_buf_, kDefaultTableName);
-    } else {
-      topic_buf_ = o_.topic_prefix;
-      std::string_view schema = metadata_text(r, meta::kSchema);
-      if (!schema.empty()) (topic_buf_ += '.') += schema;
-      (topic_buf_ += '.') += RecordTemplate::table_of(r);
-    }
-    sanitize_topic(topic_buf_);
+    render_topic(r);
     if (last_topic == nullptr || topic_buf_ != last_topic_name) {
       last_topic = topic_handle(topic_buf_);
       last_topic_name = topic_buf_;
@@ -801,6 +853,10 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
 }
 
 void KafkaDestination::write(Batch& batch, WriteDone done) {
+  if (Status p = prepare_topics(batch); !p.ok()) {
+    done(std::move(p));
+    return;
+  }
   if (o_.transactions) {
     write_transaction(batch, std::move(done));
     return;
@@ -943,6 +999,7 @@ Result<KafkaDestination::Isolating> KafkaDestination::start_isolating(
 
 Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
                                          std::vector<RejectedRecord>& rejected) {
+  SLUICE_TRY(prepare_topics(batch));
   const std::string position = batch.position();
   const std::string* pos =
       o_.transactions && commit_position && !position.empty() ? &position : nullptr;
