@@ -49,7 +49,7 @@ constexpr size_t kMaxRecords = 1000;  // per batch
 void write_input(const std::filesystem::path& path, const Case& c) {
   std::string lines;
   for (int id = 1; id <= c.records; ++id) {
-    std::string v = id % c.every != 0        ? std::string(20, 'v')
+    std::string v = id % c.every != 0          ? std::string(20, 'v')
                     : c.where == Where::broker ? incompressible(id)
                                                : std::string(2500, 'v');
     lines += opencdc_json("create", "t", id, v) + "\n";
@@ -113,11 +113,10 @@ void run_case(const Case& c) {
     const size_t at = line.find("\"key\":{\"id\":");
     ASSERT_NE(at, std::string::npos) << line.substr(0, 300);
     dead.insert(std::stoll(line.substr(at + 12)));
-    const char* why = c.where == Where::broker ? "MSG_SIZE_TOO_LARGE"
-                      : c.where == Where::topic  ? "above the topic's max.message.bytes"
-                                                 : "above message.max.bytes";
-    EXPECT_NE(line.find(why), std::string::npos)
-        << line.substr(0, 300);
+    const char* why = c.where == Where::broker  ? "MSG_SIZE_TOO_LARGE"
+                      : c.where == Where::topic ? "above the topic's max.message.bytes"
+                                                : "above message.max.bytes";
+    EXPECT_NE(line.find(why), std::string::npos) << line.substr(0, 300);
   }
   EXPECT_EQ(out.dead.size(), want_dead.size());
   EXPECT_EQ(dead, want_dead);
@@ -176,6 +175,50 @@ TEST(KafkaDeadLetters, WithoutADeadLetterQueueARecordAboveTheTopicsLimitStopsThe
 
 TEST(KafkaDeadLetters, WithoutADeadLetterQueueARecordTheBrokerRefusesStopsThePipeline) {
   run_stop_case({60, 10, Where::broker, true, false}, "MSG_SIZE_TOO_LARGE");
+}
+
+// A compacted topic refuses messages without a key: sluice knows it from the topic's
+// cleanup.policy and sends such records to the dead-letter queue before producing; the keyed
+// ones land once (transactions).
+TEST(KafkaDeadLetters, RecordsWithoutAKeyIntoACompactedTopicGoToTheDeadLetterQueue) {
+  const std::string topic = unique_topic("kdl"), positions = unique_topic("kdl-positions");
+  TopicsCleanup cleanup({topic, positions});
+  create_topic(topic, 1, {{"cleanup.policy", "compact"}});
+  TempDir dir("kafka-dlq-compact");
+  std::string lines;
+  for (int id = 1; id <= 20; ++id) {
+    std::string line = opencdc_json("create", "t", id, "v");
+    if (id % 4 == 0) {  // no key
+      const std::string key = ",\"key\":{\"id\":" + std::to_string(id) + "}";
+      line.erase(line.find(key), key.size());
+    }
+    lines += line + "\n";
+  }
+  write_file(dir / "in.jsonl", lines);
+  PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  PipelineYaml& p = f.pipeline("kdl");
+  p.source("file").set("path", "in.jsonl");
+  p.destination("kafka")
+      .set("brokers", kafka_brokers())
+      .set("topic", topic)
+      .set("transactions", true)
+      .set("positions.topic", positions);
+  p.on_error = "dlq";
+  p.dlq("file").set("path", "dead.jsonl");
+  f.write(dir / "p.yaml");
+  e2e::Process proc({"run", "p.yaml", "--idle-exit", "1"}, dir.path());
+  ASSERT_EQ(proc.wait_for(60s), 0) << proc.stderr_text();
+  const std::vector<std::string> dead = lines_of(read_file(dir / "dead.jsonl"));
+  EXPECT_EQ(dead.size(), 5u);
+  for (const std::string& line : dead)
+    EXPECT_NE(line.find("is compacted"), std::string::npos) << line.substr(0, 300);
+  std::set<int64_t> landed;
+  const std::vector<KafkaMessage> msgs = consume_all(topic, 15);
+  for (const KafkaMessage& m : msgs) landed.insert(key_id(m).value_or(-1));
+  EXPECT_EQ(msgs.size(), 15u);
+  EXPECT_EQ(landed.size(), 15u);
+  EXPECT_EQ(landed.count(4), 0u);
 }
 
 // Each refusal aborts the transaction (librdkafka bumps the producer's epoch); the batch is

@@ -91,7 +91,9 @@ constexpr auto kSettings = settings_table<Options>(
                               "How long the producer waits to fill a message batch (linger.ms).")
         .with_default("5ms"),
     setting<&Options::batch_size>("batch.size",
-                                  "Largest message batch per partition, in bytes (batch.size).")
+                                  "Largest message batch per partition, in bytes (batch.size). "
+                                  "Lowered to just below a topic's max.message.bytes when that "
+                                  "is smaller (the broker refuses larger record batches).")
         .with_default("1MiB"),
     setting<&Options::batch_num_messages>(
         "batch.num.messages", "Most messages in one message batch (batch.num.messages).")
@@ -325,8 +327,8 @@ class KafkaDestination final : public Destination {
   std::unordered_map<std::string, TopicLimits> topic_limits_;
   std::mutex stale_mu_;
   std::vector<std::string> stale_topics_;  // refused a message as too large: limits re-read
-  uint64_t current_batch_size_ = 0;  // the producer's batch.size
-  uint64_t wanted_batch_size_ = 0;   // set by topic_limits: re-create the producer with this one
+  uint64_t current_batch_size_ = 0;        // the producer's batch.size
+  uint64_t wanted_batch_size_ = 0;  // set by topic_limits: re-create the producer with this one
   std::string topic_buf_;
   std::optional<RecordTemplate> template_;
   std::thread poller_;
@@ -437,8 +439,8 @@ Status KafkaDestination::abort_txn(std::string_view what) {
     if (e == nullptr) return ok_status();
     const bool resumable = rd_kafka_error_is_retriable(e) && !rd_kafka_error_is_fatal(e);
     if (!resumable || std::chrono::steady_clock::now() >= until) return txn_error(e, what);
-    spdlog::debug("kafka destination: {}: {}; purging the queue again and resuming the abort",
-                  what, rd_kafka_error_string(e));
+    spdlog::debug("kafka destination: {}: {}; purging the queue again and resuming the abort", what,
+                  rd_kafka_error_string(e));
     rd_kafka_error_destroy(e);
     rd_kafka_purge(rk_.get(), RD_KAFKA_PURGE_F_QUEUE);
   }
@@ -502,8 +504,10 @@ const KafkaDestination::TopicLimits& KafkaDestination::topic_limits(const std::s
         const char* k = rd_kafka_ConfigEntry_name(es[i]);
         const char* v = rd_kafka_ConfigEntry_value(es[i]);
         if (!k || !v) continue;
-        if (std::strcmp(k, "max.message.bytes") == 0) lim.max_message_bytes = std::strtoull(v, nullptr, 10);
-        else if (std::strcmp(k, "cleanup.policy") == 0) lim.compacted = std::strstr(v, "compact") != nullptr;
+        if (std::strcmp(k, "max.message.bytes") == 0)
+          lim.max_message_bytes = std::strtoull(v, nullptr, 10);
+        else if (std::strcmp(k, "cleanup.policy") == 0)
+          lim.compacted = std::strstr(v, "compact") != nullptr;
       }
     } else {
       spdlog::debug("kafka destination: no configuration for topic '{}' (not created yet?)", name);
@@ -518,8 +522,9 @@ const KafkaDestination::TopicLimits& KafkaDestination::topic_limits(const std::s
   // batch would be refused. The producer is re-created with a smaller batch.size before the
   // next batch is produced (prepare_topics), unless rdkafka.batch.size says otherwise.
   if (lim.max_message_bytes != 0 && !o_.rdkafka.count("batch.size")) {
-    const uint64_t fits = lim.max_message_bytes > 512 ? lim.max_message_bytes - 256
-                                                      : std::max<uint64_t>(1, lim.max_message_bytes / 2);
+    const uint64_t fits = lim.max_message_bytes > 512
+                              ? lim.max_message_bytes - 256
+                              : std::max<uint64_t>(1, lim.max_message_bytes / 2);
     if (fits < current_batch_size_) {
       current_batch_size_ = fits;
       wanted_batch_size_ = fits;
