@@ -75,7 +75,11 @@ Outcome run_pipeline(const Case& c, const std::string& topic, const std::string&
   if (c.where != Where::topic) d.set("batch.size", "1500B");
   if (c.where == Where::client) d.set("rdkafka.message.max.bytes", "2048");
   if (c.where == Where::broker) d.set("compression", "lz4");
-  if (c.transactions) d.set("transactions", true).set("positions.topic", positions_topic);
+  // Its own transactional.id: cases running at the same time (ctest -j) must not fence each other.
+  if (c.transactions)
+    d.set("transactions", true)
+        .set("positions.topic", positions_topic)
+        .set("transactional.id", unique_topic("kdl-txn"));
   p.max_records(kMaxRecords);
   if (c.dlq) {
     p.on_error = "dlq";
@@ -203,7 +207,8 @@ TEST(KafkaDeadLetters, RecordsWithoutAKeyIntoACompactedTopicGoToTheDeadLetterQue
       .set("brokers", kafka_brokers())
       .set("topic", topic)
       .set("transactions", true)
-      .set("positions.topic", positions);
+      .set("positions.topic", positions)
+      .set("transactional.id", unique_topic("kdl-txn"));
   p.on_error = "dlq";
   p.dlq("file").set("path", "dead.jsonl");
   f.write(dir / "p.yaml");
