@@ -449,14 +449,14 @@ Status KafkaDestination::abort_txn(std::string_view what) {
 Status KafkaDestination::recreate_producer(const Status& why) {
   if (rk_) {
     char reason[512];
+    // Every message gets its delivery report (purged), so no batch waits for one any more.
+    rd_kafka_purge(rk_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     if (rd_kafka_fatal_error(rk_.get(), reason, sizeof reason) == RD_KAFKA_RESP_ERR__FENCED)
       return Error(Errc::conflict,
                    fmt::format("the producer was fenced by another one with the same "
                                "transactional.id ({}): stop the other pipeline, or give this one "
                                "its own transactional.id",
                                reason));
-    // Every message gets its delivery report (purged), so no batch waits for one any more.
-    rd_kafka_purge(rk_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     {
       std::unique_lock lock(mu_);
       if (!cv_.wait_for(lock, 30s, [&] { return in_flight_ == 0; }))
@@ -521,6 +521,14 @@ const KafkaDestination::TopicLimits& KafkaDestination::topic_limits(const std::s
   // messages too): the producer's batch.size must stay below it, or every message of such a
   // batch would be refused. The producer is re-created with a smaller batch.size before the
   // next batch is produced (prepare_topics), unless rdkafka.batch.size says otherwise.
+  if (lim.max_message_bytes != 0 && o_.rdkafka.count("batch.size") &&
+      std::strtoull(o_.rdkafka.at("batch.size").c_str(), nullptr, 10) > lim.max_message_bytes)
+    spdlog::warn(
+        "kafka destination: topic '{}' takes record batches of at most {} bytes (its "
+        "max.message.bytes), below rdkafka.batch.size: the broker refuses a larger batch of "
+        "small messages as a whole (with on_error: dlq all of them go to the dead-letter "
+        "queue); lower rdkafka.batch.size or leave it unset",
+        name, lim.max_message_bytes);
   if (lim.max_message_bytes != 0 && !o_.rdkafka.count("batch.size")) {
     const uint64_t fits = lim.max_message_bytes > 512
                               ? lim.max_message_bytes - 256
