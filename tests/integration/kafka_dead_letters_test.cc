@@ -18,23 +18,42 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Where the limit is enforced: by sluice before producing (rdkafka.message.max.bytes, the fast
-// path: 1,000 refusals in 3,000 records), or by the broker (the topic's max.message.bytes; each
-// refusal costs librdkafka's idempotent producer an epoch bump, ~0.1 s, so fewer records).
+// Where the limit is enforced: by sluice before producing, against the producer's own
+// rdkafka.message.max.bytes (client) or against the topic's max.message.bytes read from the
+// broker at the topic's first use (topic; the fast paths: 1,000 refusals in 3,000 records), or by
+// the broker itself (broker: with compression sluice cannot know the batch's size, so lz4 and
+// values that do not compress; each refusal costs librdkafka's idempotent producer an epoch bump,
+// and a transaction its abort, so fewer records).
+enum class Where { client, topic, broker };
 struct Case {
   int records;
   int every;  // every n-th record is too large (2,500 bytes)
-  bool broker;
+  Where where;
   bool transactions;
+  bool dlq = true;  // false: on_error stays stop
 };
+
+// 2,500 bytes lz4 cannot shrink below the topic's 2,048: pseudo-random hex digits.
+std::string incompressible(int id) {
+  std::string v(2500, '0');
+  uint64_t x = 0x9e3779b97f4a7c15ull * uint64_t(id + 1);
+  for (char& c : v) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = "0123456789abcdef"[x & 15];
+  }
+  return v;
+}
 
 constexpr size_t kMaxRecords = 1000;  // per batch
 
 void write_input(const std::filesystem::path& path, const Case& c) {
   std::string lines;
-  for (int id = 1; id <= c.records; ++id)
-    lines +=
-        opencdc_json("create", "t", id, std::string(id % c.every == 0 ? 2500 : 20, 'v')) + "\n";
+  for (int id = 1; id <= c.records; ++id) {
+    std::string v = id % c.every != 0          ? std::string(20, 'v')
+                    : c.where == Where::broker ? incompressible(id)
+                                               : std::string(2500, 'v');
+    lines += opencdc_json("create", "t", id, v) + "\n";
+  }
   write_file(path, lines);
 }
 
@@ -50,20 +69,27 @@ Outcome run_pipeline(const Case& c, const std::string& topic, const std::string&
   f.checkpoints_path = "cp.db";
   PipelineYaml& p = f.pipeline("kdl");
   p.source("file").set("path", "in.jsonl");
-  // The broker checks max.message.bytes per produce batch: batches stay below it.
-  auto& d = p.destination("kafka")
-                .set("brokers", kafka_brokers())
-                .set("topic", topic)
-                .set("batch.size", "1500B");
-  if (!c.broker) d.set("rdkafka.message.max.bytes", "2048");
-  if (c.transactions) d.set("transactions", true).set("positions.topic", positions_topic);
+  auto& d = p.destination("kafka").set("brokers", kafka_brokers()).set("topic", topic);
+  // The broker checks max.message.bytes per record batch: with the limit known (topic) sluice
+  // lowers batch.size itself, otherwise batches are kept below it here.
+  if (c.where != Where::topic) d.set("batch.size", "1500B");
+  if (c.where == Where::client) d.set("rdkafka.message.max.bytes", "2048");
+  if (c.where == Where::broker) d.set("compression", "lz4");
+  // Its own transactional.id: cases running at the same time (ctest -j) must not fence each other.
+  if (c.transactions)
+    d.set("transactions", true)
+        .set("positions.topic", positions_topic)
+        .set("transactional.id", unique_topic("kdl-txn"));
   p.max_records(kMaxRecords);
-  p.on_error = "dlq";
-  p.dlq("file").set("path", "dead.jsonl");
+  if (c.dlq) {
+    p.on_error = "dlq";
+    p.dlq("file").set("path", "dead.jsonl");
+  }
   f.write(dir / "p.yaml");
   e2e::Process proc({"run", "p.yaml", "--idle-exit", "1"}, dir.path());
-  const int rc = proc.wait_for(120s);
-  EXPECT_EQ(rc, 0) << proc.stderr_text();
+  const int rc = proc.wait_for(60s);
+  if (c.dlq) EXPECT_EQ(rc, 0) << proc.stderr_text();
+  else EXPECT_NE(rc, 0) << proc.stderr_text();
   Outcome out{proc.stderr_text(), {}};
   if (std::filesystem::exists(dir / "dead.jsonl"))
     out.dead = lines_of(read_file(dir / "dead.jsonl"));
@@ -91,9 +117,10 @@ void run_case(const Case& c) {
     const size_t at = line.find("\"key\":{\"id\":");
     ASSERT_NE(at, std::string::npos) << line.substr(0, 300);
     dead.insert(std::stoll(line.substr(at + 12)));
-    EXPECT_NE(line.find(c.broker ? "MSG_SIZE_TOO_LARGE" : "above message.max.bytes"),
-              std::string::npos)
-        << line.substr(0, 300);
+    const char* why = c.where == Where::broker  ? "MSG_SIZE_TOO_LARGE"
+                      : c.where == Where::topic ? "above the topic's max.message.bytes"
+                                                : "above message.max.bytes";
+    EXPECT_NE(line.find(why), std::string::npos) << line.substr(0, 300);
   }
   EXPECT_EQ(out.dead.size(), want_dead.size());
   EXPECT_EQ(dead, want_dead);
@@ -107,21 +134,103 @@ void run_case(const Case& c) {
 }
 
 TEST(KafkaDeadLetters, RecordsAboveMessageMaxBytesAreIsolatedInOnePass) {
-  run_case({3000, 3, false, false});
+  run_case({3000, 3, Where::client, false});
 }
 
 TEST(KafkaDeadLetters, RecordsAboveMessageMaxBytesWithTransactionsLandExactlyOnce) {
-  run_case({3000, 3, false, true});
+  run_case({3000, 3, Where::client, true});
+}
+
+TEST(KafkaDeadLetters, RecordsAboveTheTopicsLimitAreRefusedBeforeProducing) {
+  run_case({3000, 3, Where::topic, false});
+}
+
+TEST(KafkaDeadLetters, RecordsAboveTheTopicsLimitWithTransactionsLandExactlyOnce) {
+  run_case({3000, 3, Where::topic, true});
 }
 
 TEST(KafkaDeadLetters, RecordsTheBrokerRefusesAreIsolatedByTheirOwnDeliveryReports) {
-  run_case({60, 10, true, false});
+  run_case({60, 10, Where::broker, false});
 }
 
-// Not instantiated, a known gap: refusals by the broker with transactions: true. Each pass
-// aborts and refuses one more record as designed, but after five passes an abort timed out (60 s)
-// and the next begin_transaction kept failing with _CONFLICT (librdkafka 2.0.2). The case would
-// be run_case({60, 10, true, true}).
+// Without a dead-letter queue the first refused record stops the pipeline at once (no retry
+// without end), with one error line naming the topic and the setting; the refused transaction
+// was aborted, so read_committed consumers see nothing of its batch.
+void run_stop_case(const Case& c, const char* why) {
+  const std::string topic = unique_topic("kdl"), positions = unique_topic("kdl-positions");
+  TopicsCleanup cleanup({topic, positions});
+  create_topic(topic, 1, {{"max.message.bytes", "2048"}});
+  const auto started = std::chrono::steady_clock::now();
+  const Outcome out = run_pipeline(c, topic, c.transactions ? positions : "");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  size_t naming = 0;
+  for (const std::string& line : lines_of(out.stderr_text))
+    if (line.find("error") != std::string::npos && line.find(topic) != std::string::npos &&
+        line.find(why) != std::string::npos && line.find("max.message.bytes") != std::string::npos)
+      ++naming;
+  EXPECT_GE(naming, 1u) << out.stderr_text;
+  EXPECT_TRUE(out.dead.empty());
+  EXPECT_TRUE(consume_all(topic, 1, 3s).empty());  // one batch, aborted
+}
+
+TEST(KafkaDeadLetters, WithoutADeadLetterQueueARecordAboveTheTopicsLimitStopsThePipeline) {
+  run_stop_case({60, 10, Where::topic, true, false}, "above the topic's max.message.bytes");
+}
+
+TEST(KafkaDeadLetters, WithoutADeadLetterQueueARecordTheBrokerRefusesStopsThePipeline) {
+  run_stop_case({60, 10, Where::broker, true, false}, "MSG_SIZE_TOO_LARGE");
+}
+
+// A compacted topic refuses messages without a key: sluice knows it from the topic's
+// cleanup.policy and sends such records to the dead-letter queue before producing; the keyed
+// ones land once (transactions).
+TEST(KafkaDeadLetters, RecordsWithoutAKeyIntoACompactedTopicGoToTheDeadLetterQueue) {
+  const std::string topic = unique_topic("kdl"), positions = unique_topic("kdl-positions");
+  TopicsCleanup cleanup({topic, positions});
+  create_topic(topic, 1, {{"cleanup.policy", "compact"}});
+  TempDir dir("kafka-dlq-compact");
+  std::string lines;
+  for (int id = 1; id <= 20; ++id) {
+    std::string line = opencdc_json("create", "t", id, "v");
+    if (id % 4 == 0) {  // no key
+      const std::string key = ",\"key\":{\"id\":" + std::to_string(id) + "}";
+      line.erase(line.find(key), key.size());
+    }
+    lines += line + "\n";
+  }
+  write_file(dir / "in.jsonl", lines);
+  PipelineFile f;
+  f.checkpoints_path = "cp.db";
+  PipelineYaml& p = f.pipeline("kdl");
+  p.source("file").set("path", "in.jsonl");
+  p.destination("kafka")
+      .set("brokers", kafka_brokers())
+      .set("topic", topic)
+      .set("transactions", true)
+      .set("positions.topic", positions)
+      .set("transactional.id", unique_topic("kdl-txn"));
+  p.on_error = "dlq";
+  p.dlq("file").set("path", "dead.jsonl");
+  f.write(dir / "p.yaml");
+  e2e::Process proc({"run", "p.yaml", "--idle-exit", "1"}, dir.path());
+  ASSERT_EQ(proc.wait_for(60s), 0) << proc.stderr_text();
+  const std::vector<std::string> dead = lines_of(read_file(dir / "dead.jsonl"));
+  EXPECT_EQ(dead.size(), 5u);
+  for (const std::string& line : dead)
+    EXPECT_NE(line.find("is compacted"), std::string::npos) << line.substr(0, 300);
+  std::set<int64_t> landed;
+  const std::vector<KafkaMessage> msgs = consume_all(topic, 15);
+  for (const KafkaMessage& m : msgs) landed.insert(key_id(m).value_or(-1));
+  EXPECT_EQ(msgs.size(), 15u);
+  EXPECT_EQ(landed.size(), 15u);
+  EXPECT_EQ(landed.count(4), 0u);
+}
+
+// Each refusal aborts the transaction (librdkafka bumps the producer's epoch); the batch is
+// written again without the refused records, until a transaction commits.
+TEST(KafkaDeadLetters, RecordsTheBrokerRefusesWithTransactionsLandExactlyOnce) {
+  run_case({60, 10, Where::broker, true});
+}
 
 }  // namespace
 }  // namespace sluice::test

@@ -91,7 +91,9 @@ constexpr auto kSettings = settings_table<Options>(
                               "How long the producer waits to fill a message batch (linger.ms).")
         .with_default("5ms"),
     setting<&Options::batch_size>("batch.size",
-                                  "Largest message batch per partition, in bytes (batch.size).")
+                                  "Largest message batch per partition, in bytes (batch.size). "
+                                  "Lowered to just below a topic's max.message.bytes when that "
+                                  "is smaller (the broker refuses larger record batches).")
         .with_default("1MiB"),
     setting<&Options::batch_num_messages>(
         "batch.num.messages", "Most messages in one message batch (batch.num.messages).")
@@ -155,6 +157,10 @@ void sanitize_topic(std::string& t) {
   }
   if (t.size() > 249) t.resize(249);
 }
+
+// A record batch of one message: the batch header (61 bytes) and the record's framing (length,
+// attributes, timestamp and offset deltas, key and value lengths, header count and lengths).
+constexpr size_t kRecordBatchOverhead = 61 + 40;
 
 // Encoded messages live in 1 MiB chunks; a chunk is freed as soon as the last message in it is
 // delivered, so a batch's memory shrinks while the broker acknowledges it.
@@ -283,12 +289,46 @@ class KafkaDestination final : public Destination {
   void release_state(BatchState* st);
   Status ensure_positions_topic();
   Status txn_error(rd_kafka_error_t* e, std::string_view what);
+  // Creates the producer (and, with transactions, initialises them: a new incarnation with the
+  // same transactional.id fences the previous one and aborts its open transaction).
+  Status create_producer();
+  // Aborts the open transaction. librdkafka 2.0's abort purges the queued messages, then waits
+  // for every outstanding one; a message still in flight at the purge that the broker answers
+  // with a retriable error (OUT_OF_ORDER_SEQUENCE_NUMBER behind a refused message) is queued
+  // again, after the purge, and is never sent while the transaction waits for its abort, so
+  // the abort's wait lasts until delivery.timeout. An abort that times out goes on in the
+  // background and is resumed by calling it again (any other transactional call is refused
+  // with _CONFLICT meanwhile): each round purges the queue again and resumes, up to 60 s.
+  Status abort_txn(std::string_view what);
+  // After an abort that failed: every message purged (their delivery reports complete the
+  // batches in flight), the producer destroyed and created again with the same
+  // transactional.id, which fences the old incarnation and aborts its transaction on the
+  // broker. A fenced producer (another instance took the transactional.id) is not re-created.
+  Status recreate_producer(const Status& why);
+  // The topic's own limits (DescribeConfigs, cached; learned again after a refusal).
+  struct TopicLimits {
+    size_t max_message_bytes = 0;  // 0: unknown (the topic does not exist yet)
+    bool compacted = false;
+  };
+  const TopicLimits& topic_limits(const std::string& name);
+  // The topic of `r`, in topic_buf_.
+  void render_topic(const Record& r);
+  // Before a batch is encoded: each of its topics' limits known, and the producer re-created
+  // with a smaller batch.size when a topic needs one (between batches, never inside a
+  // transaction).
+  Status prepare_topics(Batch& batch);
 
   Options o_;
   std::string pipeline_id_;
   kafka::Handle rk_;
   size_t max_message_bytes_ = 1000000;
+  std::map<std::string, std::string> producer_defaults_;  // open(): the producer's properties
   std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
+  std::unordered_map<std::string, TopicLimits> topic_limits_;
+  std::mutex stale_mu_;
+  std::vector<std::string> stale_topics_;  // refused a message as too large: limits re-read
+  uint64_t current_batch_size_ = 0;        // the producer's batch.size
+  uint64_t wanted_batch_size_ = 0;  // set by topic_limits: re-create the producer with this one
   std::string topic_buf_;
   std::optional<RecordTemplate> template_;
   std::thread poller_;
@@ -334,7 +374,19 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
     defaults["transaction.timeout.ms"] =
         std::to_string(std::max<int64_t>(60000, o_.delivery_timeout.count()));
   }
-  auto conf = kafka::make_conf(o_.brokers, "kafka destination", defaults, o_.rdkafka);
+  producer_defaults_ = std::move(defaults);
+  current_batch_size_ = o_.batch_size;
+  probe_.register_into(ctx, "destination", /*with_phase=*/false);
+  SLUICE_TRY(create_producer());
+  spdlog::info("kafka destination: producing to {} (format {}, {}{})", o_.brokers,
+               o_.debezium ? "debezium" : "opencdc",
+               o_.transactions ? "transactional" : "idempotent",
+               o_.acks == "all" ? "" : ", acks=" + o_.acks);
+  return ok_status();
+}
+
+Status KafkaDestination::create_producer() {
+  auto conf = kafka::make_conf(o_.brokers, "kafka destination", producer_defaults_, o_.rdkafka);
   if (!conf.ok()) return std::move(conf).error();
   {
     char buf[64];
@@ -349,14 +401,16 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
   // The opaque (make_conf's connector name, read only by its log callback, replaced by log_cb
   // above) becomes the probe for the error and statistics callbacks.
   rd_kafka_conf_set_opaque(conf->get(), &probe_);
-  probe_.register_into(ctx, "destination", /*with_phase=*/false);
   if (!o_.rdkafka.count("log_level")) (void)kafka::set_property(conf->get(), "log_level", "2");
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
   if (!rk) return Error(Errc::invalid_argument, fmt::format("cannot create the producer: {}", err));
   (void)conf->release();  // owned by the handle now
   rk_.reset(rk);
-  if (Status st = kafka::check_reachable(rk_.get(), o_.brokers, 10s); !st.ok()) return st;
+  if (Status st = kafka::check_reachable(rk_.get(), o_.brokers, 10s); !st.ok()) {
+    rk_.reset();  // the next batch tries again (prepare_topics)
+    return st;
+  }
   probe_.connected();
   if (!o_.rdkafka.count("log_level")) rd_kafka_set_log_level(rk_.get(), 6);
   stop_ = false;
@@ -364,16 +418,131 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
     while (!stop_.load(std::memory_order_relaxed)) rd_kafka_poll(rk_.get(), 100);
   });
   if (o_.transactions) {
-    if (Status st = ensure_positions_topic(); !st.ok()) return st;
+    auto fail = [this](Status st) {
+      stop_ = true;
+      if (poller_.joinable()) poller_.join();
+      rk_.reset();  // the next batch tries again (prepare_topics)
+      return st;
+    };
+    if (Status st = ensure_positions_topic(); !st.ok()) return fail(st);
     // Fences a previous incarnation with the same transactional.id and aborts its open transaction.
     if (rd_kafka_error_t* e = rd_kafka_init_transactions(rk_.get(), 60000))
-      return txn_error(e, "initialising transactions");
+      return fail(txn_error(e, "initialising transactions"));
   }
-  spdlog::info("kafka destination: producing to {} (format {}, {}{})", o_.brokers,
-               o_.debezium ? "debezium" : "opencdc",
-               o_.transactions ? "transactional" : "idempotent",
-               o_.acks == "all" ? "" : ", acks=" + o_.acks);
   return ok_status();
+}
+
+Status KafkaDestination::abort_txn(std::string_view what) {
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 2000);
+    if (e == nullptr) return ok_status();
+    const bool resumable = rd_kafka_error_is_retriable(e) && !rd_kafka_error_is_fatal(e);
+    if (!resumable || std::chrono::steady_clock::now() >= until) return txn_error(e, what);
+    spdlog::debug("kafka destination: {}: {}; purging the queue again and resuming the abort", what,
+                  rd_kafka_error_string(e));
+    rd_kafka_error_destroy(e);
+    rd_kafka_purge(rk_.get(), RD_KAFKA_PURGE_F_QUEUE);
+  }
+}
+
+Status KafkaDestination::recreate_producer(const Status& why) {
+  if (rk_) {
+    char reason[512];
+    // Every message gets its delivery report (purged), so no batch waits for one any more.
+    rd_kafka_purge(rk_.get(), RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    if (rd_kafka_fatal_error(rk_.get(), reason, sizeof reason) == RD_KAFKA_RESP_ERR__FENCED)
+      return Error(Errc::conflict,
+                   fmt::format("the producer was fenced by another one with the same "
+                               "transactional.id ({}): stop the other pipeline, or give this one "
+                               "its own transactional.id",
+                               reason));
+    {
+      std::unique_lock lock(mu_);
+      if (!cv_.wait_for(lock, 30s, [&] { return in_flight_ == 0; }))
+        return Error(Errc::internal, "kafka destination: batches still in flight after a purge");
+    }
+    stop_ = true;
+    if (poller_.joinable()) poller_.join();
+    for (auto& [name, t] : topics_) rd_kafka_topic_destroy(t);
+    topics_.clear();
+    rk_.reset();
+  }
+  spdlog::warn(
+      "kafka destination: re-creating the producer after {} (the same transactional.id fences "
+      "the old one; its transaction is aborted)",
+      why.ok() ? std::string("an error") : why.error().message());
+  return create_producer();
+}
+
+const KafkaDestination::TopicLimits& KafkaDestination::topic_limits(const std::string& name) {
+  {
+    std::lock_guard lock(stale_mu_);
+    for (const std::string& t : stale_topics_) topic_limits_.erase(t);
+    stale_topics_.clear();
+  }
+  auto it = topic_limits_.find(name);
+  if (it != topic_limits_.end()) return it->second;
+  TopicLimits lim;
+  char err[512];
+  rd_kafka_ConfigResource_t* res =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, name.c_str());
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk_.get());
+  rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk_.get(), RD_KAFKA_ADMIN_OP_ANY);
+  rd_kafka_AdminOptions_set_request_timeout(opts, 10000, err, sizeof err);
+  rd_kafka_DescribeConfigs(rk_.get(), &res, 1, opts, q);
+  if (rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 15000)) {
+    const rd_kafka_DescribeConfigs_result_t* r = rd_kafka_event_DescribeConfigs_result(ev);
+    size_t n = 0;
+    const rd_kafka_ConfigResource_t** rs =
+        r ? rd_kafka_DescribeConfigs_result_resources(r, &n) : nullptr;
+    if (rd_kafka_event_error(ev) == RD_KAFKA_RESP_ERR_NO_ERROR && n == 1 &&
+        rd_kafka_ConfigResource_error(rs[0]) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      size_t m = 0;
+      const rd_kafka_ConfigEntry_t** es = rd_kafka_ConfigResource_configs(rs[0], &m);
+      for (size_t i = 0; i < m; ++i) {
+        const char* k = rd_kafka_ConfigEntry_name(es[i]);
+        const char* v = rd_kafka_ConfigEntry_value(es[i]);
+        if (!k || !v) continue;
+        if (std::strcmp(k, "max.message.bytes") == 0)
+          lim.max_message_bytes = std::strtoull(v, nullptr, 10);
+        else if (std::strcmp(k, "cleanup.policy") == 0)
+          lim.compacted = std::strstr(v, "compact") != nullptr;
+      }
+    } else {
+      spdlog::debug("kafka destination: no configuration for topic '{}' (not created yet?)", name);
+    }
+    rd_kafka_event_destroy(ev);
+  }
+  rd_kafka_AdminOptions_destroy(opts);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_ConfigResource_destroy(res);
+  // The broker refuses a whole record batch above the topic's limit (a batch of several small
+  // messages too): the producer's batch.size must stay below it, or every message of such a
+  // batch would be refused. The producer is re-created with a smaller batch.size before the
+  // next batch is produced (prepare_topics), unless rdkafka.batch.size says otherwise.
+  if (lim.max_message_bytes != 0 && o_.rdkafka.count("batch.size") &&
+      std::strtoull(o_.rdkafka.at("batch.size").c_str(), nullptr, 10) > lim.max_message_bytes)
+    spdlog::warn(
+        "kafka destination: topic '{}' takes record batches of at most {} bytes (its "
+        "max.message.bytes), below rdkafka.batch.size: the broker refuses a larger batch of "
+        "small messages as a whole (with on_error: dlq all of them go to the dead-letter "
+        "queue); lower rdkafka.batch.size or leave it unset",
+        name, lim.max_message_bytes);
+  if (lim.max_message_bytes != 0 && !o_.rdkafka.count("batch.size")) {
+    const uint64_t fits = lim.max_message_bytes > 512
+                              ? lim.max_message_bytes - 256
+                              : std::max<uint64_t>(1, lim.max_message_bytes / 2);
+    if (fits < current_batch_size_) {
+      current_batch_size_ = fits;
+      wanted_batch_size_ = fits;
+      spdlog::info(
+          "kafka destination: topic '{}' takes record batches of at most {} bytes (its "
+          "max.message.bytes): batch.size lowered to {} B",
+          name, lim.max_message_bytes, fits);
+    }
+  }
+  return topic_limits_.emplace(name, lim).first->second;
 }
 
 Status KafkaDestination::txn_error(rd_kafka_error_t* e, std::string_view what) {
@@ -426,6 +595,42 @@ rd_kafka_topic_t* KafkaDestination::topic_handle(std::string_view name) {
   return t;
 }
 
+void KafkaDestination::render_topic(const Record& r) {
+  if (template_) {
+    template_->render(r, topic_buf_, kDefaultTableName);
+  } else {
+    topic_buf_ = o_.topic_prefix;
+    std::string_view schema = metadata_text(r, meta::kSchema);
+    if (!schema.empty()) (topic_buf_ += '.') += schema;
+    (topic_buf_ += '.') += RecordTemplate::table_of(r);
+  }
+  sanitize_topic(topic_buf_);
+}
+
+Status KafkaDestination::prepare_topics(Batch& batch) {
+  if (!rk_) SLUICE_TRY(create_producer());  // re-creating it failed before
+  std::string last;
+  for (const Record& r : batch.records()) {
+    render_topic(r);
+    if (topic_buf_ == last) continue;
+    last = topic_buf_;
+    (void)topic_limits(last);
+  }
+  if (wanted_batch_size_ == 0) return ok_status();
+  const uint64_t size = std::exchange(wanted_batch_size_, 0);
+  // Batches in flight are delivered first (the producer is not purged); with transactions none
+  // is open between batches.
+  SLUICE_TRY(flush(std::chrono::milliseconds(o_.delivery_timeout.count() + 5000)));
+  stop_ = true;
+  if (poller_.joinable()) poller_.join();
+  for (auto& [name, t] : topics_) rd_kafka_topic_destroy(t);
+  topics_.clear();
+  rk_.reset();
+  producer_defaults_["batch.size"] = std::to_string(size);
+  spdlog::info("kafka destination: producer re-created with batch.size {} B", size);
+  return create_producer();
+}
+
 Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<RejectedRecord>* refused,
                                 const std::vector<bool>* skip) {
   const auto& records = batch.records();
@@ -442,22 +647,15 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
   kafka::DebeziumSource src{o_.topic_prefix, SLUICE_VERSION_TEXT, now_ms};
   rd_kafka_topic_t* last_topic = nullptr;
   std::string last_topic_name;
+  const TopicLimits* limits = nullptr;
   for (uint32_t i = 0; i < records.size(); ++i) {
     if (skip && (*skip)[i]) continue;
     const Record& r = records[i];
-    // topic
-    if (template_) {
-      template_->render(r, topic_buf_, kDefaultTableName);
-    } else {
-      topic_buf_ = o_.topic_prefix;
-      std::string_view schema = metadata_text(r, meta::kSchema);
-      if (!schema.empty()) (topic_buf_ += '.') += schema;
-      (topic_buf_ += '.') += RecordTemplate::table_of(r);
-    }
-    sanitize_topic(topic_buf_);
+    render_topic(r);
     if (last_topic == nullptr || topic_buf_ != last_topic_name) {
       last_topic = topic_handle(topic_buf_);
       last_topic_name = topic_buf_;
+      limits = last_topic ? &topic_limits(last_topic_name) : nullptr;
       if (!last_topic) {
         Error e(Errc::data, fmt::format("record {} : cannot use topic '{}': {}", i, topic_buf_,
                                         rd_kafka_err2str(rd_kafka_last_error())));
@@ -472,8 +670,12 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
     if (o_.debezium) kafka::encode_debezium_envelope(r, src, scratch_);
     else encode_record_json(r, scratch_);
     size_t size = scratch_.size();
+    size_t framing = kRecordBatchOverhead;
     if (o_.headers && r.metadata.is_object())
-      for (const Field& f : r.metadata.fields()) size += f.name.size() + f.value.as_text().size();
+      for (const Field& f : r.metadata.fields()) {
+        size += f.name.size() + f.value.as_text().size();
+        framing += 6;  // the header's two length varints
+      }
     if (size > max_message_bytes_ || scratch_.size() > UINT32_MAX) {
       Error e(Errc::data,
               fmt::format(
@@ -481,6 +683,29 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
                   "({}): raise rdkafka.message.max.bytes (and the topic's max.message.bytes), or "
                   "route such records with on_error: dlq",
                   topic_buf_, size, max_message_bytes_));
+      if (!record_problem(i, e)) return e;
+      continue;
+    }
+    // The topic's own limits, checked here too, so that the broker does not refuse the message
+    // (each refusal costs the idempotent producer an epoch bump, and a transaction its abort).
+    // The broker checks the record batch (61 bytes of header, a record's own framing, after
+    // compression): uncompressed sizes are only checked without compression.
+    if (limits && limits->max_message_bytes != 0 && o_.compression == "none" &&
+        size + framing > limits->max_message_bytes) {
+      Error e(Errc::data,
+              fmt::format("the message for topic '{}' is {} bytes, above the topic's "
+                          "max.message.bytes ({} with the record batch's framing): raise the "
+                          "topic's max.message.bytes, or route such records with on_error: dlq",
+                          topic_buf_, size, limits->max_message_bytes));
+      if (!record_problem(i, e)) return e;
+      continue;
+    }
+    if (limits && limits->compacted && !keyed) {
+      Error e(Errc::data,
+              fmt::format("topic '{}' is compacted (cleanup.policy compact) and refuses a message "
+                          "without a key: give the table a key (message.key.columns on the "
+                          "source), or route such records with on_error: dlq",
+                          topic_buf_));
       if (!record_problem(i, e)) return e;
       continue;
     }
@@ -536,6 +761,11 @@ void KafkaDestination::message_done(BatchState* st, const Msg* msg, rd_kafka_res
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     std::lock_guard lock(st->mu);
     Error e = kafka::error_from(err, fmt::format("delivery to '{}' failed: ", topic));
+    if (err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE) {
+      std::lock_guard stale(stale_mu_);  // the topic's limit may have changed: read it again
+      if (std::find(stale_topics_.begin(), stale_topics_.end(), topic) == stale_topics_.end())
+        stale_topics_.emplace_back(topic);
+    }
     if (st->isolate && msg != &st->position_msg && e.code() == Errc::data) {
       st->refused.push_back({msg->rec, std::move(e)});  // this record's message was refused
       st->refused_flag->store(true, std::memory_order_release);
@@ -636,6 +866,10 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
 }
 
 void KafkaDestination::write(Batch& batch, WriteDone done) {
+  if (Status p = prepare_topics(batch); !p.ok()) {
+    done(std::move(p));
+    return;
+  }
   if (o_.transactions) {
     write_transaction(batch, std::move(done));
     return;
@@ -716,18 +950,20 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
   }
   // A failed transaction is aborted before its delivery reports are awaited: librdkafka keeps the
   // messages behind a refused one queued until the abort purges them (waiting first hung).
-  std::optional<Status> abort_failed;
+  // An abort that failed leaves the transaction unusable: the producer is re-created (its
+  // purge delivers every report), and the batch is written again; if that fails too, the
+  // pipeline stops.
+  std::optional<Status> unrecoverable;
   if (!result.ok())
-    if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
-      abort_failed = txn_error(e, "aborting a failed transaction");
+    if (Status a = abort_txn("aborting a failed transaction"); !a.ok())
+      if (Status re = recreate_producer(a); !re.ok()) unrecoverable = re;
   Status deliveries = all_delivered.get();
   if (not_produced != 0 && !deliveries.ok()) result = deliveries;
   if (result.ok() && !deliveries.ok()) result = deliveries;
   if (!result.ok()) {
-    if (abort_failed) {
-      spdlog::warn("{}", abort_failed->error().message());
-      result = Error(abort_failed->error().code(),
-                     result.error().message() + "; " + abort_failed->error().message(), false);
+    if (unrecoverable) {
+      result = Error(unrecoverable->error().code(),
+                     result.error().message() + "; " + unrecoverable->error().message(), false);
     } else if (!deliveries.ok() && deliveries.error().code() == Errc::data) {
       result = deliveries;  // a refused message: the runtime isolates it
     } else {
@@ -776,6 +1012,7 @@ Result<KafkaDestination::Isolating> KafkaDestination::start_isolating(
 
 Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
                                          std::vector<RejectedRecord>& rejected) {
+  SLUICE_TRY(prepare_topics(batch));
   const std::string position = batch.position();
   const std::string* pos =
       o_.transactions && commit_position && !position.empty() ? &position : nullptr;
@@ -815,18 +1052,27 @@ Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
     }
     return ok_status();
   }
-  // Transactions: a refused message makes the whole transaction fail, so a pass with refusals is
-  // aborted and the batch written again without those records; every pass refuses at least one
-  // more record, or ends.
+  // Transactions: a refused message makes the whole transaction fail (librdkafka sends nothing
+  // behind it in its partition until the abort), so a pass with refusals is aborted and the batch
+  // written again without those records; every pass refuses at least one more record, or ends.
+  // A pass that fails with nothing new refused (an error left over by the abort's epoch bump) is
+  // tried again a few times before the batch fails.
   std::vector<RejectedRecord> refused_all;
+  int fruitless = 0;
   for (;;) {
-    if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get()))
-      return txn_error(e, "beginning a transaction");
+    if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get())) {
+      Status why = txn_error(e, "beginning a transaction");
+      // A transaction still open or an abort still in progress: recover once, then fail.
+      if (++fruitless > 3) return why;
+      if (Status a = abort_txn("aborting before a new transaction"); !a.ok())
+        SLUICE_TRY(recreate_producer(a));
+      continue;
+    }
     std::vector<RejectedRecord> refused;
     auto run = start_isolating(batch, skip, pos, refused);
     if (!run.ok()) {
-      if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
-        spdlog::warn("{}", txn_error(e, "aborting a failed transaction").error().message());
+      if (Status a = abort_txn("aborting a failed transaction"); !a.ok())
+        SLUICE_TRY(recreate_producer(a));
       return std::move(run).error();
     }
     Status commit = ok_status();
@@ -837,8 +1083,8 @@ Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
       commit = txn_error(e, "committing");
     // Aborted before the reports are awaited: the abort purges what a refusal left queued.
     if (!commit.ok())
-      if (rd_kafka_error_t* e = rd_kafka_abort_transaction(rk_.get(), 60000))
-        return txn_error(e, "aborting a transaction with refused records");
+      if (Status a = abort_txn("aborting a transaction with refused records"); !a.ok())
+        SLUICE_TRY(recreate_producer(a));  // its purge delivers every report
     Status deliveries = run->delivered.get();
     if (commit.ok()) {  // committed: every message produced was delivered
       for (RejectedRecord& r : refused) refused_all.push_back(std::move(r));  // before producing
@@ -851,8 +1097,9 @@ Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
       refused_all.push_back(std::move(r));
       ++added;
     }
+    if (added != 0) continue;
     // Nothing new refused: not a record's fault (aborted cleanly, so writing it again is safe).
-    if (added == 0) {
+    if (++fruitless > 3) {
       const Error& why = deliveries.ok() ? commit.error() : deliveries.error();
       return Error(why.code(), why.message(), true);
     }
