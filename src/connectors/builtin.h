@@ -13,5 +13,6 @@ ConnectorSpec sqlite_connector();     // src/connectors/sqlite/
 ConnectorSpec postgres_connector();   // src/connectors/postgres/
 ConnectorSpec mysql_connector();      // src/connectors/mysql/
 ConnectorSpec kafka_connector();      // src/connectors/kafka/
+ConnectorSpec redis_connector();      // src/connectors/redis/
 
 }  // namespace sluice

@@ -21,6 +21,9 @@ void register_builtin_connectors(Registry& r) {
 #if SLUICE_WITH_KAFKA
   r.add(kafka_connector());
 #endif
+#if SLUICE_WITH_REDIS
+  r.add(redis_connector());
+#endif
 }
 
 }  // namespace sluice
