@@ -159,7 +159,8 @@ TEST(RedisDestination, CompositeKeysAreEscapedAndTruncateRemovesOnlyTheTable) {
   auto d = make_dest({{"url", url_db(11)}, {"prefix", "cdc:"}});
   ASSERT_TRUE(d);
   Batch b;
-  for (int i = 0; i < 2500; ++i) row(b, Operation::create, i, b.object(1).add("id", Value::int64(i)).build());
+  for (int i = 0; i < 2500; ++i)
+    row(b, Operation::create, i, b.object(1).add("id", Value::int64(i)).build());
   Record& comp = b.add();
   comp.op = Operation::create;
   comp.metadata = meta(b, "t");
@@ -207,7 +208,8 @@ TEST(RedisDestination, JsonFormatStoresTheRowAndRefusesUnchangedToast) {
   EXPECT_EQ(get(c, "t:1"), R"({"id":1,"price":"1.50","note":null})");
 
   Batch toast;
-  row(toast, Operation::update, 1, toast.object(2).add("id", Value::int64(1)).add("note", Value()).build());
+  row(toast, Operation::update, 1,
+      toast.object(2).add("id", Value::int64(1)).add("note", Value()).build());
   Status s = write(*d, toast);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), Errc::data);

@@ -72,8 +72,8 @@ std::string yaml(const std::string& id, const std::string& source, const test::Y
 // Rows of `t` (id, name, price, note) as the redis hashes hold them.
 std::map<std::string, std::string> pg_rows(TestDb& db, const std::string& prefix) {
   std::map<std::string, std::string> out;
-  for (const auto& r : db.sql().query(
-           "SELECT id::text, name, price::text, note FROM t ORDER BY id")) {
+  for (const auto& r :
+       db.sql().query("SELECT id::text, name, price::text, note FROM t ORDER BY id")) {
     std::string text = "id=" + *r[0] + ";";
     if (r[1]) text += "name=" + *r[1] + ";";
     if (r[3]) text += "note=" + *r[3] + ";";
@@ -99,23 +99,25 @@ TEST(PostgresToRedis, HashRowsSnapshotThenChangesEndEqualToTheSource) {
   auto dir = e2e::make_temp_dir("pg-redis-hash");
   test::YamlMap src;
   src.set("url", db.url()).set("tables", test::Yaml::strings({"public.t"}));
-  e2e::write_file(dir / "p.yaml", yaml("redis_hash", "postgres", src,
-                                       {{"url", url_db(6)}, {"prefix", "cdc:"}}));
+  e2e::write_file(dir / "p.yaml",
+                  yaml("redis_hash", "postgres", src, {{"url", url_db(6)}, {"prefix", "cdc:"}}));
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(test::wait_until([&] { return redis_rows(c, "cdc:public.t:*", false).size() == 2000; },
-                               30s))
+  ASSERT_TRUE(
+      test::wait_until([&] { return redis_rows(c, "cdc:public.t:*", false).size() == 2000; }, 30s))
       << p.stderr_text();
   // Changes: a TOASTed note stays when another column changes, NULLs drop fields, deletes, a
   // key change, a truncate and rows after it.
-  ASSERT_TRUE(db.sql().exec(
-      "UPDATE t SET price = price + 1 WHERE id % 3 = 0 AND id < 300;"
-      "UPDATE t SET name = NULL WHERE id % 5 = 0;"
-      "DELETE FROM t WHERE id % 7 = 0;"
-      "UPDATE t SET id = 100000 WHERE id = 1;"));
-  ASSERT_TRUE(test::wait_until([&] { return redis_rows(c, "cdc:public.t:*", false) == pg_rows(db, "cdc:public.t:"); }, 30s))
+  ASSERT_TRUE(
+      db.sql().exec("UPDATE t SET price = price + 1 WHERE id % 3 = 0 AND id < 300;"
+                    "UPDATE t SET name = NULL WHERE id % 5 = 0;"
+                    "DELETE FROM t WHERE id % 7 = 0;"
+                    "UPDATE t SET id = 100000 WHERE id = 1;"));
+  ASSERT_TRUE(test::wait_until(
+      [&] { return redis_rows(c, "cdc:public.t:*", false) == pg_rows(db, "cdc:public.t:"); }, 30s))
       << p.stderr_text();
   ASSERT_TRUE(db.sql().exec("TRUNCATE t; INSERT INTO t VALUES (5, 'five', 5.5, NULL)"));
-  ASSERT_TRUE(test::wait_until([&] { return redis_rows(c, "cdc:public.t:*", false) == pg_rows(db, "cdc:public.t:"); }, 30s))
+  ASSERT_TRUE(test::wait_until(
+      [&] { return redis_rows(c, "cdc:public.t:*", false) == pg_rows(db, "cdc:public.t:"); }, 30s))
       << p.stderr_text();
   EXPECT_EQ(redis_rows(c, "cdc:public.t:*", false).size(), 1u);
   p.terminate();
@@ -133,10 +135,11 @@ TEST(PostgresToRedis, JsonRowsAndKillNineWithCheckpointInDestination) {
   auto dir = e2e::make_temp_dir("pg-redis-json");
   test::YamlMap src;
   src.set("url", db.url()).set("tables", test::Yaml::strings({"public.t"}));
-  e2e::write_file(dir / "p.yaml",
-                  yaml("redis_json", "postgres", src,
-                       {{"url", url_db(7)}, {"format", "json"}, {"table", "{{table}}"},
-                        {"checkpoint_in_destination", true}}));
+  e2e::write_file(dir / "p.yaml", yaml("redis_json", "postgres", src,
+                                       {{"url", url_db(7)},
+                                        {"format", "json"},
+                                        {"table", "{{table}}"},
+                                        {"checkpoint_in_destination", true}}));
   auto expected = [&] {
     std::map<std::string, std::string> out;
     for (const auto& r : db.sql().query(
@@ -160,11 +163,12 @@ TEST(PostgresToRedis, JsonRowsAndKillNineWithCheckpointInDestination) {
         << p.stderr_text();
     // Writes in flight when sluice dies.
     for (int i = 0; i < 20; ++i)
-      ASSERT_TRUE(db.sql().exec("UPDATE t SET price = price + 1 WHERE id % 20 = " +
-                                std::to_string(i)));
+      ASSERT_TRUE(
+          db.sql().exec("UPDATE t SET price = price + 1 WHERE id % 20 = " + std::to_string(i)));
     p.kill9();
   }
-  ASSERT_TRUE(db.sql().exec("DELETE FROM t WHERE id > 900; INSERT INTO t VALUES (5000, 'x', 1, 'y')"));
+  ASSERT_TRUE(
+      db.sql().exec("DELETE FROM t WHERE id > 900; INSERT INTO t VALUES (5000, 'x', 1, 'y')"));
   Process p2({"run", "p.yaml", "--idle-exit", "2"}, dir);
   EXPECT_EQ(p2.wait_for(60s), 0) << p2.stderr_text();
   EXPECT_EQ(normalize(redis_rows(c, "t:*", true)), normalize(expected()));
@@ -196,8 +200,7 @@ TEST(MysqlToRedis, RowsEndEqualToTheSource) {
       "0; INSERT INTO t VALUES (1000, 'k:y', 0.5, NULL)"));
   auto expected = [&] {
     std::map<std::string, std::string> out;
-    for (const auto& r : db.sql().query(
-             "SELECT id, name, price, note FROM t")) {
+    for (const auto& r : db.sql().query("SELECT id, name, price, note FROM t")) {
       std::string text = "id=" + *r[0] + ";";
       if (r[1]) text += "name=" + *r[1] + ";";
       if (r[3]) text += "note=" + *r[3] + ";";

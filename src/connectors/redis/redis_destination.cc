@@ -1,7 +1,9 @@
 // The `redis` destination.
 //
-//   batch ──▶ commands per record ──▶ one pipeline: MULTI, cmd…, [HSET positions pipeline pos], EXEC
-//                                                 └─ replies read once, after the whole batch was sent
+//   batch ──▶ commands per record ──▶ one pipeline: MULTI, cmd…, [HSET positions pipeline pos],
+//   EXEC
+//                                                 └─ replies read once, after the whole batch was
+//                                                 sent
 //
 // A row is written under `<prefix><table>:<key>` (`table` is a record template, default
 // `{{schema}}.{{table}}`; the key is render_key()). Hash format: HSET of the non-null columns and
@@ -85,14 +87,17 @@ constexpr auto kSettings = settings_table<Options>(
         "after the last batch applied.")
         .with_default("false"),
     setting<&Options::checkpoint_key>(
-        "checkpoint_key", "Hash holding the positions (after `prefix`), with checkpoint_in_destination.")
+        "checkpoint_key",
+        "Hash holding the positions (after `prefix`), with checkpoint_in_destination.")
         .with_default("sluice:checkpoints"),
     setting<&Options::truncate_batch>(
-        "truncate_batch", "Keys a source TRUNCATE finds (SCAN COUNT) and removes (UNLINK) per round.",
+        "truncate_batch",
+        "Keys a source TRUNCATE finds (SCAN COUNT) and removes (UNLINK) per round.",
         SettingType::integer)
         .with_default("1000")
         .at_least(1),
-    setting<&Options::connect_timeout>("connect_timeout", "Timeout of connecting and authenticating.")
+    setting<&Options::connect_timeout>("connect_timeout",
+                                       "Timeout of connecting and authenticating.")
         .with_default("10s")
         .at_least(1),
     setting<&Options::command_timeout>(
@@ -187,10 +192,9 @@ class RedisDestination final : public Destination {
   Status ensure_connected() {
     if (conn_ && conn_->healthy()) return ok_status();
     conn_.reset();
-    auto c = RedisConnection::connect(
-        url_, {.connect_timeout = o_.connect_timeout,
-               .command_timeout = o_.command_timeout,
-               .client_name = "sluice-" + pipeline_id_});
+    auto c = RedisConnection::connect(url_, {.connect_timeout = o_.connect_timeout,
+                                             .command_timeout = o_.command_timeout,
+                                             .client_name = "sluice-" + pipeline_id_});
     if (!c) return std::move(c).error();
     conn_.emplace(std::move(c).value());
     return ok_status();
@@ -438,8 +442,7 @@ void render_field_value(const Value& v, std::string& out) {
       if ((v.kind() == ValueKind::float64 || v.kind() == ValueKind::uuid) && json.size() >= 2 &&
           json.front() == '"')
         out.append(json, 1, json.size() - 2);
-      else
-        out += json;
+      else out += json;
       return;
     }
   }
