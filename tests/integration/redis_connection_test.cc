@@ -80,8 +80,9 @@ TEST(RedisConnection, ErrorRepliesNameTheCommand) {
 
 TEST(RedisConnection, MissingAclPermissionIsAPermissionError) {
   RedisConnection admin = test::redis_connect();
-  ASSERT_TRUE(admin.command({"ACL", "SETUSER", "sluice_readonly", "on", ">ro-pass", "~*", "+@read",
-                             "+auth", "+select", "+client"})
+  ASSERT_TRUE(admin
+                  .command({"ACL", "SETUSER", "sluice_readonly", "on", ">ro-pass", "~*", "+@read",
+                            "+auth", "+select", "+client"})
                   .ok());
   RedisUrl url = test_url();
   url.user = "sluice_readonly";

@@ -68,17 +68,17 @@ Result<RedisUrl> parse_redis_url(std::string_view url, Credentials credentials) 
     size_t colon = userinfo.find(':');
     if (!percent_decode(userinfo.substr(0, colon), &u.user))
       return url_error("the user has a malformed %-escape");
-    if (colon != std::string_view::npos &&
-        !percent_decode(userinfo.substr(colon + 1), &u.password))
+    if (colon != std::string_view::npos && !percent_decode(userinfo.substr(colon + 1), &u.password))
       return url_error("the password has a malformed %-escape");
   }
   if (Status st = resolve_credentials(credentials); !st) return std::move(st).error();
   if (!credentials.user.empty()) u.user = credentials.user;
   if (!credentials.password.empty()) u.password = credentials.password;
   if (!u.user.empty() && u.password.empty())
-    return url_error(fmt::format("the user \"{}\" has no password (give it in the URL, "
-                                 "`password` or `password_file`)",
-                                 u.user));
+    return url_error(
+        fmt::format("the user \"{}\" has no password (give it in the URL, "
+                    "`password` or `password_file`)",
+                    u.user));
   register_secret(u.password);
 
   if (hostport.starts_with('[')) {
@@ -119,12 +119,9 @@ std::string reply_text(const redisReply* r) {
   switch (r->type) {
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR:
-      return std::string(r->str, r->len);
-    case REDIS_REPLY_INTEGER:
-      return std::to_string(r->integer);
-    case REDIS_REPLY_NIL:
-      return "(nil)";
+    case REDIS_REPLY_ERROR: return std::string(r->str, r->len);
+    case REDIS_REPLY_INTEGER: return std::to_string(r->integer);
+    case REDIS_REPLY_NIL: return "(nil)";
     case REDIS_REPLY_ARRAY: {
       std::string out = "[";
       for (size_t i = 0; i < r->elements; ++i) {
@@ -133,8 +130,7 @@ std::string reply_text(const redisReply* r) {
       }
       return out + "]";
     }
-    default:
-      return "(reply)";
+    default: return "(reply)";
   }
 }
 
@@ -149,7 +145,8 @@ Result<RedisConnection> RedisConnection::connect(const RedisUrl& url, const Opti
                              "right?",
                              url.redacted(), ctx->errstr),
                  /*retriable=*/true);
-  if (options.command_timeout.count() > 0) redisSetTimeout(ctx.get(), to_timeval(options.command_timeout));
+  if (options.command_timeout.count() > 0)
+    redisSetTimeout(ctx.get(), to_timeval(options.command_timeout));
   redisEnableKeepAlive(ctx.get());
   RedisConnection conn(std::move(ctx), url);
 
@@ -184,10 +181,10 @@ Error RedisConnection::io_error(std::string_view what) const {
   // hiredis 0.14 reports a read/write timeout as an I/O error with errno EAGAIN.
   const bool timed_out =
       ctx_ && ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK);
-  return Error(timed_out ? Errc::timeout : Errc::connection,
-               fmt::format("redis {}: {}: {}", url_.redacted(), what,
-                           ctx_ ? ctx_->errstr : "no connection"),
-               /*retriable=*/true);
+  return Error(
+      timed_out ? Errc::timeout : Errc::connection,
+      fmt::format("redis {}: {}: {}", url_.redacted(), what, ctx_ ? ctx_->errstr : "no connection"),
+      /*retriable=*/true);
 }
 
 void RedisConnection::append(std::span<const std::string_view> args) {

@@ -65,7 +65,8 @@ class RedisConnection {
   ~RedisConnection() = default;
 
   // Runs one command. A Redis error reply ("-ERR …", "-NOPERM …") is an Error whose message
-  // names the command; an I/O error or timeout is a retriable Errc::connection (or Errc::timeout) error and leaves the connection unhealthy.
+  // names the command; an I/O error or timeout is a retriable Errc::connection (or Errc::timeout)
+  // error and leaves the connection unhealthy.
   Result<Reply> command(std::span<const std::string_view> args);
   Result<Reply> command(std::initializer_list<std::string_view> args) {
     return command(std::span<const std::string_view>(args.begin(), args.size()));

@@ -45,7 +45,8 @@ TEST(RedisUrlTest, DefaultsAndPasswordOnly) {
 }
 
 TEST(RedisUrlTest, CredentialSettingsOverrideTheUrl) {
-  RedisUrl u = parse_ok("redis://h:1", Credentials{.user = "app", .password = "p@ss/%", .password_file = ""});
+  RedisUrl u = parse_ok("redis://h:1",
+                        Credentials{.user = "app", .password = "p@ss/%", .password_file = ""});
   EXPECT_EQ(u.user, "app");
   EXPECT_EQ(u.password, "p@ss/%");
 }
@@ -63,9 +64,7 @@ TEST(RedisUrlTest, RefusesWhatItCannotHonour) {
   EXPECT_EQ(e.find("topsecret"), std::string::npos) << e;
 }
 
-TEST(RedisReplyText, RendersNestedReplies) {
-  EXPECT_EQ(reply_text(nullptr), "(no reply)");
-}
+TEST(RedisReplyText, RendersNestedReplies) { EXPECT_EQ(reply_text(nullptr), "(no reply)"); }
 
 }  // namespace
 }  // namespace sluice::redis
