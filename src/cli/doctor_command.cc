@@ -62,8 +62,9 @@ int doctor_command(const std::string& file) {
                pc.destination.connector);
   }
   fmt::print("{} failed, {} warning{}{}\n", failed, warned, warned == 1 ? "" : "s",
-             unchecked ? fmt::format(", {} source{} without checks", unchecked, unchecked == 1 ? "" : "s")
-                       : std::string());
+             unchecked
+                 ? fmt::format(", {} source{} without checks", unchecked, unchecked == 1 ? "" : "s")
+                 : std::string());
   return failed ? 1 : 0;
 }
 

@@ -66,8 +66,9 @@ TEST(Doctor, EachFailureNamesItsFixAndPassesOnceFixed) {
   EXPECT_TRUE(has(out, "[ok  ] replication slot \"sluice_d\" can be created")) << out;
   EXPECT_TRUE(has(out, "0 failed")) << out;
   // Nothing was created: no slot.
-  EXPECT_EQ(pg.admin().scalar("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_d'"),
-            "0");
+  EXPECT_EQ(
+      pg.admin().scalar("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_d'"),
+      "0");
   pg.sql().exec("DROP PUBLICATION IF EXISTS sluice_d", true);
   pg.sql().exec("DROP TABLE t", true);
   pg.admin().exec("DROP OWNED BY " + role, true);

@@ -63,7 +63,8 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
   PGresult* res = cfg.get();
   const int version = std::stoi(PQgetvalue(res, 0, 0));
   const std::string wal_level = PQgetvalue(res, 0, 1);
-  const int max_slots = std::stoi(PQgetvalue(res, 0, 2)), used_slots = std::stoi(PQgetvalue(res, 0, 3));
+  const int max_slots = std::stoi(PQgetvalue(res, 0, 2)),
+            used_slots = std::stoi(PQgetvalue(res, 0, 3));
   const int max_senders = std::stoi(PQgetvalue(res, 0, 4));
   const std::string keep_size = PQgetvalue(res, 0, 5);
   const bool superuser = std::string_view(PQgetvalue(res, 0, 6)) == "t";
@@ -72,23 +73,25 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
   const bool can_create = std::string_view(PQgetvalue(res, 0, 9)) == "t";
 
   if (version >= 100000)
-    out.push_back(pass("PostgreSQL 10 or later (pgoutput)", fmt::format("server_version_num = {}", version)));
+    out.push_back(
+        pass("PostgreSQL 10 or later (pgoutput)", fmt::format("server_version_num = {}", version)));
   else
-    out.push_back(fail("PostgreSQL 10 or later (pgoutput)", fmt::format("server_version_num = {}", version),
-                       "upgrade the server: logical replication with pgoutput needs PostgreSQL 10"));
-  if (wal_level == "logical")
-    out.push_back(pass("wal_level is logical", "wal_level = logical"));
+    out.push_back(
+        fail("PostgreSQL 10 or later (pgoutput)", fmt::format("server_version_num = {}", version),
+             "upgrade the server: logical replication with pgoutput needs PostgreSQL 10"));
+  if (wal_level == "logical") out.push_back(pass("wal_level is logical", "wal_level = logical"));
   else
     out.push_back(fail("wal_level is logical", "wal_level = " + wal_level,
                        "ALTER SYSTEM SET wal_level = logical; then restart the server"));
   if (superuser || replication)
-    out.push_back(pass("the user may replicate",
-                       fmt::format("role {} has {}", quote_identifier(user),
-                                   superuser ? "SUPERUSER" : "REPLICATION")));
+    out.push_back(
+        pass("the user may replicate", fmt::format("role {} has {}", quote_identifier(user),
+                                                   superuser ? "SUPERUSER" : "REPLICATION")));
   else
-    out.push_back(fail("the user may replicate",
-                       fmt::format("role {} has neither REPLICATION nor SUPERUSER", quote_identifier(user)),
-                       fmt::format("ALTER ROLE {} REPLICATION", quote_identifier(user))));
+    out.push_back(
+        fail("the user may replicate",
+             fmt::format("role {} has neither REPLICATION nor SUPERUSER", quote_identifier(user)),
+             fmt::format("ALTER ROLE {} REPLICATION", quote_identifier(user))));
   if (max_senders > 0)
     out.push_back(pass("max_wal_senders allows a replication connection",
                        fmt::format("max_wal_senders = {}", max_senders)));
@@ -127,9 +130,10 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
                                   : fmt::format("it uses the plugin {}, not pgoutput", plugin),
                          "set `slot` to another name, or drop that slot"));
     else if (wal_status == "lost")
-      out.push_back(fail(slot_name + " still has its WAL",
-                         "wal_status = lost: the server removed WAL the slot needed",
-                         "changes were lost on the server: run `sluice cleanup` and snapshot again"));
+      out.push_back(
+          fail(slot_name + " still has its WAL",
+               "wal_status = lost: the server removed WAL the slot needed",
+               "changes were lost on the server: run `sluice cleanup` and snapshot again"));
     else
       out.push_back(pass(slot_name + " still has its WAL",
                          fmt::format("wal_status = {}, confirmed at {}, retains {}{}", wal_status,
@@ -137,9 +141,10 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
                                      active ? "; in use by a running pipeline" : "")));
   }
   if (keep_size == "-1")
-    out.push_back(warn("max_slot_wal_keep_size bounds the WAL a slot retains", "max_slot_wal_keep_size = -1",
-                       "a stopped pipeline's slot retains WAL without bound; set "
-                       "max_slot_wal_keep_size (e.g. ALTER SYSTEM SET max_slot_wal_keep_size = '50GB')"));
+    out.push_back(
+        warn("max_slot_wal_keep_size bounds the WAL a slot retains", "max_slot_wal_keep_size = -1",
+             "a stopped pipeline's slot retains WAL without bound; set "
+             "max_slot_wal_keep_size (e.g. ALTER SYSTEM SET max_slot_wal_keep_size = '50GB')"));
   else
     out.push_back(pass("max_slot_wal_keep_size bounds the WAL a slot retains",
                        "max_slot_wal_keep_size = " + keep_size));
@@ -150,20 +155,24 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
     return out;
   }
   if (all_tables_ && !superuser)
-    out.push_back(fail("the publication can be FOR ALL TABLES", "`tables: [\"*\"]` needs a superuser",
+    out.push_back(fail("the publication can be FOR ALL TABLES",
+                       "`tables: [\"*\"]` needs a superuser",
                        "list the tables in `tables`, or run as a superuser"));
   SLUICE_TRY_ASSIGN(
       PgResult pub,
-      conn_.exec_params("SELECT pubinsert AND pubupdate AND pubdelete AND pubtruncate, puballtables "
-                        "FROM pg_publication WHERE pubname = $1",
-                        {publication_}));
+      conn_.exec_params(
+          "SELECT pubinsert AND pubupdate AND pubdelete AND pubtruncate, puballtables "
+          "FROM pg_publication WHERE pubname = $1",
+          {publication_}));
   const bool pub_exists = PQntuples(pub.get()) == 1;
   const std::string pub_name = "publication " + quote_identifier(publication_);
   if (pub_exists) {
     if (std::string_view(PQgetvalue(pub.get(), 0, 0)) == "t")
-      out.push_back(pass(pub_name + " publishes every operation", "insert, update, delete, truncate"));
+      out.push_back(
+          pass(pub_name + " publishes every operation", "insert, update, delete, truncate"));
     else
-      out.push_back(fail(pub_name + " publishes every operation", "some operations are not published",
+      out.push_back(fail(pub_name + " publishes every operation",
+                         "some operations are not published",
                          fmt::format("ALTER PUBLICATION {} SET (publish = 'insert, update, delete, "
                                      "truncate')",
                                      quote_identifier(publication_))));
@@ -197,17 +206,19 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
     const bool owner = std::string_view(PQgetvalue(r, 0, 3)) == "t";
     const bool in_pub = std::string_view(PQgetvalue(r, 0, 4)) == "t";
     if (!can_select) {
-      out.push_back(fail("table " + q + " can be read", "no SELECT privilege (the snapshot reads it)",
+      out.push_back(fail("table " + q + " can be read",
+                         "no SELECT privilege (the snapshot reads it)",
                          fmt::format("GRANT SELECT ON {} TO {}", q, quote_identifier(user))));
       ++not_ok;
     }
     // Without a replica identity, PostgreSQL refuses UPDATE and DELETE on a published table.
     if (ident == 'n' || (ident == 'd' && !has_pk)) {
-      out.push_back(fail("table " + q + " has a replica identity",
-                         ident == 'n' ? "REPLICA IDENTITY NOTHING"
-                                      : "no primary key and REPLICA IDENTITY DEFAULT: once "
-                                        "published, the server refuses its UPDATEs and DELETEs",
-                         fmt::format("add a primary key, or ALTER TABLE {} REPLICA IDENTITY FULL", q)));
+      out.push_back(
+          fail("table " + q + " has a replica identity",
+               ident == 'n' ? "REPLICA IDENTITY NOTHING"
+                            : "no primary key and REPLICA IDENTITY DEFAULT: once "
+                              "published, the server refuses its UPDATEs and DELETEs",
+               fmt::format("add a primary key, or ALTER TABLE {} REPLICA IDENTITY FULL", q)));
       ++not_ok;
     }
     if (pub_exists && !in_pub && !all_tables_ && !owner && !superuser) {
@@ -229,7 +240,9 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
     out.push_back(pass("the tables can be read, published and replicated",
                        fmt::format("{} table{}", tables_.size(), tables_.size() == 1 ? "" : "s")));
   if (ddl_capture_ && !superuser) {
-    SLUICE_TRY_ASSIGN(PgResult ev, conn_.exec("SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'sluice%'"));
+    SLUICE_TRY_ASSIGN(
+        PgResult ev,
+        conn_.exec("SELECT count(*) FROM pg_event_trigger WHERE evtname LIKE 'sluice%'"));
     if (std::string_view(PQgetvalue(ev.get(), 0, 0)) == "0")
       out.push_back(fail("ddl.capture can install its event trigger",
                          "CREATE EVENT TRIGGER needs a superuser",
