@@ -13,6 +13,10 @@
 
 namespace sluice::test {
 
+// The password scripts/services gives a Redis it starts (its default user and the ACL user
+// `sluice`): for tests that start a private Redis through the script.
+inline constexpr const char* kRedisTestPassword = "redis-test-pw";
+
 inline std::string redis_url() {
   const char* u = std::getenv("SLUICE_TEST_REDIS_URL");
   if (!u || !*u) {
