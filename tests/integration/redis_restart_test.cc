@@ -71,7 +71,8 @@ TEST(RedisRestart, WritesRetryUntilRedisIsBackAndTheEndStateIsExact) {
   setenv("SLUICE_SERVICES_DIR", svc.c_str(), 1);
   setenv("SLUICE_REDIS_PORT", std::to_string(port).c_str(), 1);
   ASSERT_EQ(services("start redis"), 0);
-  const std::string url = std::string("redis://sluice:") + test::kRedisTestPassword + "@127.0.0.1:" + std::to_string(port) + "/0";
+  const std::string url = std::string("redis://sluice:") + test::kRedisTestPassword +
+                          "@127.0.0.1:" + std::to_string(port) + "/0";
 
   auto expected = [&] {
     std::map<std::string, std::string> out;

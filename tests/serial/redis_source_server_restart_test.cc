@@ -57,7 +57,10 @@ class PrivateRedis {
   PrivateRedis(const PrivateRedis&) = delete;
   PrivateRedis& operator=(const PrivateRedis&) = delete;
   bool ok() const { return ok_; }
-  std::string url() const { return std::string("redis://sluice:") + test::kRedisTestPassword + "@127.0.0.1:" + std::to_string(port_); }
+  std::string url() const {
+    return std::string("redis://sluice:") + test::kRedisTestPassword +
+           "@127.0.0.1:" + std::to_string(port_);
+  }
 
  private:
   std::filesystem::path dir_;
