@@ -62,8 +62,9 @@ struct RunningPipeline {
     f.write(dir / "p.yaml");
     p = std::make_unique<Process>(std::vector<std::string>{"run", "p.yaml"}, dir);
     port = test::metrics_port(*p);
+    // A PostgreSQL snapshot position may carry its version first ("v3 snapshot …").
     started = port > 0 && wait_for_checkpoint(*p, dir, id, [&](const std::string& c) {
-                return starts_with(c, phase);
+                return starts_with(c, phase) || starts_with(c, "v3 " + phase);
               });
   }
   double metric(const std::string& series) { return metric_series(scrape_metrics(port), series); }
