@@ -306,6 +306,9 @@ Status Pipeline::run() {
     metrics_.state = static_cast<int>(PipelineState::failed);
     return st.error().with_context("spool: ");
   }
+  // spdlog's registry is created on first use; have it made before the second thread exists, so
+  // the two sides never race to create it (TSan saw that in a process that had not logged yet).
+  (void)spdlog::default_logger_raw();
   // The destination side runs on its own thread, at its own pace; its failure stops both.
   std::thread down([this] {
     if (Status st = downstream_->run(); !st.ok()) fail(st.error());

@@ -52,6 +52,8 @@ void validate_examples(const std::string& page, size_t at_least) {
   setenv("SLUICE_TEST_PG_URL", "postgresql://postgres:sluice@127.0.0.1:15432/postgres", 0);
   setenv("SLUICE_TEST_MYSQL_URL", "mysql://sluice:sluice@127.0.0.1:13306/sluice", 0);
   setenv("SLUICE_TEST_KAFKA_BROKERS", "127.0.0.1:19092", 0);
+  setenv("SLUICE_TEST_MONGODB_URL", "mongodb://127.0.0.1:17017/sluice", 0);
+  setenv("SLUICE_TEST_REDIS_URL", "redis://sluice:redis-test-pw@127.0.0.1:16379", 0);
   const std::set<std::string> known = services_variables();
   const std::vector<Block> blocks = yaml_blocks(read_file(kSource / page));
   EXPECT_GE(blocks.size(), at_least) << page;
