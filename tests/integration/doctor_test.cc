@@ -13,11 +13,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-void write_pipeline(const TempDir& dir, const std::string& url, const std::string& table) {
+// `id` names the pipeline, so its slot (sluice_<id>): slots are the server's, not a database's,
+// and the tests run in parallel.
+void write_pipeline(const TempDir& dir, const std::string& id, const std::string& url,
+                    const std::string& table) {
   PipelineFile f;
   f.checkpoints_path = "cp.db";
-  f.pipeline("d").source("postgres").set("url", url).set("tables", Yaml::strings({table}));
-  f.pipeline("d").destination("sqlite").set("path", "out.db");
+  f.pipeline(id).source("postgres").set("url", url).set("tables", Yaml::strings({table}));
+  f.pipeline(id).destination("sqlite").set("path", "out.db");
   f.write(dir / "p.yaml");
 }
 
@@ -40,7 +43,7 @@ TEST(Doctor, EachFailureNamesItsFixAndPassesOnceFixed) {
   ASSERT_TRUE(pg.admin().exec("CREATE ROLE " + role + " LOGIN PASSWORD 'pw'"));
   ASSERT_TRUE(pg.sql().exec("CREATE TABLE t (id int, v text); INSERT INTO t VALUES (1, 'a')"));
   TempDir dir("doctor");
-  write_pipeline(dir, pg_url_with_credentials(pg.url(), role, "pw"), "public.t");
+  write_pipeline(dir, "doctor_fix", pg_url_with_credentials(pg.url(), role, "pw"), "public.t");
 
   std::string out;
   EXPECT_EQ(doctor(dir, &out), 1) << out;
@@ -58,18 +61,19 @@ TEST(Doctor, EachFailureNamesItsFixAndPassesOnceFixed) {
   // Fixed: replication, read access, a key, and the publication made by the owner.
   ASSERT_TRUE(pg.admin().exec("ALTER ROLE " + role + " REPLICATION"));
   ASSERT_TRUE(pg.sql().exec("ALTER TABLE t ADD PRIMARY KEY (id); GRANT SELECT ON t TO " + role +
-                            "; CREATE PUBLICATION sluice_d FOR TABLE t"));
+                            "; CREATE PUBLICATION sluice_doctor_fix FOR TABLE t"));
   EXPECT_EQ(doctor(dir, &out), 0) << out;
   EXPECT_TRUE(has(out, "[ok  ] the user may replicate")) << out;
-  EXPECT_TRUE(has(out, "[ok  ] publication \"sluice_d\" publishes every operation")) << out;
+  EXPECT_TRUE(has(out, "[ok  ] publication \"sluice_doctor_fix\" publishes every operation"))
+      << out;
   EXPECT_TRUE(has(out, "[ok  ] the tables can be read, published and replicated")) << out;
-  EXPECT_TRUE(has(out, "[ok  ] replication slot \"sluice_d\" can be created")) << out;
+  EXPECT_TRUE(has(out, "[ok  ] replication slot \"sluice_doctor_fix\" can be created")) << out;
   EXPECT_TRUE(has(out, "0 failed")) << out;
   // Nothing was created: no slot.
-  EXPECT_EQ(
-      pg.admin().scalar("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_d'"),
-      "0");
-  pg.sql().exec("DROP PUBLICATION IF EXISTS sluice_d", true);
+  EXPECT_EQ(pg.admin().scalar(
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'sluice_doctor_fix'"),
+            "0");
+  pg.sql().exec("DROP PUBLICATION IF EXISTS sluice_doctor_fix", true);
   pg.sql().exec("DROP TABLE t", true);
   pg.admin().exec("DROP OWNED BY " + role, true);
   pg.admin().exec("DROP ROLE IF EXISTS " + role, true);
@@ -80,12 +84,13 @@ TEST(Doctor, SlotStateAndRetainedWalAfterARun) {
   ASSERT_TRUE(pg.ok());
   ASSERT_TRUE(pg.sql().exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)"));
   TempDir dir("doctor-slot");
-  write_pipeline(dir, pg.url(), "public.t");
+  write_pipeline(dir, "doctor_slot", pg.url(), "public.t");
   ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "0.5"}, dir.path(), 60s), 0)
       << read_file(dir / "stderr.txt");
   std::string out;
   EXPECT_EQ(doctor(dir, &out), 0) << out;
-  EXPECT_TRUE(has(out, "[ok  ] replication slot \"sluice_d\" still has its WAL — wal_status = "))
+  EXPECT_TRUE(
+      has(out, "[ok  ] replication slot \"sluice_doctor_slot\" still has its WAL — wal_status = "))
       << out;
   EXPECT_TRUE(has(out, "retains ")) << out;
   EXPECT_EQ(run_sluice({"cleanup", "p.yaml"}, dir.path(), 60s), 0);
@@ -96,7 +101,7 @@ TEST(Doctor, WalLevelReplicaFails) {
   ASSERT_TRUE(pg.ok());
   ASSERT_TRUE(pg.sql().exec("CREATE TABLE t (id int PRIMARY KEY)"));
   TempDir dir("doctor-wal");
-  write_pipeline(dir, pg.url(), "public.t");
+  write_pipeline(dir, "doctor_wal", pg.url(), "public.t");
   std::string out;
   EXPECT_EQ(doctor(dir, &out), 1) << out;
   EXPECT_TRUE(has(out, "[FAIL] wal_level is logical — wal_level = replica")) << out;
@@ -107,13 +112,14 @@ TEST(Doctor, MissingTableAndUnreachableServer) {
   PgDatabase pg(unique_name("doctor_missing"));
   ASSERT_TRUE(pg.ok());
   TempDir dir("doctor-missing");
-  write_pipeline(dir, pg.url(), "public.nope");
+  write_pipeline(dir, "doctor_missing", pg.url(), "public.nope");
   std::string out;
   EXPECT_EQ(doctor(dir, &out), 1) << out;
   EXPECT_TRUE(has(out, "[FAIL] the tables exist")) << out;
   EXPECT_TRUE(has(out, "does not exist")) << out;
 
-  write_pipeline(dir, "postgresql://postgres:secret-doctor@127.0.0.1:1/postgres", "public.t");
+  write_pipeline(dir, "doctor_missing", "postgresql://postgres:secret-doctor@127.0.0.1:1/postgres",
+                 "public.t");
   EXPECT_EQ(doctor(dir, &out), 1) << out;
   EXPECT_TRUE(has(out, "[FAIL] the server accepts the connection")) << out;
   EXPECT_FALSE(has(out, "secret-doctor")) << out;
