@@ -104,6 +104,21 @@ TEST(Robustness, SecondRunOnTheSameHttpPortIsRefused) {
   EXPECT_EQ(first.wait_for(30s), 0) << first.stderr_text();
 }
 
+// A killed sluice leaves nothing in /dev/shm. libmongoc kept its counters in /dev/shm/mongoc-<pid>
+// until a clean exit; after kill -9 the file stayed, and a later sluice given the same pid printed
+// a stray libmongoc warning before its one-line error.
+TEST(Robustness, AKilledRunLeavesNoSharedMemoryFile) {
+  TempDir dir("shm");
+  generator_to_file(200).write(dir / "g.yaml");
+  Process p({"run", "g.yaml"}, dir.path());
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir / "out.jsonl"); }, 20s))
+      << p.stderr_text();
+  const std::filesystem::path counters = "/dev/shm/mongoc-" + std::to_string(p.pid());
+  EXPECT_FALSE(std::filesystem::exists(counters)) << "while running";
+  p.kill9();
+  EXPECT_FALSE(std::filesystem::exists(counters)) << "after kill -9";
+}
+
 // Runs `sluice ARGS` in `dir` with stdout and stderr on `fd` (or closed when fd < 0); the raw
 // wait status.
 int run_with_output_fd(const std::vector<std::string>& args, const std::filesystem::path& dir,

@@ -5,6 +5,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <mutex>
 
 #include "sluice/secrets.h"
@@ -25,6 +28,17 @@ void init_driver() {
                            nullptr);
   });
 }
+
+// libmongoc, as Debian builds it, initialises itself when the library is loaded and keeps its
+// performance counters in a shared-memory file, /dev/shm/mongoc-<pid>, that only a clean exit
+// removes. Every sluice killed (kill -9, the OOM killer) left one behind, and a later process given
+// the same pid could not create its own: libmongoc then printed "Falling back to malloc for
+// counters." raw on stderr, before main, in front of our one-line errors. The mapping outlives its
+// name, so the name is removed as soon as this process starts (after every library's constructors,
+// before main): a crash leaves nothing behind to collide with.
+const struct ForgetCounterFile {
+  ForgetCounterFile() { shm_unlink(fmt::format("/mongoc-{}", getpid()).c_str()); }
+} forget_counter_file;
 
 struct UriFree {
   void operator()(mongoc_uri_t* u) const noexcept { mongoc_uri_destroy(u); }
