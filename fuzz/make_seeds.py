@@ -105,7 +105,7 @@ def config():
 
 
 def spool_batch():
-    """Batches in the spool's codec (src/runtime/spool/batch_codec.h), one per value kind and more."""
+    """Batches in the spool's codec (src/support/spool/batch_codec.h), one per value kind and more."""
     def varint(v):
         out = bytearray()
         while v >= 0x80:

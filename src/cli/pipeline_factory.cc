@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "connectors/build_options.h"  // generated: SLUICE_WITH_<NAME>
+#if SLUICE_WITH_REDIS
+#include "connectors/redis/redis_spool.h"
+#endif
+
 namespace sluice {
 
 Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config) {
@@ -14,6 +19,13 @@ Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config) {
 
 Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
                                                  CheckpointStore* checkpoints) {
+#if !SLUICE_WITH_REDIS
+  if (config.spool && config.spool->type == "redis")
+    return Error(Errc::unsupported,
+                 fmt::format("pipeline {}: spool: this sluice was built without Redis "
+                             "(SLUICE_WITH_REDIS=OFF); use spool type disk",
+                             config.id));
+#endif
   auto source = build_source(config);
   if (!source.ok()) return std::move(source).error();
   std::vector<std::unique_ptr<Processor>> processors;
@@ -125,7 +137,22 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
                                                             : PipelineOptions::OnError::stop;
   if (config.dlq && dlq) options.dlq_connector = config.dlq->connector;
   options.stall_timeout = config.stall_timeout;
-  if (config.spool) {
+  if (config.spool && config.spool->type == "redis") {
+#if SLUICE_WITH_REDIS
+    redis::RedisSpoolOptions ro;
+    ro.url = config.spool->url;
+    ro.key = config.spool->key;
+    ro.max_bytes = config.spool->max_bytes;
+    ro.fail_when_full = config.spool->when_full == SpoolWhenFull::fail;
+    ro.fsync = config.spool->fsync;
+    options.spool_type = "redis";
+    options.make_spool = [ro](const std::vector<std::string>& readers) {
+      redis::RedisSpoolOptions o = ro;
+      o.readers = readers;
+      return std::unique_ptr<spool::Spool>(std::make_unique<redis::RedisSpool>(std::move(o)));
+    };
+#endif
+  } else if (config.spool) {
     spool::DiskSpoolOptions so;
     so.path = config.spool->path;
     so.segment_bytes = config.spool->segment_size;
@@ -138,6 +165,18 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
   }
   return std::make_unique<Pipeline>(std::move(options), std::move(source), std::move(processors),
                                     std::move(destination), checkpoints, std::move(dlq));
+}
+
+}  // namespace sluice
+
+namespace sluice {
+
+Status remove_spool(const SpoolConfig& spool) {
+#if SLUICE_WITH_REDIS
+  if (spool.type == "redis") return redis::remove_redis_spool(spool.url, spool.key);
+#endif
+  if (spool.type == "disk") return spool::remove_disk_spool(spool.path);
+  return Error(Errc::unsupported, fmt::format("spool type {} is not built in", spool.type));
 }
 
 }  // namespace sluice

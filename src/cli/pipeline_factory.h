@@ -23,5 +23,7 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
                                         std::unique_ptr<Destination> destination,
                                         CheckpointStore* checkpoints,
                                         std::unique_ptr<Destination> dlq);
+// `sluice cleanup`: deletes what a pipeline's spool holds (segment files, or the Redis stream).
+Status remove_spool(const SpoolConfig& spool);
 
 }  // namespace sluice

@@ -365,7 +365,7 @@ int cleanup_command(const std::string& file) {
     // A spool: its reader's checkpoint and its segments (what they hold is read again).
     if (erased.ok() && pc.spool)
       erased = checkpoints->erase(spool::spool_reader_checkpoint_key(pc.id, "destination"));
-    if (erased.ok() && pc.spool) erased = spool::remove_disk_spool(pc.spool->path);
+    if (erased.ok() && pc.spool) erased = remove_spool(*pc.spool);
     if (Status st = std::move(erased); !st.ok()) {
       cli_error(fmt::format("pipeline {}: checkpoint: {}", pc.id, st.error().message()));
       rc = 1;

@@ -241,26 +241,33 @@ constexpr auto kBatchSettings = settings_table<BatchConfig>(
 constexpr auto kSpoolSettings = settings_table<SpoolConfig>(
     setting<&SpoolConfig::type>("type",
                                 "Where batches are spooled. disk: append-only segment files in "
-                                "`path`.")
-        .one_of("disk")
+                                "`path`; redis: one Redis stream (`url`, `key`).")
+        .one_of("disk,redis")
         .mandatory(),
     setting<&SpoolConfig::path>(
         "path",
-        "Directory of the segment files (created if missing). One pipeline per directory; keep it "
-        "on a local disk.")
-        .mandatory()
+        "Directory of the segment files (created if missing; type disk, where it is required). "
+        "One pipeline per directory; keep it on a local disk.")
         .checked_by(check_file_path)
         .file_path(),
+    setting<&SpoolConfig::url>("url",
+                               "The Redis server of a type redis spool (required there): "
+                               "redis://[user:password@]host:port[/db].")
+        .secret_value(),
+    setting<&SpoolConfig::key>("key",
+                               "The stream of a type redis spool; empty: sluice:spool:<pipeline "
+                               "id>. One pipeline per stream."),
     setting<&SpoolConfig::segment_size>(
         "segment_size",
         "A segment file rolls once it holds this much; a segment is deleted once the destination "
-        "has every batch in it.")
+        "has every batch in it (type disk).")
         .with_default("64MiB")
         .at_least(4096),
     setting<&SpoolConfig::max_bytes>(
         "max_bytes",
-        "Most bytes of segment files on disk; 0: no bound but the disk (a full disk holds the "
-        "source back until the destination frees a segment).")
+        "Most bytes the spool holds for the destination: of segment files on disk (type disk), of "
+        "batches in the stream (type redis); 0: no bound but the disk or the server's memory (a "
+        "full disk holds the source back until the destination frees a segment).")
         .with_default("0"),
     setting<&SpoolConfig::when_full>(
         "when_full",
@@ -270,8 +277,10 @@ constexpr auto kSpoolSettings = settings_table<SpoolConfig>(
         .with_default("block"),
     setting<&SpoolConfig::fsync>(
         "fsync",
-        "fdatasync each batch before the source is acknowledged (group commit: one per batch). "
-        "false survives a crash of sluice but not of the machine.")
+        "type disk: fdatasync each batch before the source is acknowledged (group commit: one per "
+        "batch). type redis: refuse a server that does not fsync each write to its append-only "
+        "file (appendonly yes, appendfsync always). false survives a crash of sluice but not of "
+        "the machine (or of the Redis server).")
         .with_default("true"));
 
 // The keys of a section's entries in a table ("http.listen" -> "listen" for section "http").
@@ -552,6 +561,20 @@ class Loader {
       Settings settings = load_settings(kSpoolSettings, v);
       SpoolConfig spool;
       bind(kSpoolSettings, settings, v, &spool);
+      if (spool.type == "disk" && spool.path.empty())
+        fail(v.mark, v.path,
+             "missing required setting 'path' (the segment directory of a disk spool)");
+      if (spool.type == "redis" && spool.url.empty())
+        fail(v.mark, v.path, "missing required setting 'url' (the Redis server of a redis spool)");
+      for (std::string_view other : {std::string_view("path"), std::string_view("segment_size")})
+        if (spool.type == "redis" && v.node[std::string(other)])
+          fail(v.mark, join(v.path, other),
+               fmt::format("'{}' is for a disk spool; a redis spool has url and key", other));
+      for (std::string_view other : {std::string_view("url"), std::string_view("key")})
+        if (spool.type == "disk" && v.node[std::string(other)])
+          fail(v.mark, join(v.path, other),
+               fmt::format("'{}' is for a redis spool; a disk spool has path", other));
+      if (spool.type == "redis" && spool.key.empty()) spool.key = "sluice:spool:" + out.id;
       out.spool = std::move(spool);
     }
 

@@ -47,8 +47,10 @@ enum class OnError { stop, dlq };  // the order of the `on_error` choices
 // A pipeline's `spool` map (declared in config.cc: kSpoolSettings).
 enum class SpoolWhenFull { block, fail };  // the order of the `when_full` choices
 struct SpoolConfig {
-  std::string type;           // spool.type: disk
-  std::string path;           // spool.path: the segment directory
+  std::string type;           // spool.type: disk | redis
+  std::string path;           // spool.path: the segment directory (disk)
+  std::string url;            // spool.url: the Redis server (redis)
+  std::string key;            // spool.key: the Redis stream ("": sluice:spool:<pipeline id>)
   uint64_t segment_size = 0;  // spool.segment_size
   uint64_t max_bytes = 0;     // spool.max_bytes (0: no bound but the disk)
   SpoolWhenFull when_full{};  // spool.when_full

@@ -174,7 +174,23 @@ TEST(LoadConfig, SpoolMapIsDeclaredWithDefaultsAndChecked) {
   EXPECT_TRUE(s.fsync);
   EXPECT_FALSE(load(kBase).pipelines[0].spool);
   EXPECT_EQ(error_of(std::string(kBase) + "    spool: {type: disk}\n"),
-            "p.yaml:11:12: pipelines[0].spool: missing required setting 'path'");
+            "p.yaml:11:12: pipelines[0].spool: missing required setting 'path' (the segment "
+            "directory of a disk spool)");
+  EXPECT_EQ(error_of(std::string(kBase) + "    spool: {type: redis}\n"),
+            "p.yaml:11:12: pipelines[0].spool: missing required setting 'url' (the Redis server "
+            "of a redis spool)");
+  EXPECT_NE(error_of(std::string(kBase) + "    spool: {type: redis, url: 'redis://h:1', path: x}\n")
+                .find("'path' is for a disk spool"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kBase) + "    spool: {type: disk, path: x, url: 'redis://h:1'}\n")
+                .find("'url' is for a redis spool"),
+            std::string::npos);
+  {
+    const auto r = load(std::string(kBase) + "    spool: {type: redis, url: 'redis://h:1'}\n");
+    ASSERT_TRUE(r.pipelines[0].spool);
+    EXPECT_EQ(r.pipelines[0].spool->key, "sluice:spool:" + r.pipelines[0].id);
+    EXPECT_EQ(r.pipelines[0].spool->url, "redis://h:1");
+  }
   EXPECT_NE(error_of(std::string(kBase) + "    spool: {type: tape, path: x}\n")
                 .find("pipelines[0].spool.type"),
             std::string::npos);

@@ -47,11 +47,12 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
       destination_(std::move(destination)),
       checkpoints_(checkpoints),
       dlq_(std::move(dlq)) {
-  if (!options_.spool) return;
+  if (!options_.spool && !options_.make_spool) return;
   // The spool seam: this pipeline keeps the source side and writes into the spool; a downstream
   // pipeline of its own reads the spool into the destination (runtime/spool/spool_stages.h).
   PipelineOptions down = options_;
   down.spool.reset();
+  down.make_spool = nullptr;
   down.source_connector = "spool";
   down.checkpoint_key = spool::spool_reader_checkpoint_key(options_.id, "destination");
   down.retry_destination_open = true;
@@ -59,7 +60,8 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
   // batches are in memory at once.
   down.spare_batches = 1;
   options_.spare_batches = 1;
-  spool_ = std::make_unique<spool::DiskSpool>(*options_.spool);
+  if (options_.make_spool) spool_ = options_.make_spool({"destination"});
+  else spool_ = std::make_unique<spool::DiskSpool>(*options_.spool);
   downstream_ = std::make_unique<Pipeline>(
       std::move(down), std::make_unique<spool::SpoolReaderSource>(spool_.get(), "destination"),
       std::vector<std::unique_ptr<Processor>>{}, std::move(destination_), checkpoints,
@@ -173,7 +175,7 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                        }),
   }));
   if (spool_) {
-    MetricLabels sl{{"pipeline", options_.id}, {"type", "disk"}};
+    MetricLabels sl{{"pipeline", options_.id}, {"type", options_.spool_type}};
     spool::Spool* sp = spool_.get();
     probes_.push_back(registry.add({
         MetricDef::gauge("sluice_spool_records",

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,6 +63,9 @@ struct PipelineOptions {
   // spooled; its checkpoint is the source's) and spool → destination (its own checkpoint, under
   // checkpoint_key; its destination retried at open). See runtime/spool/spool_stages.h.
   std::optional<spool::DiskSpoolOptions> spool;
+  // A spool of another kind (redis), made for the named readers; set instead of `spool`.
+  std::function<std::unique_ptr<spool::Spool>(const std::vector<std::string>& readers)> make_spool;
+  std::string spool_type = "disk";  // the spool metrics' `type` label
   // The checkpoint store key of this pipeline's position (empty: id).
   std::string checkpoint_key;
   // A destination that fails to open with a retriable error (unreachable) is retried with backoff

@@ -88,8 +88,8 @@ TEST_F(PostgresSpoolPostgres, ProxyFaultsOnTheDestination) {
   const std::vector<Step> steps = {
       {"latency 50ms", [&] { to_dst.set_latency(50); }, [&] { to_dst.set_normal(); }, 1500ms},
       {"reset destination", [&] { to_dst.reset(); }, [] {}, 300ms},
-      {"destination restart", [&] { to_dst.set_outage(true); },
-       [&] { to_dst.set_outage(false); }, fault_soak() ? 40000ms : 3000ms},
+      {"destination restart", [&] { to_dst.set_outage(true); }, [&] { to_dst.set_outage(false); },
+       fault_soak() ? 40000ms : 3000ms},
       {"blackhole destination 3s", [&] { to_dst.set_blackhole(true); },
        [&] { to_dst.set_blackhole(false); }, 3000ms},
   };
@@ -139,8 +139,15 @@ TEST_F(PostgresSpoolPostgres, TheSpoolsDiskFullUnderAWriter) {
   const Check c = wait_exact(checker(), 90s, &seconds);
   EXPECT_EQ(c.problem, "") << "after the spool's disk was full (seed " << seed_ << "):\n"
                            << p.stderr_text();
-  FaultResult r{"postgres->spool->postgres", "spool disk full", 1, 1, c.verified, c.lost,
-                c.duplicated, seconds, seed_};
+  FaultResult r{"postgres->spool->postgres",
+                "spool disk full",
+                1,
+                1,
+                c.verified,
+                c.lost,
+                c.duplicated,
+                seconds,
+                seed_};
   record_fault_result(r);
   p.terminate();
   EXPECT_EQ(p.wait_for(60s), 0) << p.stderr_text();

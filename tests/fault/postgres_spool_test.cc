@@ -128,7 +128,7 @@ TEST_F(SpoolToPostgres, TheSlotKeepsConfirmingWhileTheDestinationIsDownThenItCat
     write_round(round);
     const std::string lsn = src_->sql().scalar("SELECT pg_current_wal_lsn()::text");
     // Acknowledged although the destination has nothing: the slot passes the commit.
-    if (wait_until([&] { return confirmed_at_least(lsn); }, 5s, 50ms)) ++advanced;
+    if (wait_until([&] { return confirmed_at_least(lsn); }, 30s, 50ms)) ++advanced;
   }
   EXPECT_EQ(advanced, 4) << "confirmed_flush_lsn stayed at " << confirmed_flush() << " (was "
                          << before << ")\n"

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "runtime/spool/batch_codec.h"
 #include "support/failpoint.h"
+#include "support/spool/batch_codec.h"
 
 namespace sluice::spool {
 

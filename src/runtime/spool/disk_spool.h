@@ -25,7 +25,7 @@
 #include <map>
 #include <mutex>
 
-#include "runtime/spool/spool.h"
+#include "support/spool/spool.h"
 
 namespace sluice::spool {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/spool/batch_codec.h"
+#include "support/spool/batch_codec.h"
 
 namespace sluice::spool {
 

@@ -15,8 +15,8 @@
 #include <stop_token>
 #include <string>
 
-#include "runtime/spool/spool.h"
 #include "sluice/connector.h"
+#include "support/spool/spool.h"
 
 namespace sluice::spool {
 

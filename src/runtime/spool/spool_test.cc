@@ -12,8 +12,8 @@
 
 #include "runtime/memory_checkpoints_test.h"
 #include "runtime/pipeline.h"
-#include "runtime/spool/batch_codec.h"
 #include "runtime/spool/disk_spool.h"
+#include "support/spool/batch_codec.h"
 
 namespace sluice::spool {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/spool/batch_codec.h"
+#include "support/spool/batch_codec.h"
 
 #include <cstring>
 
