@@ -12,6 +12,9 @@
 //       TAB hire_date` each (HMGET, pipelined): the matrix's digest reads these.
 //   sluice_redis_hash_ceiling drop URL PREFIX
 //       Unlinks every key under PREFIX.
+//   sluice_redis_hash_ceiling stream-fill URL STREAM ROWS
+//       Appends the same rows to STREAM as entries (XADD * with the nine fields), pipelined: the
+//       matrix's redis source row reads them (key_fields: [id]).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -98,18 +101,46 @@ std::string double_text(double v) {
   return buf;
 }
 
+// Row `id` as the command `verb key [extra] field value …`.
+std::vector<std::string> row_command(const char* verb, std::string key, const char* extra,
+                                     long id) {
+  const auto r = sluice::generator::employee_row(1, id, uint64_t(id - 1));
+  std::vector<std::string> cmd{verb, std::move(key)};
+  if (extra) cmd.emplace_back(extra);
+  for (std::string f :
+       {std::string("id"), std::to_string(id), std::string("name"), r.name(), std::string("email"),
+        r.email(), std::string("full_time"), std::string(r.full_time ? "true" : "false"),
+        std::string("position"), std::string(r.position), std::string("hire_date"),
+        date_text(r.hire_date), std::string("salary"), double_text(r.salary),
+        std::string("updated_at"), timestamptz_text(r.updated_at), std::string("created_at"),
+        timestamptz_text(r.created_at)})
+    cmd.push_back(std::move(f));
+  return cmd;
+}
+
+int stream_fill(const char* url, const std::string& stream, long rows) {
+  RedisConnection c = connect_or_die(url);
+  std::vector<std::string_view> args;
+  for (long done = 0; done < rows;) {
+    const long n = std::min(10000L, rows - done);
+    std::vector<std::vector<std::string>> cmds;
+    for (long i = 0; i < n; ++i) cmds.push_back(row_command("XADD", stream, "*", done + i + 1));
+    for (const auto& cmd : cmds) {
+      args.assign(cmd.begin(), cmd.end());
+      c.append(args);
+    }
+    for (long i = 0; i < n; ++i) die_on(c.read_reply(), "XADD");
+    done += n;
+  }
+  return 0;
+}
+
 int write(const char* url, const std::string& prefix, long rows, long batch) {
   // Rendered before the clock starts: the ceiling is the server and the protocol, not formatting.
   std::vector<std::vector<std::string>> cmds;
   cmds.reserve(size_t(rows));
-  for (long id = 1; id <= rows; ++id) {
-    const auto r = sluice::generator::employee_row(1, id, uint64_t(id - 1));
-    cmds.push_back({"HSET", prefix + std::to_string(id), "id", std::to_string(id), "name", r.name(),
-                    "email", r.email(), "full_time", r.full_time ? "true" : "false", "position",
-                    std::string(r.position), "hire_date", date_text(r.hire_date), "salary",
-                    double_text(r.salary), "updated_at", timestamptz_text(r.updated_at),
-                    "created_at", timestamptz_text(r.created_at)});
-  }
+  for (long id = 1; id <= rows; ++id)
+    cmds.push_back(row_command("HSET", prefix + std::to_string(id), nullptr, id));
   RedisConnection c = connect_or_die(url);
   std::vector<std::string_view> args;
   const auto t0 = std::chrono::steady_clock::now();
@@ -161,7 +192,8 @@ int dump(const char* url, const std::string& prefix) {
       std::string line;
       for (size_t f = 0; f < a->elements; ++f) {
         if (f) line += '\t';
-        if (a->element[f]->type == REDIS_REPLY_STRING) line.append(a->element[f]->str, a->element[f]->len);
+        if (a->element[f]->type == REDIS_REPLY_STRING)
+          line.append(a->element[f]->str, a->element[f]->len);
       }
       std::printf("%s\n", line.c_str());
     }
@@ -188,8 +220,10 @@ int main(int argc, char** argv) {
     return write(argv[2], argv[3], std::atol(argv[4]), argc > 5 ? std::atol(argv[5]) : 10000);
   if (mode == "dump" && argc == 4) return dump(argv[2], argv[3]);
   if (mode == "drop" && argc == 4) return drop(argv[2], argv[3]);
+  if (mode == "stream-fill" && argc == 5) return stream_fill(argv[2], argv[3], std::atol(argv[4]));
   std::fprintf(stderr,
-               "usage: %s write URL PREFIX ROWS [BATCH] | dump URL PREFIX | drop URL PREFIX\n",
+               "usage: %s write URL PREFIX ROWS [BATCH] | dump URL PREFIX | drop URL PREFIX | "
+               "stream-fill URL STREAM ROWS\n",
                argv[0]);
   return 2;
 }
