@@ -4,7 +4,9 @@
 #include "connectors/mysql/binlog.h"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -19,38 +21,20 @@ namespace sluice::mysql::binlog {
 
 using namespace wire;  // NOLINT: the decoder's own field readers
 
-namespace {
-
-struct Crc32Table {
-  std::array<std::array<uint32_t, 256>, 8> t{};
-  Crc32Table() {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; ++i)
-      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
-  }
-};
-const Crc32Table kCrc;
-
-}  // namespace
+namespace {}  // namespace
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc) noexcept {
-  const uint8_t* p = static_cast<const uint8_t*>(data);
-  crc = ~crc;
-  const auto& t = kCrc.t;
-  while (n >= 8) {  // slicing-by-8
-    const uint32_t a = crc ^ le32(p);
-    const uint32_t b = le32(p + 4);
-    crc = t[7][a & 0xff] ^ t[6][(a >> 8) & 0xff] ^ t[5][(a >> 16) & 0xff] ^ t[4][a >> 24] ^
-          t[3][b & 0xff] ^ t[2][(b >> 8) & 0xff] ^ t[1][(b >> 16) & 0xff] ^ t[0][b >> 24];
-    p += 8;
-    n -= 8;
+  // zlib's (the same CRC-32 as the server's; slice-by-N or hardware-assisted), in chunks its
+  // uInt length can hold.
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc;
+  while (n > 0) {
+    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    c = ::crc32(c, p, chunk);
+    p += chunk;
+    n -= chunk;
   }
-  while (n--) crc = t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-  return ~crc;
+  return static_cast<uint32_t>(c);
 }
 
 bool read_lenenc(std::string_view& in, uint64_t* out) noexcept {
