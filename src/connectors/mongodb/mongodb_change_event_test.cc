@@ -147,7 +147,7 @@ TEST(MongodbChangeEvent, InvalidateRenameAndDropDatabaseStopWithTheFix) {
 TEST(MongodbChangeStream, CommandShape) {
   ChangeStreamOptions o;
   o.full_document = FullDocument::update_lookup;
-  o.pre_images = true;
+  o.pre_images = PreImages::when_available;
   o.start_at_seconds = 1654870214;
   o.start_at_increment = 2;
   auto cmd = change_stream_command("users", o);
