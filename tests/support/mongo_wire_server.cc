@@ -126,8 +126,7 @@ void MongoWireServer::serve(int fd) {
   for (;;) {
     uint8_t header[16];
     if (!read_all(fd, header, sizeof header)) return;
-    const int32_t length = get32(header), request_id = get32(header + 4),
-                  op = get32(header + 12);
+    const int32_t length = get32(header), request_id = get32(header + 4), op = get32(header + 12);
     if (length < 16 || length > 48 * 1024 * 1024) return;
     std::vector<uint8_t> body(static_cast<size_t>(length) - 16);
     if (!read_all(fd, body.data(), body.size())) return;
@@ -188,7 +187,7 @@ void MongoWireServer::serve(int fd) {
       put32(out, 1);  // numberReturned
     } else {
       put32(out, kOpMsg);
-      put32(out, 0);  // flagBits
+      put32(out, 0);     // flagBits
       out.push_back(0);  // a body section
     }
     out.insert(out.end(), bson_get_data(reply), bson_get_data(reply) + reply->len);

@@ -49,9 +49,7 @@ Status append_stream_fields(bson_t* cs, const ChangeStreamOptions& o) {
   switch (o.full_document) {
     case FullDocument::none: break;
     case FullDocument::update_lookup: BSON_APPEND_UTF8(cs, "fullDocument", "updateLookup"); break;
-    case FullDocument::when_available:
-      BSON_APPEND_UTF8(cs, "fullDocument", "whenAvailable");
-      break;
+    case FullDocument::when_available: BSON_APPEND_UTF8(cs, "fullDocument", "whenAvailable"); break;
     case FullDocument::required: BSON_APPEND_UTF8(cs, "fullDocument", "required"); break;
   }
   switch (o.pre_images) {
@@ -195,7 +193,7 @@ Result<EventKind> decode_change_event(const bson_t* event, Batch& batch) {
           return Error(Errc::unsupported,
                        fmt::format("mongodb change stream: an update of \"{}.{}\" changes the "
                                    "nested field \"{}\", which a record cannot state without the "
-                                   "whole document; set full_document: update_lookup",
+                                   "whole document; set stream.full_document: update_lookup",
                                    db, coll, field));
         };
         if (truncated) {

@@ -85,9 +85,10 @@ class MongodbSource final : public Source {
         if (!at_.set() && (index_ > 0 || last_id_)) {
           // A snapshot begun with `stream: false` has no start time: what changed in the
           // collections already read would be lost, so the snapshot starts over.
-          spdlog::warn("{}: `stream` was turned on during a snapshot taken without it; the "
-                       "snapshot starts again from the first collection",
-                       kWhat);
+          spdlog::warn(
+              "{}: `stream` was turned on during a snapshot taken without it; the "
+              "snapshot starts again from the first collection",
+              kWhat);
           index_ = 0;
           last_id_.reset();
         }
@@ -385,11 +386,11 @@ class MongodbSource final : public Source {
     BsonPtr ping(BCON_NEW("ping", BCON_INT32(1)));
     bson_t reply;
     bson_error_t err;
-    bool ok =
-        mongoc_client_command_simple(conn_.client.get(), "admin", ping.get(), nullptr, &reply, &err);
+    bool ok = mongoc_client_command_simple(conn_.client.get(), "admin", ping.get(), nullptr, &reply,
+                                           &err);
     bson_iter_t it;
-    bool found = ok && bson_iter_init_find(&it, &reply, "operationTime") &&
-                 BSON_ITER_HOLDS_TIMESTAMP(&it);
+    bool found =
+        ok && bson_iter_init_find(&it, &reply, "operationTime") && BSON_ITER_HOLDS_TIMESTAMP(&it);
     if (found) bson_iter_timestamp(&it, &at_.t, &at_.i);
     bson_destroy(&reply);
     if (!ok) return mongodb::to_error(err, fmt::format("{}: reading the cluster time", kWhat));
@@ -421,8 +422,7 @@ class MongodbSource final : public Source {
         BSON_APPEND_UTF8(&one, "ns.db", list_[k].db.c_str());
         BSON_APPEND_UTF8(&one, "ns.coll", list_[k].coll.c_str());
         bson_append_document_end(&any, &one);
-        if (std::find(dbs.begin(), dbs.end(), list_[k].db) == dbs.end())
-          dbs.push_back(list_[k].db);
+        if (std::find(dbs.begin(), dbs.end(), list_[k].db) == dbs.end()) dbs.push_back(list_[k].db);
       }
       for (size_t k = 0; k < dbs.size(); ++k) {
         std::string idx = std::to_string(list_.size() + k);
@@ -451,8 +451,8 @@ class MongodbSource final : public Source {
     bool one_db = std::all_of(list_.begin(), list_.end(),
                               [&](const Namespace& n) { return n.db == list_.front().db; });
     if (list_.size() == 1) {
-      mongodb::CollectionPtr c(mongoc_client_get_collection(
-          conn_.client.get(), list_[0].db.c_str(), list_[0].coll.c_str()));
+      mongodb::CollectionPtr c(mongoc_client_get_collection(conn_.client.get(), list_[0].db.c_str(),
+                                                            list_[0].coll.c_str()));
       return StreamPtr(mongoc_collection_watch(c.get(), pipeline, opts));
     }
     if (one_db) {
