@@ -103,7 +103,7 @@ Result<BsonPtr> change_stream_watch_options(const ChangeStreamOptions& o, int64_
   BsonPtr opts = make_bson();
   SLUICE_TRY(append_stream_fields(opts.get(), o));
   BSON_APPEND_INT64(opts.get(), "maxAwaitTimeMS", max_await_ms);
-  BSON_APPEND_INT32(opts.get(), "batchSize", static_cast<int32_t>(batch_size));
+  if (batch_size > 0) BSON_APPEND_INT32(opts.get(), "batchSize", static_cast<int32_t>(batch_size));
   return opts;
 }
 
