@@ -112,13 +112,15 @@ int write(const char* url, const char* coll_name, long long rows, long long batc
       BSON_APPEND_UTF8(&doc, "name", name.c_str());
       BSON_APPEND_UTF8(&doc, "email", email.c_str());
       BSON_APPEND_BOOL(&doc, "full_time", r.full_time);
-      bson_append_utf8(&doc, "position", -1, r.position.data(), static_cast<int>(r.position.size()));
+      bson_append_utf8(&doc, "position", -1, r.position.data(),
+                       static_cast<int>(r.position.size()));
       BSON_APPEND_DATE_TIME(&doc, "hire_date", int64_t{r.hire_date} * 86400000);
       BSON_APPEND_DOUBLE(&doc, "salary", r.salary);
       append_time(&doc, "updated_at", r.updated_at);
       append_time(&doc, "created_at", r.created_at);
-      if (insert ? !mongoc_bulk_operation_insert_with_opts(bulk, &doc, nullptr, &err)
-                 : !mongoc_bulk_operation_replace_one_with_opts(bulk, &sel, &doc, &upsert_opts, &err))
+      if (insert
+              ? !mongoc_bulk_operation_insert_with_opts(bulk, &doc, nullptr, &err)
+              : !mongoc_bulk_operation_replace_one_with_opts(bulk, &sel, &doc, &upsert_opts, &err))
         die(std::string(insert ? "insert: " : "replaceOne: ") + err.message);
       bson_destroy(&sel);
       bson_destroy(&doc);
@@ -231,8 +233,9 @@ int main(int argc, char** argv) {
     return read(argv[2], argv[3], argc > 4 ? std::atoll(argv[4]) : 10000);
   if (cmd == "dump" && argc == 4) return dump(argv[2], argv[3]);
   if (cmd == "drop" && argc == 3) return drop(argv[2]);
-  std::fprintf(stderr,
-               "usage: sluice_mongodb_ceiling upsert|insert URL COLLECTION ROWS [BATCH] [SEED] | read URL "
-               "COLLECTION [BATCH] | dump URL COLLECTION | drop URL\n");
+  std::fprintf(
+      stderr,
+      "usage: sluice_mongodb_ceiling upsert|insert URL COLLECTION ROWS [BATCH] [SEED] | read URL "
+      "COLLECTION [BATCH] | dump URL COLLECTION | drop URL\n");
   return 2;
 }
