@@ -169,7 +169,8 @@ TEST(MongodbToPostgres, SnapshotOfEveryTypeFerretdbStores) {
   test::PipelineYaml& p = f.pipeline("mpg");
   p.source("mongodb")
       .set("url", mdb.url())
-      .set("collections", test::Yaml::strings({mdb.name() + ".docs"}));
+      .set("collections", test::Yaml::strings({mdb.name() + ".docs"}))
+      .set("stream", false);
   p.destination("postgres").set("url", pg.url());
   e2e::write_file(dir / "p.yaml", f.yaml());
   ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir, std::chrono::seconds(60)),
@@ -202,7 +203,8 @@ TEST(MongodbToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqual) {
   p.source("mongodb")
       .set("url", mdb.url())
       .set("collections", test::Yaml::strings({"big"}))
-      .set("snapshot.batch_size", 500);
+      .set("snapshot.batch_size", 500)
+      .set("stream", false);
   p.destination("sqlite").set("path", "out.db");
   p.max_records(500).linger_ms(20);
   e2e::write_file(dir / "p.yaml", f.yaml());

@@ -42,6 +42,42 @@ Error refused(std::string what) {
 
 }  // namespace
 
+namespace {
+
+// The $changeStream stage's fields (and libmongoc's watch options of the same names).
+Status append_stream_fields(bson_t* cs, const ChangeStreamOptions& o) {
+  switch (o.full_document) {
+    case FullDocument::none: break;
+    case FullDocument::update_lookup: BSON_APPEND_UTF8(cs, "fullDocument", "updateLookup"); break;
+    case FullDocument::when_available: BSON_APPEND_UTF8(cs, "fullDocument", "whenAvailable"); break;
+    case FullDocument::required: BSON_APPEND_UTF8(cs, "fullDocument", "required"); break;
+  }
+  switch (o.pre_images) {
+    case PreImages::off: break;
+    case PreImages::when_available:
+      BSON_APPEND_UTF8(cs, "fullDocumentBeforeChange", "whenAvailable");
+      break;
+    case PreImages::required: BSON_APPEND_UTF8(cs, "fullDocumentBeforeChange", "required"); break;
+  }
+  if (!o.resume_after.empty()) {
+    bson_error_t err;
+    bson_t* token = bson_new_from_json(reinterpret_cast<const uint8_t*>(o.resume_after.data()),
+                                       static_cast<ssize_t>(o.resume_after.size()), &err);
+    if (!token) {
+      return Error(Errc::data, fmt::format("mongodb change stream: the stored resume token is "
+                                           "not Extended JSON ({}); run `sluice cleanup`",
+                                           err.message));
+    }
+    BSON_APPEND_DOCUMENT(cs, "resumeAfter", token);
+    bson_destroy(token);
+  } else if (o.start_at_seconds != 0) {
+    BSON_APPEND_TIMESTAMP(cs, "startAtOperationTime", o.start_at_seconds, o.start_at_increment);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
 Result<BsonPtr> change_stream_command(std::string_view collection, const ChangeStreamOptions& o) {
   BsonPtr owned = make_bson();
   bson_t* cmd = owned.get();
@@ -52,23 +88,7 @@ Result<BsonPtr> change_stream_command(std::string_view collection, const ChangeS
   bson_append_array_begin(cmd, "pipeline", 8, &pipeline);
   bson_append_document_begin(&pipeline, "0", 1, &stage);
   bson_append_document_begin(&stage, "$changeStream", 13, &cs);
-  if (o.full_document == FullDocument::update_lookup)
-    BSON_APPEND_UTF8(&cs, "fullDocument", "updateLookup");
-  if (o.pre_images) BSON_APPEND_UTF8(&cs, "fullDocumentBeforeChange", "whenAvailable");
-  if (!o.resume_after.empty()) {
-    bson_error_t err;
-    bson_t* token = bson_new_from_json(reinterpret_cast<const uint8_t*>(o.resume_after.data()),
-                                       static_cast<ssize_t>(o.resume_after.size()), &err);
-    if (!token) {
-      return Error(Errc::data, fmt::format("mongodb change stream: the stored resume token is "
-                                           "not Extended JSON ({}); run `sluice cleanup`",
-                                           err.message));
-    }
-    BSON_APPEND_DOCUMENT(&cs, "resumeAfter", token);
-    bson_destroy(token);
-  } else if (o.start_at_seconds != 0) {
-    BSON_APPEND_TIMESTAMP(&cs, "startAtOperationTime", o.start_at_seconds, o.start_at_increment);
-  }
+  SLUICE_TRY(append_stream_fields(&cs, o));
   bson_append_document_end(&stage, &cs);
   bson_append_document_end(&pipeline, &stage);
   bson_append_array_end(cmd, &pipeline);
@@ -76,6 +96,15 @@ Result<BsonPtr> change_stream_command(std::string_view collection, const ChangeS
   bson_append_document_begin(cmd, "cursor", 6, &cursor);
   bson_append_document_end(cmd, &cursor);
   return owned;
+}
+
+Result<BsonPtr> change_stream_watch_options(const ChangeStreamOptions& o, int64_t max_await_ms,
+                                            int64_t batch_size) {
+  BsonPtr opts = make_bson();
+  SLUICE_TRY(append_stream_fields(opts.get(), o));
+  BSON_APPEND_INT64(opts.get(), "maxAwaitTimeMS", max_await_ms);
+  if (batch_size > 0) BSON_APPEND_INT32(opts.get(), "batchSize", static_cast<int32_t>(batch_size));
+  return opts;
 }
 
 Result<EventKind> decode_change_event(const bson_t* event, Batch& batch) {
@@ -164,7 +193,7 @@ Result<EventKind> decode_change_event(const bson_t* event, Batch& batch) {
           return Error(Errc::unsupported,
                        fmt::format("mongodb change stream: an update of \"{}.{}\" changes the "
                                    "nested field \"{}\", which a record cannot state without the "
-                                   "whole document; set full_document: update_lookup",
+                                   "whole document; set stream.full_document: update_lookup",
                                    db, coll, field));
         };
         if (truncated) {

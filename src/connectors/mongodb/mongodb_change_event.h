@@ -27,11 +27,16 @@ namespace sluice::mongodb {
 // are unchanged, not null); a destination applies it as a field update, never a replacement.
 inline constexpr std::string_view kPartialUpdate = "mongodb.partial_update";
 
-enum class FullDocument : uint8_t { none, update_lookup };
+// fullDocument: none (the server's "default": updates carry only their description),
+// updateLookup (the document as it is when the event is read), whenAvailable / required (the
+// post-image, MongoDB 6.0+ with changeStreamPreAndPostImages on the collection).
+enum class FullDocument : uint8_t { none, update_lookup, when_available, required };
+// fullDocumentBeforeChange: off, whenAvailable, required (pre-images, MongoDB 6.0+).
+enum class PreImages : uint8_t { off, when_available, required };
 
 struct ChangeStreamOptions {
   FullDocument full_document = FullDocument::none;
-  bool pre_images = false;        // fullDocumentBeforeChange: whenAvailable
+  PreImages pre_images = PreImages::off;
   std::string resume_after;       // a resume token (canonical Extended JSON), or empty
   uint32_t start_at_seconds = 0;  // startAtOperationTime (when no resume token), 0: now
   uint32_t start_at_increment = 0;
@@ -40,6 +45,11 @@ struct ChangeStreamOptions {
 // The `aggregate` command opening a change stream on `collection` of its database (empty: the
 // whole database), per the options.
 Result<BsonPtr> change_stream_command(std::string_view collection, const ChangeStreamOptions& o);
+
+// The same options as libmongoc's mongoc_*_watch() takes them (its `opts`), with the server's
+// wait for new events per getMore (maxAwaitTimeMS) and the events per batch.
+Result<BsonPtr> change_stream_watch_options(const ChangeStreamOptions& o, int64_t max_await_ms,
+                                            int64_t batch_size);
 
 // What an event meant, beyond the record it may have added.
 enum class EventKind : uint8_t { record, truncate, ignored };

@@ -147,7 +147,7 @@ TEST(MongodbChangeEvent, InvalidateRenameAndDropDatabaseStopWithTheFix) {
 TEST(MongodbChangeStream, CommandShape) {
   ChangeStreamOptions o;
   o.full_document = FullDocument::update_lookup;
-  o.pre_images = true;
+  o.pre_images = PreImages::when_available;
   o.start_at_seconds = 1654870214;
   o.start_at_increment = 2;
   auto cmd = change_stream_command("users", o);
@@ -201,6 +201,43 @@ TEST(MongodbChangeStream, LostResumeTokenIsAClearError) {
   EXPECT_NE(got.error().message().find("no longer in the oplog"), std::string::npos);
   EXPECT_NE(got.error().message().find("sluice cleanup"), std::string::npos);
   EXPECT_TRUE(change_stream_error(91, "shutting down").retriable());
+}
+
+}  // namespace
+}  // namespace sluice::mongodb
+
+namespace sluice::mongodb {
+namespace {
+
+TEST(MongodbChangeStream, WatchOptionsAsLibmongocTakesThem) {
+  ChangeStreamOptions o;
+  o.full_document = FullDocument::required;
+  o.pre_images = PreImages::required;
+  o.start_at_seconds = 7;
+  o.start_at_increment = 1;
+  auto opts = change_stream_watch_options(o, 250, 0);
+  ASSERT_TRUE(opts);
+  size_t n = 0;
+  char* s = bson_as_relaxed_extended_json(opts.value().get(), &n);
+  EXPECT_EQ(
+      std::string(s, n),
+      R"({ "fullDocument" : "required", "fullDocumentBeforeChange" : "required", "startAtOperationTime" : { "$timestamp" : { "t" : 7, "i" : 1 } }, "maxAwaitTimeMS" : 250 })");
+  bson_free(s);
+  // A resume token wins over the start time; a token that is not Extended JSON names the fix.
+  o.full_document = FullDocument::none;
+  o.pre_images = PreImages::off;
+  o.resume_after = R"({"_data":"8263"})";
+  auto resumed = change_stream_watch_options(o, 1000, 100);
+  ASSERT_TRUE(resumed);
+  s = bson_as_relaxed_extended_json(resumed.value().get(), &n);
+  EXPECT_EQ(
+      std::string(s, n),
+      R"({ "resumeAfter" : { "_data" : "8263" }, "maxAwaitTimeMS" : 1000, "batchSize" : 100 })");
+  bson_free(s);
+  o.resume_after = "{not json";
+  auto bad = change_stream_watch_options(o, 1000, 0);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("sluice cleanup"), std::string::npos);
 }
 
 }  // namespace

@@ -108,7 +108,37 @@ constexpr auto kSourceSettings = settings_table<MongodbSourceOptions>(
     setting<&MongodbSourceOptions::batch_size>("snapshot.batch_size",
                                                "Documents the server returns per cursor batch.")
         .with_default("10000")
-        .at_least(1));
+        .at_least(1),
+    setting<&MongodbSourceOptions::stream>(
+        "stream",
+        "true: after the snapshot, a change stream on the collections ($changeStream; needs a "
+        "replica set or sharded cluster), starting at the cluster time taken before the snapshot "
+        "and resumed after the last resume token the destination holds. false: the snapshot only "
+        "(the source ends after it); needed for FerretDB and a standalone mongod, which refuse "
+        "change streams. Change streams are verified against recorded server replies only, not a "
+        "real MongoDB server (docs/mongodb.md).")
+        .with_default("true"),
+    setting<&MongodbSourceOptions::full_document>(
+        "stream.full_document",
+        "What an update event carries (the change stream's fullDocument): default, only the "
+        "fields it set and removed (a partial update record; a nested field needs "
+        "update_lookup); update_lookup, the whole document as read when the event is (a later "
+        "version, or none once deleted); when_available / required, the post-image (MongoDB 6.0+ "
+        "with changeStreamPreAndPostImages on the collection).")
+        .one_of("default,update_lookup,when_available,required")
+        .with_default("update_lookup"),
+    setting<&MongodbSourceOptions::pre_images>(
+        "stream.pre_images",
+        "The document before each update, replace and delete as the record's before image "
+        "(fullDocumentBeforeChange; MongoDB 6.0+ with changeStreamPreAndPostImages on the "
+        "collection): off, when_available, required.")
+        .one_of("off,when_available,required")
+        .with_default("off"),
+    setting<&MongodbSourceOptions::max_await>(
+        "stream.max_await",
+        "How long the server waits for new events before answering a change stream's getMore "
+        "empty (maxAwaitTimeMS); each empty answer moves the position on.")
+        .with_default("1s"));
 
 Status finalize(MongodbSourceOptions& o) {
   if (o.url.empty())
@@ -153,7 +183,8 @@ ConnectorSpec mongodb_connector() {
   return ConnectorSpec{
       .name = "mongodb",
       .summary =
-          "Reads a snapshot of MongoDB collections in _id order (resumable); writes records "
+          "Reads a snapshot of MongoDB collections in _id order (resumable), then their change "
+          "stream (verified on recorded replies only); writes records "
           "as documents keyed by _id with one bulk write per batch (libmongoc).",
       .source_settings = kSourceSettings,
       .destination_settings = kDestinationSettings,

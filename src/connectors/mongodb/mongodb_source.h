@@ -1,18 +1,27 @@
-// The mongodb source: a snapshot of collections read in _id order, resumable from the last _id.
+// The mongodb source: a snapshot of collections read in _id order, resumable from the last _id,
+// then (stream: true, the default) a change stream on those collections.
 //
-//   collections (sorted) ──▶ find({_id: {$gt: last}}).sort({_id: 1}) ──▶ batches ──▶ end
+//   open: stream? ──▶ operationTime of a ping (T) and a probe $changeStream (refused: the fix is
+//                     `stream: false`)
+//   collections (sorted) ──▶ find({_id: {$gt: last}}).sort({_id: 1}) ──▶ batches ──▶ snapshot done
+//     ──▶ stream: false: end
+//     ──▶ stream: true: watch(startAtOperationTime: T, then resumeAfter: token) ──▶ events
+//         (mongodb_change_event.h) ──▶ batches, forever
 //   position = canonical Extended JSON {v, fp (the collection list), i (collection index),
-//              after (last _id read) | done}
+//              after (last _id read), at (T)} while snapshotting;
+//              {v, fp, stream: 1, at (T) | token (resume token)} while streaming
 //
-// Change streams are decoded by mongodb_change_event.h (unit-tested on documented event shapes);
-// the source does not open one: FerretDB, the server the tests run against, has none.
+// FerretDB, the server the tests run against, has no change streams: the stream is verified
+// against recorded server replies (mongodb_source_stream_test.cc), not a real server.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "connectors/mongodb/mongodb_change_event.h"
 #include "sluice/connector.h"
 #include "sluice/settings.h"
 
@@ -22,6 +31,10 @@ struct MongodbSourceOptions {
   std::string url;
   std::vector<std::string> collections;
   int64_t batch_size = 10000;
+  bool stream = true;
+  mongodb::FullDocument full_document = mongodb::FullDocument::update_lookup;
+  mongodb::PreImages pre_images = mongodb::PreImages::off;
+  std::chrono::milliseconds max_await{1000};
 };
 
 std::span<const SettingSpec> mongodb_source_settings() noexcept;
