@@ -2,6 +2,7 @@
 // destinations and the disk (issue 17, item 4), against servers set up wrong on purpose: each
 // check is seen failing with its fix, and passing once fixed; exit 1 while a check fails, 0 after.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "e2e/harness.h"
 #include "support/env.h"
@@ -112,11 +113,15 @@ TEST(DoctorMysql, PrivilegesServerIdAndCheckpointRetention) {
   std::string bad;
   for (const std::string& p : parts) bad += (bad.empty() ? "" : " ") + p;
   {
-    SqliteFile db(dir / "cp.db");
-    ASSERT_TRUE(db.query("UPDATE checkpoints SET position = " + sql_literal(bad) +
-                             " WHERE pipeline = 'doc_my'",
-                         [](sqlite3_stmt*) {}));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open_v2((dir / "cp.db").c_str(), &db, SQLITE_OPEN_READWRITE, nullptr),
+              SQLITE_OK);
+    const std::string sql = "UPDATE checkpoints SET position = " + sql_literal(bad) +
+                            " WHERE pipeline = 'doc_my'";
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
   }
+  ASSERT_EQ(stored_checkpoint(dir / "cp.db", "doc_my"), bad);
   EXPECT_EQ(doctor(dir, &out), 1) << out;
   EXPECT_TRUE(has(out, "[FAIL] the checkpoint's binlog is still on the server")) << out;
   EXPECT_TRUE(has(out, "fix: the changes since the checkpoint are lost: run `sluice cleanup`"))
@@ -134,7 +139,8 @@ TEST(DoctorKafka, TopicsPositionsTopicPolicyTransactionsAndGroup) {
     f.pipeline("doc_kafka")
         .source("kafka")
         .set("brokers", brokers)
-        .set("topics", Yaml::strings({source_topic}));
+        .set("topics", Yaml::strings({source_topic}))
+        .set("connect_timeout", "2s");  // the unreachable case waits no longer
     f.pipeline("doc_kafka")
         .destination("kafka")
         .set("brokers", brokers)
@@ -273,7 +279,8 @@ TEST(DoctorDestinations, MysqlUserWithoutCreate) {
   auto write = [&](const std::string& url) {
     PipelineFile f;
     f.checkpoints_path = "cp.db";
-    f.pipeline("doc_mydest").source("generator").set("count", 1);
+    f.pipeline("doc_mydest").source("mysql").set("url", my.url()).set("tables",
+                                                                       Yaml::strings({"src"}));
     f.pipeline("doc_mydest").destination("mysql").set("url", url).set("table", "out");
     f.write(dir / "p.yaml");
   };
@@ -286,6 +293,14 @@ TEST(DoctorDestinations, MysqlUserWithoutCreate) {
   write(my.user_url("docrw", {"GRANT ALL ON {db}.* TO {user}"}));
   EXPECT_EQ(doctor(dir, &out), 0) << out;
   EXPECT_TRUE(has(out, "[ok  ] table `out` can be created — not created yet")) << out;
+  // An existing table keyed otherwise, with a column that cannot hold the source's.
+  ASSERT_TRUE(my.sql().exec("CREATE TABLE `out` (k INT PRIMARY KEY, id DATE)"));
+  EXPECT_EQ(doctor(dir, &out), 1) << out;
+  EXPECT_TRUE(has(out, "[FAIL] table `out` is keyed like " + my.name() +
+                       ".src — its primary key is (k), the source's key is (id)"))
+      << out;
+  EXPECT_TRUE(has(out, "column id: integer values (int(11)) do not fit a date/time column (date)"))
+      << out;
 }
 
 }  // namespace

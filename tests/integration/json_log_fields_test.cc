@@ -46,7 +46,9 @@ TEST(JsonLogFields, PipelineAndConnectorOnEveryPipelineLine) {
     ASSERT_EQ(line.back(), '}') << line;
     const bool about = line.find("\"msg\":\"pipeline json_log") != std::string::npos;
     const bool field = line.find("\"pipeline\":\"json_log\"") != std::string::npos;
-    if (about) EXPECT_TRUE(field) << "a line about the pipeline without its field: " << line;
+    if (about) {
+      EXPECT_TRUE(field) << "a line about the pipeline without its field: " << line;
+    }
     if (field) ++with_pipeline;
     EXPECT_EQ(line.find("\"pipeline\":", line.find("\"pipeline\":") + 1), std::string::npos)
         << "one pipeline field: " << line;

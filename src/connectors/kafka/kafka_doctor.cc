@@ -2,6 +2,9 @@
 // consumer group), shared by the kafka source's and destination's checks.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
 #include "connectors/kafka/kafka_common.h"
 
 namespace sluice::kafka {
@@ -79,8 +82,10 @@ Result<std::map<std::string, std::string>> describe_config(rd_kafka_t* rk,
   return out;
 }
 
-Result<GroupState> describe_group(rd_kafka_t* rk, const std::string& group,
-                                  std::chrono::milliseconds timeout) {
+namespace {
+
+Result<GroupState> describe_group_once(rd_kafka_t* rk, const std::string& group,
+                                       std::chrono::milliseconds timeout) {
   const char* groups[] = {group.c_str()};
   return admin_call(
       rk, timeout, fmt::format("describing group '{}'", group),
@@ -100,6 +105,21 @@ Result<GroupState> describe_group(rd_kafka_t* rk, const std::string& group,
             rd_kafka_consumer_group_state_name(rd_kafka_ConsumerGroupDescription_state(gs[0])),
             rd_kafka_ConsumerGroupDescription_member_count(gs[0])};
       });
+}
+
+}  // namespace
+
+Result<GroupState> describe_group(rd_kafka_t* rk, const std::string& group,
+                                  std::chrono::milliseconds timeout) {
+  // A group nobody used yet has no coordinator at first: the brokers answer NOT_COORDINATOR /
+  // COORDINATOR_LOAD_IN_PROGRESS until one is elected; asked again, within `timeout`.
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (auto pause = std::chrono::milliseconds(100);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
+    auto g = describe_group_once(rk, group, timeout);
+    if (g.ok() || !g.error().retriable() || std::chrono::steady_clock::now() + pause >= until)
+      return g;
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 }  // namespace sluice::kafka
