@@ -75,12 +75,13 @@ TEST(DoctorMysql, PrivilegesServerIdAndCheckpointRetention) {
   f.pipeline("doc_my").source("mysql").set("url", my.url()).set("server_id", 1);
   f.write(dir / "p.yaml");
   EXPECT_EQ(doctor(dir, &out), 1) << out;
-  EXPECT_TRUE(has(out, "[FAIL] server_id 1 is not used by another — it is the server's own")) << out;
+  EXPECT_TRUE(has(out, "[FAIL] server_id 1 is not used by another — it is the server's own"))
+      << out;
 
   // Fixed: a user with the grants, the derived server_id.
-  const std::string repl = my.user_url(
-      "docrepl", {"GRANT SELECT ON {db}.* TO {user}",
-                  "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO {user}"});
+  const std::string repl =
+      my.user_url("docrepl", {"GRANT SELECT ON {db}.* TO {user}",
+                              "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO {user}"});
   f = mysql_to_sqlite("doc_my", repl);
   f.write(dir / "p.yaml");
   EXPECT_EQ(doctor(dir, &out), 0) << out;
@@ -116,8 +117,8 @@ TEST(DoctorMysql, PrivilegesServerIdAndCheckpointRetention) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open_v2((dir / "cp.db").c_str(), &db, SQLITE_OPEN_READWRITE, nullptr),
               SQLITE_OK);
-    const std::string sql = "UPDATE checkpoints SET position = " + sql_literal(bad) +
-                            " WHERE pipeline = 'doc_my'";
+    const std::string sql =
+        "UPDATE checkpoints SET position = " + sql_literal(bad) + " WHERE pipeline = 'doc_my'";
     EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
   }
@@ -157,8 +158,8 @@ TEST(DoctorKafka, TopicsPositionsTopicPolicyTransactionsAndGroup) {
   EXPECT_TRUE(has(out, "[FAIL] topic '" + missing + "' exists — no such topic")) << out;
   EXPECT_TRUE(has(out, "[ok  ] consumer group 'sluice-doc_kafka' is free")) << out;
   EXPECT_TRUE(has(out, "[ok  ] topic '" + data + "' exists or can be created")) << out;
-  EXPECT_TRUE(has(out, "[FAIL] positions topic '" + positions +
-                           "' is compacted — cleanup.policy = delete"))
+  EXPECT_TRUE(
+      has(out, "[FAIL] positions topic '" + positions + "' is compacted — cleanup.policy = delete"))
       << out;
   EXPECT_TRUE(has(out, "--add-config cleanup.policy=compact")) << out;
   EXPECT_TRUE(has(out, "[ok  ] the principal may use transactions")) << out;
@@ -184,8 +185,8 @@ TEST(DoctorKafka, TopicsPositionsTopicPolicyTransactionsAndGroup) {
   write(kafka_brokers(), data);
   EXPECT_EQ(doctor(dir, &out), 0) << out;
   EXPECT_TRUE(has(out, "[ok  ] topic '" + data + "' exists — it exists")) << out;
-  EXPECT_TRUE(has(out, "[ok  ] positions topic '" + positions +
-                           "' is compacted — cleanup.policy = compact"))
+  EXPECT_TRUE(has(
+      out, "[ok  ] positions topic '" + positions + "' is compacted — cleanup.policy = compact"))
       << out;
 
   // No broker there.
@@ -216,8 +217,9 @@ TEST(DoctorDestinations, PostgresPrivilegesConflictingTablesAndDisk) {
         .destination("postgres")
         .set("url", pg_url_with_credentials(pg.url(), role, "pw"))
         .set("schema", schema);
-    f.pipeline("doc_dest").extra.set(
-        "spool", Yaml::map({{"type", "disk"}, {"path", "spool"}, {"max_bytes", spool_max}}));
+    f.pipeline("doc_dest")
+        .extra.set("spool",
+                   Yaml::map({{"type", "disk"}, {"path", "spool"}, {"max_bytes", spool_max}}));
     f.write(dir / "p.yaml");
   };
   // dst.t exists with a column that cannot hold the source's, no key, no write grants; the disk
@@ -230,11 +232,13 @@ TEST(DoctorDestinations, PostgresPrivilegesConflictingTablesAndDisk) {
   EXPECT_TRUE(has(out, "[FAIL] table \"dst\".\"t\" can be written — role \"" + role +
                            "\" lacks INSERT, UPDATE, DELETE"))
       << out;
-  EXPECT_TRUE(has(out, "[FAIL] table \"dst\".\"t\" is keyed like public.t — its primary key is "
-                       "(none), the source's key is (id)"))
+  EXPECT_TRUE(has(out,
+                  "[FAIL] table \"dst\".\"t\" is keyed like public.t — its primary key is "
+                  "(none), the source's key is (id)"))
       << out;
-  EXPECT_TRUE(has(out, "[FAIL] table \"dst\".\"t\" can hold the columns of public.t — column v: "
-                       "text values (text) do not fit a integer column (integer)"))
+  EXPECT_TRUE(has(out,
+                  "[FAIL] table \"dst\".\"t\" can hold the columns of public.t — column v: "
+                  "text values (text) do not fit a integer column (integer)"))
       << out;
   EXPECT_TRUE(has(out, "[FAIL] the spool directory has at least 1024.0 PiB free")) << out;
   EXPECT_TRUE(has(out, "[ok  ] the checkpoint directory has at least 1.0 GiB free")) << out;
@@ -244,7 +248,7 @@ TEST(DoctorDestinations, PostgresPrivilegesConflictingTablesAndDisk) {
   write("dst2", 0);
   EXPECT_EQ(doctor(dir, &out), 1) << out;
   EXPECT_TRUE(has(out, "[FAIL] table \"dst2\".\"t\" can be created — role \"" + role +
-                       "\" lacks CREATE on schema \"dst2\""))
+                           "\" lacks CREATE on schema \"dst2\""))
       << out;
   EXPECT_TRUE(has(out, "fix: GRANT CREATE ON SCHEMA \"dst2\" TO \"" + role + "\"")) << out;
   EXPECT_TRUE(has(out, "[ok  ] the spool directory has at least 1.0 GiB free")) << out;
@@ -279,8 +283,10 @@ TEST(DoctorDestinations, MysqlUserWithoutCreate) {
   auto write = [&](const std::string& url) {
     PipelineFile f;
     f.checkpoints_path = "cp.db";
-    f.pipeline("doc_mydest").source("mysql").set("url", my.url()).set("tables",
-                                                                       Yaml::strings({"src"}));
+    f.pipeline("doc_mydest")
+        .source("mysql")
+        .set("url", my.url())
+        .set("tables", Yaml::strings({"src"}));
     f.pipeline("doc_mydest").destination("mysql").set("url", url).set("table", "out");
     f.write(dir / "p.yaml");
   };
@@ -297,7 +303,7 @@ TEST(DoctorDestinations, MysqlUserWithoutCreate) {
   ASSERT_TRUE(my.sql().exec("CREATE TABLE `out` (k INT PRIMARY KEY, id DATE)"));
   EXPECT_EQ(doctor(dir, &out), 1) << out;
   EXPECT_TRUE(has(out, "[FAIL] table `out` is keyed like " + my.name() +
-                       ".src — its primary key is (k), the source's key is (id)"))
+                           ".src — its primary key is (k), the source's key is (id)"))
       << out;
   EXPECT_TRUE(has(out, "column id: integer values (int(11)) do not fit a date/time column (date)"))
       << out;

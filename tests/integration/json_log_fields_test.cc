@@ -30,13 +30,15 @@ TEST(JsonLogFields, PipelineAndConnectorOnEveryPipelineLine) {
   TempDir dir("json-log-fields");
   PipelineFile f;
   f.checkpoints_path = "cp.db";
-  f.pipeline("json_log").source("postgres").set("url", pg.url()).set("tables",
-                                                                      Yaml::strings({"public.t"}));
+  f.pipeline("json_log")
+      .source("postgres")
+      .set("url", pg.url())
+      .set("tables", Yaml::strings({"public.t"}));
   f.pipeline("json_log").destination("sqlite").set("path", "out.db");
   f.write(dir / "p.yaml");
-  ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "0.5", "--log-format", "json"},
-                       dir.path(), 90s),
-            0)
+  ASSERT_EQ(
+      run_sluice({"run", "p.yaml", "--idle-exit", "0.5", "--log-format", "json"}, dir.path(), 90s),
+      0)
       << read_file(dir / "stderr.txt");
   const std::string err = read_file(dir / "stderr.txt");
   int with_pipeline = 0;

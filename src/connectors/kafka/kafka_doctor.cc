@@ -39,7 +39,8 @@ auto admin_call(rd_kafka_t* rk, std::chrono::milliseconds timeout, std::string_v
 
 Result<ClusterTopics> list_topics(rd_kafka_t* rk, std::chrono::milliseconds timeout) {
   const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t e = rd_kafka_metadata(rk, /*all_topics=*/1, nullptr, &md, int(timeout.count()));
+  rd_kafka_resp_err_t e =
+      rd_kafka_metadata(rk, /*all_topics=*/1, nullptr, &md, int(timeout.count()));
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) return error_from(e, "cannot list the topics: ");
   ClusterTopics out;
   for (int i = 0; i < md->topic_cnt; ++i) out.topics[md->topics[i].topic] = md->topics[i].err;
@@ -53,8 +54,8 @@ Result<std::map<std::string, std::string>> describe_config(rd_kafka_t* rk,
                                                            const std::string& name,
                                                            std::chrono::milliseconds timeout) {
   rd_kafka_ConfigResource_t* res = rd_kafka_ConfigResource_new(type, name.c_str());
-  const std::string what = fmt::format("describing {} '{}'",
-                                       type == RD_KAFKA_RESOURCE_TOPIC ? "topic" : "broker", name);
+  const std::string what =
+      fmt::format("describing {} '{}'", type == RD_KAFKA_RESOURCE_TOPIC ? "topic" : "broker", name);
   auto out = admin_call(
       rk, timeout, what,
       [&](rd_kafka_AdminOptions_t* o, rd_kafka_queue_t* q) {
@@ -114,7 +115,8 @@ Result<GroupState> describe_group(rd_kafka_t* rk, const std::string& group,
   // A group nobody used yet has no coordinator at first: the brokers answer NOT_COORDINATOR /
   // COORDINATOR_LOAD_IN_PROGRESS until one is elected; asked again, within `timeout`.
   const auto until = std::chrono::steady_clock::now() + timeout;
-  for (auto pause = std::chrono::milliseconds(100);; pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
+  for (auto pause = std::chrono::milliseconds(100);;
+       pause = std::min(pause * 2, std::chrono::milliseconds(1000))) {
     auto g = describe_group_once(rk, group, timeout);
     if (g.ok() || !g.error().retriable() || std::chrono::steady_clock::now() + pause >= until)
       return g;

@@ -52,11 +52,10 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
   } reset{conn_};
   out.push_back(pass("the server accepts the connection", opts_.url.redacted()));
 
-  SLUICE_TRY_ASSIGN(
-      std::vector<MysqlRow> vars,
-      conn_.query("SELECT @@version, @@log_bin, @@binlog_format, @@server_id, "
-                  "@@binlog_row_image, @@binlog_row_metadata",
-                  "query failed"));
+  SLUICE_TRY_ASSIGN(std::vector<MysqlRow> vars,
+                    conn_.query("SELECT @@version, @@log_bin, @@binlog_format, @@server_id, "
+                                "@@binlog_row_image, @@binlog_row_metadata",
+                                "query failed"));
   const MysqlRow& v = vars.at(0);
   const std::string version = v[0].value_or("");
   mariadb_ = version.find("MariaDB") != std::string::npos;
@@ -68,14 +67,12 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
     out.push_back(std::move(failed));
   };
   const std::string only = needs_binlog ? "" : " (snapshot.mode initial_only reads no binlog)";
-  if (log_bin == "1" || log_bin == "ON")
-    out.push_back(pass("log_bin is on", "log_bin = ON"));
+  if (log_bin == "1" || log_bin == "ON") out.push_back(pass("log_bin is on", "log_bin = ON"));
   else
     binlog_check(fail("log_bin is on", "log_bin = OFF: the server keeps no binary log" + only,
                       "start the server with log_bin = binlog (and binlog_format = ROW) in its "
                       "configuration; log_bin cannot be set at run time"));
-  if (format == "ROW")
-    out.push_back(pass("binlog_format is ROW", "binlog_format = ROW"));
+  if (format == "ROW") out.push_back(pass("binlog_format is ROW", "binlog_format = ROW"));
   else
     binlog_check(fail("binlog_format is ROW", "binlog_format = " + format + only,
                       "SET GLOBAL binlog_format = 'ROW', and binlog_format = ROW in the server "
@@ -83,9 +80,10 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
   if (row_image == "FULL")
     out.push_back(pass("binlog_row_image is FULL", "binlog_row_image = FULL"));
   else
-    out.push_back(warn("binlog_row_image is FULL", "binlog_row_image = " + row_image +
-                                                       ": `before` holds only the key and updates "
-                                                       "only the changed columns",
+    out.push_back(warn("binlog_row_image is FULL",
+                       "binlog_row_image = " + row_image +
+                           ": `before` holds only the key and updates "
+                           "only the changed columns",
                        "SET GLOBAL binlog_row_image = 'FULL' (and in the server configuration) "
                        "for whole rows"));
   if (row_metadata == "FULL")
@@ -115,8 +113,8 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
     out.push_back(fail(id_name, *clash,
                        "set `server_id` to a number no server or replica of this server uses"));
   else
-    out.push_back(pass(id_name, server_id_setting_ > 0 ? "from `server_id`"
-                                                       : "derived from the pipeline id"));
+    out.push_back(pass(
+        id_name, server_id_setting_ > 0 ? "from `server_id`" : "derived from the pipeline id"));
 
   // Privileges: the binlog position (REPLICATION CLIENT / BINLOG MONITOR) and the binlog itself
   // (REPLICATION SLAVE), as check_server() refuses them at start.
@@ -124,8 +122,7 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
   const std::string monitor = mariadb_ ? "BINLOG MONITOR" : "REPLICATION CLIENT";
   if (needs_binlog) {
     auto st = binlog_status(conn_);
-    if (st.ok())
-      out.push_back(pass("the user may read the binlog position", monitor));
+    if (st.ok()) out.push_back(pass("the user may read the binlog position", monitor));
     else
       out.push_back(fail("the user may read the binlog position", st.error().message(),
                          fmt::format("GRANT {} ON *.* TO {}", monitor, user)));
@@ -141,8 +138,7 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
             line.find("REPLICATION REPLICA") != std::string::npos)
           repl = true;
       }
-    if (repl)
-      out.push_back(pass("the user may read the binlog", "REPLICATION SLAVE"));
+    if (repl) out.push_back(pass("the user may read the binlog", "REPLICATION SLAVE"));
     else if (roles)
       out.push_back(warn("the user may read the binlog",
                          "no REPLICATION SLAVE granted directly; a role may grant it",
@@ -198,8 +194,8 @@ Result<std::vector<DoctorCheck>> MysqlDriver::doctor(const ConnectorContext& ctx
       Status st = check_start_available();
       st_ = nullptr;
       if (st.ok())
-        out.push_back(pass(name, fmt::format("{}:{} is on the server", p->point.coord.file,
-                                             p->point.coord.pos)));
+        out.push_back(pass(
+            name, fmt::format("{}:{} is on the server", p->point.coord.file, p->point.coord.pos)));
       else
         out.push_back(
             fail(name, st.error().message(),

@@ -142,8 +142,7 @@ Result<std::vector<DoctorCheck>> KeyedSqlDestination::doctor(
         if (a.size() != b.size()) return false;
         for (const std::string& x : a) {
           bool found = false;
-          for (const std::string& y : b)
-            found |= dialect_.folds_case() ? iequals(x, y) : x == y;
+          for (const std::string& y : b) found |= dialect_.folds_case() ? iequals(x, y) : x == y;
           if (!found) return false;
         }
         return true;
