@@ -102,7 +102,7 @@ std::optional<std::string> stored_checkpoint(const Config& config, const std::st
 
 void doctor_destination(const PipelineConfig& pc, const ConnectorConfig& dc,
                         const std::string& label, const std::string& name,
-                        const std::vector<SourceTable>& tables, Tally& t) {
+                        const std::vector<SourceTable>& tables, Tally& t, bool dlq = false) {
   fmt::print("pipeline {}: {} {}\n", pc.id, dc.connector, label);
   auto made = dc.spec->make_destination(dc.settings);
   if (!made.ok()) {
@@ -112,6 +112,7 @@ void doctor_destination(const PipelineConfig& pc, const ConnectorConfig& dc,
   }
   ConnectorContext ctx{pc.id, dc.connector, nullptr};
   ctx.destination = name;
+  ctx.is_dead_letter_queue = dlq;
   print_checks(made.value()->doctor(ctx, tables), t);
 }
 
@@ -140,12 +141,16 @@ int doctor_command(const std::string& file) {
     source.value()->close();
     if (pc.destinations.empty()) {
       doctor_destination(pc, pc.destination, "destination", {}, tables, t);
+      if (pc.dlq) doctor_destination(pc, *pc.dlq, "dead-letter destination", {}, {}, t, true);
     } else {
-      for (const DestinationConfig& d : pc.destinations)
+      for (const DestinationConfig& d : pc.destinations) {
         doctor_destination(pc, d.connector, fmt::format("destination {}", d.name), d.name, tables,
                            t);
+        if (d.dlq)
+          doctor_destination(pc, *d.dlq, fmt::format("dead-letter destination of {}", d.name),
+                             d.name + ".dlq", {}, t, true);
+      }
     }
-    if (pc.dlq) doctor_destination(pc, *pc.dlq, "dead-letter destination", {}, {}, t);
     fmt::print("pipeline {}: disk\n", pc.id);
     print_check(disk_check("the checkpoint directory",
                            fs::path(config.checkpoints_path).parent_path().string(), kMinFreeBytes),

@@ -309,5 +309,36 @@ TEST(DoctorDestinations, MysqlUserWithoutCreate) {
       << out;
 }
 
+TEST(DoctorDestinations, EachDestinationOfAFanOutAndItsDeadLetterQueue) {
+  TempDir dir("doctor-fanout");
+  write_file(dir / "p.yaml", R"(version: 1
+checkpoints: {path: cp.db}
+pipelines:
+  - id: fan
+    source: {connector: generator, settings: {count: 1}}
+    destinations:
+      - {name: a, connector: file, settings: {path: /nonexistent-doctor/out.jsonl}, on_error: dlq,
+         dlq: {connector: file, settings: {path: dlq.jsonl}}}
+      - {name: b, connector: sqlite, settings: {path: out.db}}
+)");
+  std::string out;
+  EXPECT_EQ(doctor(dir, &out), 1) << out;
+  EXPECT_TRUE(has(out,
+                  "pipeline fan: file destination a\n  [FAIL] the file can be created — "
+                  "/nonexistent-doctor: No such file or directory"))
+      << out;
+  EXPECT_TRUE(has(out,
+                  "pipeline fan: file dead-letter destination of a\n  [ok  ] the file can be "
+                  "created — not created yet"))
+      << out;
+  EXPECT_TRUE(has(out,
+                  "pipeline fan: sqlite destination b\n  [ok  ] the database file can be "
+                  "created"))
+      << out;
+  EXPECT_TRUE(has(out, "[--] this source has no doctor checks yet")) << out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.db")) << "doctor created the database";
+  EXPECT_FALSE(std::filesystem::exists(dir / "dlq.jsonl")) << "doctor created the file";
+}
+
 }  // namespace
 }  // namespace sluice::test
