@@ -27,6 +27,7 @@
 #include "connectors/kafka/kafka_common.h"
 #include "connectors/record_template.h"
 #include "sluice/json.h"
+#include "sluice/log_context.h"
 
 namespace sluice {
 
@@ -595,6 +596,7 @@ Status KafkaDestination::create_producer() {
   if (!o_.rdkafka.count("log_level")) rd_kafka_set_log_level(rk_.get(), 6);
   stop_ = false;
   poller_ = std::thread([this] {
+    LogScope log_scope(pipeline_id_, "kafka");  // delivery reports and errors are logged here
     while (!stop_.load(std::memory_order_relaxed)) rd_kafka_poll(rk_.get(), 100);
   });
   if (o_.transactions) {
