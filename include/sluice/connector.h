@@ -12,6 +12,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sluice/batch.h"
@@ -92,6 +93,11 @@ enum class ReadStatus {
 struct SourceTable {
   std::string schema;
   std::string table;
+  // After Source::doctor only (else empty): each column's name and its type as the source's
+  // server names it ("integer", "varchar(20)"), and the key columns; a destination's doctor
+  // compares them with the tables it would write.
+  std::vector<std::pair<std::string, std::string>> columns{};
+  std::vector<std::string> key{};
 };
 
 // One line of `sluice doctor`: a check of a server's set-up made without moving data or creating
@@ -119,8 +125,12 @@ class Source {
   // Removes server-side state the source created (replication slot, publication): `sluice cleanup`.
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
   // `sluice doctor`: checks the server's configuration, privileges and this pipeline's state on it
-  // (nothing is created or moved). Sources without checks refuse with Errc::unsupported.
-  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&) {
+  // (nothing is created or moved); `checkpoint` is the pipeline's stored position, if any (e.g. is
+  // the log it names still on the server). After it, captured_tables() names the tables it found.
+  // Sources without checks refuse with Errc::unsupported.
+  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&,
+                                                  const std::optional<std::string>& checkpoint) {
+    (void)checkpoint;
     return Error(Errc::unsupported, "this source has no doctor checks yet");
   }
   // Asks a running (or the next) pipeline to snapshot `tables` incrementally while it streams, by
@@ -234,6 +244,16 @@ class Destination {
   // Forgets the position stored for `pipeline_id` (after open(); `sluice cleanup`, a full reset):
   // the next run starts afresh rather than resume from it.
   virtual Status erase_stored_position(std::string_view /*pipeline_id*/) { return ok_status(); }
+
+  // `sluice doctor`: checks reachability, credentials and privileges, and the tables (topics,
+  // keys) the pipeline would write, without writing or creating anything. `tables` are the
+  // source's (Source::captured_tables after its doctor; empty when it does not know them).
+  // Destinations without checks refuse with Errc::unsupported.
+  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&,
+                                                  const std::vector<SourceTable>& tables) {
+    (void)tables;
+    return Error(Errc::unsupported, "this destination has no doctor checks yet");
+  }
 };
 
 class Processor {

@@ -13,7 +13,7 @@ int validate_command(const std::string& file);
 int connectors_command(const std::optional<std::string>& name, bool markdown,
                        bool pipeline_file = false);
 int cleanup_command(const std::string& file);
-// Checks every pipeline's source (and, in time, destination) without moving data: a checklist
+// Checks every pipeline's source, destinations and disk space without moving data: a checklist
 // with the fix of each failure; 1 when a check failed, 2 for a bad file.
 int doctor_command(const std::string& file);
 int snapshot_command(const std::string& file, const std::string& pipeline,

@@ -6,10 +6,13 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <mutex>
 
 #include "engine/status_line.h"
+#include "sluice/log_context.h"
 #include "sluice/secrets.h"
 
 namespace sluice {
@@ -44,6 +47,47 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
     return std::make_unique<JsonMessageFlag>();
+  }
+};
+
+// The pipeline a line names at its start ("pipeline orders: ..."): lines the main thread writes
+// about a pipeline (building it, its end) carry its id so, not through a LogScope.
+std::string_view pipeline_named_by(std::string_view msg) {
+  constexpr std::string_view kPrefix = "pipeline ";
+  if (!msg.starts_with(kPrefix)) return {};
+  size_t i = kPrefix.size();
+  while (i < msg.size() && (std::isalnum(static_cast<unsigned char>(msg[i])) || msg[i] == '_' ||
+                            msg[i] == '.' || msg[i] == '-'))
+    ++i;
+  if (i == kPrefix.size() || i >= msg.size() || msg[i] != ':') return {};
+  return msg.substr(kPrefix.size(), i - kPrefix.size());
+}
+
+// `,"pipeline":"…","connector":"…"`: the thread's LogScope (sluice/log_context.h), else the
+// pipeline the message names; nothing for a line of no pipeline.
+void append_context_fields(std::string_view msg, spdlog::memory_buf_t& dest) {
+  const LogContext& c = thread_log_context();
+  std::string_view pipeline = c.pipeline.empty() ? pipeline_named_by(msg) : c.pipeline;
+  if (pipeline.empty()) return;
+  constexpr std::string_view kPipeline = R"(,"pipeline":")", kConnector = R"(","connector":")";
+  dest.append(kPipeline.data(), kPipeline.data() + kPipeline.size());
+  append_json_escaped(pipeline, dest);
+  if (!c.connector.empty() && !c.pipeline.empty()) {
+    dest.append(kConnector.data(), kConnector.data() + kConnector.size());
+    append_json_escaped(c.connector, dest);
+  }
+  dest.push_back('"');
+}
+
+// %F: the context fields above.
+class JsonContextFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    append_context_fields(std::string_view(msg.payload.data(), msg.payload.size()), dest);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonContextFlag>();
   }
 };
 
@@ -94,6 +138,12 @@ void cli_line(std::string_view level, std::string_view message,
     std::string line =
         fmt::format(R"({{"time":"{:%Y-%m-%dT%H:%M:%S}.{:06d}Z","level":"{}","msg":"{}")",
                     std::chrono::floor<std::chrono::seconds>(now), us, level, json_escape(message));
+    if (std::none_of(fields.begin(), fields.end(),
+                     [](const auto& f) { return f.first == "pipeline"; })) {
+      spdlog::memory_buf_t context;
+      append_context_fields(message, context);
+      line.append(context.data(), context.size());
+    }
     for (const auto& [k, v] : fields) line += fmt::format(R"(,"{}":{})", json_escape(k), v);
     line += "}\n";
     write_out(stderr, redact(line));
@@ -111,7 +161,8 @@ bool setup_logging(const std::string& level, const std::string& format) {
   if (format == "json") {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
     f->add_flag<JsonMessageFlag>('j');
-    f->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%j"})");
+    f->add_flag<JsonContextFlag>('F');
+    f->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%j"%F})");
     logger->set_formatter(std::move(f));
   } else {
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %v");

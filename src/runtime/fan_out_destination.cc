@@ -7,6 +7,7 @@
 #include <future>
 #include <span>
 
+#include "sluice/log_context.h"
 #include "sluice/result.h"
 #include "sluice/secrets.h"
 
@@ -161,6 +162,7 @@ Status FanOutDestination::open(const ConnectorContext& ctx) {
 }
 
 void FanOutDestination::lane_loop(Lane& lane) {
+  LogScope log_scope(pipeline_id_, lane.cfg.connector);
   for (;;) {
     std::shared_ptr<Round> round;
     {

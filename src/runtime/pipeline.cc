@@ -7,6 +7,7 @@
 #include <future>
 
 #include "runtime/spool/spool_stages.h"
+#include "sluice/log_context.h"
 #include "sluice/result.h"
 #include "sluice/secrets.h"
 #include "support/backoff.h"
@@ -303,6 +304,7 @@ std::string Pipeline::checkpoint_position() const {
 }
 
 Status Pipeline::run() {
+  LogScope log_scope(options_.id, {});
   if (!spool_) return run_stages();
   if (Status st = spool_->open(); !st.ok()) {
     metrics_.state = static_cast<int>(PipelineState::failed);
@@ -502,6 +504,7 @@ void Pipeline::release_batch(Batch* batch) {
 }
 
 void Pipeline::reader_loop(std::stop_token stop) {
+  LogScope log_scope(options_.id, options_.source_connector);
   ReadRequest req;
   req.max_records = options_.max_records;
   req.max_bytes = options_.max_bytes;
@@ -586,6 +589,7 @@ bool Pipeline::failed() const {
 }
 
 void Pipeline::writer_loop() {
+  LogScope log_scope(options_.id, options_.destination_connector);
   for (;;) {
     run_redo();
     auto item = queue_.pop_unless([this] { return redo_pending_.load(std::memory_order_acquire); });
@@ -941,6 +945,7 @@ void Pipeline::persist(const std::string& position) {
 }
 
 void Pipeline::acker_loop(std::stop_token stop) {
+  LogScope log_scope(options_.id, options_.source_connector);  // acks go to the source
   while (!stop.stop_requested()) {
     acker_.wait_for_change(options_.checkpoint_interval);
     if (auto pos = acker_.take_advanced()) persist(*pos);

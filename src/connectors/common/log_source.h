@@ -245,7 +245,9 @@ class LogSourceDriver {
   virtual void close() noexcept = 0;
   virtual Status cleanup(const ConnectorContext&) { return ok_status(); }
   // `sluice doctor` (Source::doctor).
-  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&) {
+  virtual Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&,
+                                                  const std::optional<std::string>& checkpoint) {
+    (void)checkpoint;
     return Error(Errc::unsupported, fmt::format("the {} source has no doctor checks yet", name()));
   }
   // `sluice snapshot`: writes an execute-snapshot signal for `tables` (incremental_snapshot.h).
@@ -333,8 +335,9 @@ class LogSource final : public Source {
   }
 
   Status cleanup(const ConnectorContext& ctx) override { return driver_->cleanup(ctx); }
-  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx) override {
-    return driver_->doctor(ctx);
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx,
+                                          const std::optional<std::string>& checkpoint) override {
+    return driver_->doctor(ctx, checkpoint);
   }
   Status request_snapshot(const ConnectorContext& ctx,
                           const std::vector<std::string>& tables) override {

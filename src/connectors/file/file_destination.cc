@@ -42,6 +42,33 @@ class FileDestination final : public Destination {
     return repair_tail();
   }
 
+  // `sluice doctor`: the file (or, before the first run, its directory) is writable; nothing is
+  // created.
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&,
+                                          const std::vector<SourceTable>&) override {
+    using O = DoctorCheck::Outcome;
+    struct stat st;
+    if (::stat(path_.c_str(), &st) == 0) {
+      if (::access(path_.c_str(), W_OK) == 0)
+        return std::vector<DoctorCheck>{{O::pass, "the file can be appended to", path_, {}}};
+      return std::vector<DoctorCheck>{{O::fail, "the file can be appended to",
+                                       fmt::format("{}: {}", path_, std::strerror(errno)),
+                                       "make it writable by sluice, or fix `path`"}};
+    }
+    const size_t slash = path_.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0               ? "/"
+                                                       : path_.substr(0, slash);
+    if (::access(dir.c_str(), W_OK) == 0)
+      return std::vector<DoctorCheck>{{O::pass,
+                                       "the file can be created",
+                                       fmt::format("not created yet; {} is writable", dir),
+                                       {}}};
+    return std::vector<DoctorCheck>{
+        {O::fail, "the file can be created", fmt::format("{}: {}", dir, std::strerror(errno)),
+         "create the directory and make it writable by sluice, or fix `path`"}};
+  }
+
   void write(Batch& batch, WriteDone done) override { done(write_batch(batch)); }
 
   void close() noexcept override {

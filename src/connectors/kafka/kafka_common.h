@@ -103,4 +103,26 @@ void report_broker_error(ConnectionProbe& probe, int err) noexcept;
 // Statistics callback → probe (see above).
 void report_broker_stats(ConnectionProbe& probe, std::string_view stats_json);
 
+// ── `sluice doctor` (kafka_doctor.cc): read-only questions to the cluster ──
+
+// Every topic of the cluster → the error its metadata carries (NO_ERROR when it is fine), and
+// one broker's id (for describe_config of a broker).
+struct ClusterTopics {
+  std::map<std::string, rd_kafka_resp_err_t> topics;
+  int32_t broker = -1;
+};
+Result<ClusterTopics> list_topics(rd_kafka_t* rk, std::chrono::milliseconds timeout);
+// A topic's or a broker's configuration (DescribeConfigs): name → value.
+Result<std::map<std::string, std::string>> describe_config(rd_kafka_t* rk,
+                                                           rd_kafka_ResourceType_t type,
+                                                           const std::string& name,
+                                                           std::chrono::milliseconds timeout);
+// A consumer group's state ("Empty", "Stable", "Dead": no such group, ...) and its members.
+struct GroupState {
+  std::string state;
+  size_t members = 0;
+};
+Result<GroupState> describe_group(rd_kafka_t* rk, const std::string& group,
+                                  std::chrono::milliseconds timeout);
+
 }  // namespace sluice::kafka

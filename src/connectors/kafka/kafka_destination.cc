@@ -21,10 +21,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include <unistd.h>
+
 #include "connectors/kafka/debezium_json.h"
 #include "connectors/kafka/kafka_common.h"
 #include "connectors/record_template.h"
 #include "sluice/json.h"
+#include "sluice/log_context.h"
 
 namespace sluice {
 
@@ -244,6 +247,8 @@ class KafkaDestination final : public Destination {
   ~KafkaDestination() override { close(); }
 
   Status open(const ConnectorContext& ctx) override;
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx,
+                                          const std::vector<SourceTable>& tables) override;
   void write(Batch& batch, WriteDone done) override;
   size_t max_in_flight() const noexcept override { return o_.transactions ? 1 : 2; }
   // librdkafka batches messages on its own (batch.num.messages, linger): 5,000-record batches hold
@@ -385,6 +390,182 @@ Status KafkaDestination::open(const ConnectorContext& ctx) {
   return ok_status();
 }
 
+// `sluice doctor`: a plain producer (no transactions, nothing produced) asks the cluster for its
+// topics and their configuration; with transactions, a second producer with a throwaway
+// transactional.id initialises transactions, which needs the same grants as the pipeline's own.
+Result<std::vector<DoctorCheck>> KafkaDestination::doctor(const ConnectorContext& ctx,
+                                                          const std::vector<SourceTable>& tables) {
+  using O = DoctorCheck::Outcome;
+  std::vector<DoctorCheck> out;
+  if (o_.topic_prefix.empty()) o_.topic_prefix = ctx.pipeline_id;
+  auto new_producer = [&](std::map<std::string, std::string> defaults) -> Result<kafka::Handle> {
+    defaults.emplace("log_level", "2");
+    defaults.emplace("socket.timeout.ms", std::to_string(o_.socket_timeout.count()));
+    SLUICE_TRY_ASSIGN(kafka::Conf conf,
+                      kafka::make_conf(o_.brokers, "kafka destination", defaults, o_.rdkafka));
+    char err[512];
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf.get(), err, sizeof err);
+    if (!rk) return Error(Errc::invalid_argument, fmt::format("cannot create a producer: {}", err));
+    (void)conf.release();
+    return kafka::Handle(rk);
+  };
+  SLUICE_TRY_ASSIGN(kafka::Handle rk, new_producer({}));
+  const std::string reach = "the brokers answer";
+  if (Status st = kafka::check_reachable(rk.get(), o_.brokers, 10s); !st.ok()) {
+    out.push_back({O::fail, reach, st.error().message(),
+                   "check `brokers`, the tls.* settings and that Kafka is running"});
+    return out;
+  }
+  out.push_back({O::pass, reach, o_.brokers, {}});
+  auto cluster = kafka::list_topics(rk.get(), 10s);
+  if (!cluster.ok()) {
+    out.push_back({O::fail, "the topics can be listed", cluster.error().message(),
+                   "grant the principal DESCRIBE on the topics"});
+    return out;
+  }
+  const auto& topics = cluster.value().topics;
+  // Whether the brokers create a topic at its first message.
+  std::optional<bool> auto_create;
+  if (cluster.value().broker >= 0) {
+    auto b = kafka::describe_config(rk.get(), RD_KAFKA_RESOURCE_BROKER,
+                                    std::to_string(cluster.value().broker), 10s);
+    if (b.ok() && b.value().count("auto.create.topics.enable"))
+      auto_create = b.value().at("auto.create.topics.enable") == "true";
+  }
+
+  // The topics the source's tables go to: known when `topic` uses no metadata but the table's.
+  std::vector<std::string> names;
+  const bool fixed = o_.topic.find("{{") == std::string::npos;
+  bool knowable = o_.topic.empty() || fixed;
+  if (!knowable) {
+    std::string rest = o_.topic;
+    for (const char* p : {"{{schema}}", "{{table}}"})
+      for (size_t at; (at = rest.find(p)) != std::string::npos;) rest.erase(at, std::strlen(p));
+    knowable = rest.find("{{") == std::string::npos;
+  }
+  if (!o_.topic.empty() && fixed) {
+    names.push_back(o_.topic);
+  } else if (knowable) {
+    for (const SourceTable& t : tables) {
+      std::string name;
+      if (o_.topic.empty()) {
+        name = o_.topic_prefix;
+        if (!t.schema.empty()) (name += '.') += t.schema;
+        (name += '.') += t.table;
+      } else {
+        name = o_.topic;
+        for (auto [p, v] :
+             {std::pair<std::string_view, const std::string*>{"{{schema}}", &t.schema},
+              {"{{table}}", &t.table}})
+          for (size_t at; (at = name.find(p)) != std::string::npos;) name.replace(at, p.size(), *v);
+      }
+      sanitize_topic(name);
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    }
+  }
+  if (!knowable || (names.empty() && !tables.empty()))
+    out.push_back({O::warn, "the topics can be written",
+                   "`topic` names record metadata: the topics are known only once records arrive",
+                   "create the topics beforehand, or let the brokers create them "
+                   "(auto.create.topics.enable)"});
+  for (const std::string& name : names) {
+    const std::string check = fmt::format("topic '{}' exists or can be created", name);
+    auto it = topics.find(name);
+    if (it == topics.end()) {
+      if (auto_create.value_or(true))
+        out.push_back({O::pass,
+                       check,
+                       auto_create ? "not created yet; the brokers create it at the first message "
+                                     "(auto.create.topics.enable = true)"
+                                   : "not created yet (auto.create.topics.enable unknown)",
+                       {}});
+      else
+        out.push_back({O::fail, check, "it does not exist and auto.create.topics.enable = false",
+                       fmt::format("create it: kafka-topics.sh --bootstrap-server {} --create "
+                                   "--topic {}",
+                                   o_.brokers, name)});
+      continue;
+    }
+    if (it->second != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      out.push_back({O::fail, check, rd_kafka_err2str(it->second),
+                     "grant the principal WRITE and DESCRIBE on the topic"});
+      continue;
+    }
+    auto config = kafka::describe_config(rk.get(), RD_KAFKA_RESOURCE_TOPIC, name, 10s);
+    const std::string policy = config.ok() && config.value().count("cleanup.policy")
+                                   ? config.value().at("cleanup.policy")
+                                   : "unknown";
+    out.push_back({O::pass, check, fmt::format("exists, cleanup.policy = {}", policy), {}});
+  }
+
+  if (o_.transactions) {
+    const std::string check = fmt::format("positions topic '{}' is compacted", o_.positions_topic);
+    auto it = topics.find(o_.positions_topic);
+    if (it == topics.end()) {
+      out.push_back({O::pass,
+                     check,
+                     "not created yet; the first run creates it (1 partition, "
+                     "cleanup.policy = compact)",
+                     {}});
+    } else {
+      auto config =
+          kafka::describe_config(rk.get(), RD_KAFKA_RESOURCE_TOPIC, o_.positions_topic, 10s);
+      if (!config.ok()) {
+        out.push_back({O::fail, check, config.error().message(),
+                       "grant the principal DESCRIBE_CONFIGS on the topic"});
+      } else {
+        const std::string policy = config.value().count("cleanup.policy")
+                                       ? config.value().at("cleanup.policy")
+                                       : "unknown";
+        if (policy.find("compact") != std::string::npos &&
+            policy.find("delete") == std::string::npos)
+          out.push_back({O::pass, check, "cleanup.policy = " + policy, {}});
+        else
+          out.push_back(
+              {O::fail, check,
+               fmt::format("cleanup.policy = {}: the brokers may delete a pipeline's last "
+                           "position, and a restart would then start over",
+                           policy),
+               fmt::format("kafka-configs.sh --bootstrap-server {} --alter --entity-type topics "
+                           "--entity-name {} --add-config cleanup.policy=compact",
+                           o_.brokers, o_.positions_topic)});
+      }
+    }
+    // Transactions with a throwaway id: the coordinator accepts the principal's transactional
+    // writes (the pipeline's own id is left alone: initialising it would fence a running one).
+    const std::string id = fmt::format("sluice-doctor-{}-{}", ctx.pipeline_id, ::getpid());
+    const std::string tcheck = "the principal may use transactions";
+    auto trk =
+        new_producer({{"transactional.id", id}, {"enable.idempotence", "true"}, {"acks", "all"}});
+    if (!trk.ok()) return std::move(trk).error();
+    std::thread poller;
+    std::atomic<bool> done{false};
+    poller = std::thread([&] {
+      while (!done.load()) rd_kafka_poll(trk.value().get(), 100);
+    });
+    rd_kafka_error_t* e = rd_kafka_init_transactions(trk.value().get(), 30000);
+    done = true;
+    poller.join();
+    if (e == nullptr) {
+      out.push_back({O::pass,
+                     tcheck,
+                     fmt::format("init_transactions with the transactional.id '{}'", id),
+                     {}});
+    } else {
+      out.push_back(
+          {O::fail, tcheck,
+           fmt::format("init_transactions with the transactional.id '{}': {}", id,
+                       rd_kafka_error_string(e)),
+           "grant the principal WRITE and DESCRIBE on the transactional ids (kafka-acls.sh --add "
+           "--operation Write --operation Describe --transactional-id sluice- "
+           "--resource-pattern-type prefixed) and IDEMPOTENT_WRITE on the cluster; the brokers "
+           "need transaction.state.log.replication.factor <= their number"});
+      rd_kafka_error_destroy(e);
+    }
+  }
+  return out;
+}
+
 Status KafkaDestination::create_producer() {
   auto conf = kafka::make_conf(o_.brokers, "kafka destination", producer_defaults_, o_.rdkafka);
   if (!conf.ok()) return std::move(conf).error();
@@ -415,6 +596,7 @@ Status KafkaDestination::create_producer() {
   if (!o_.rdkafka.count("log_level")) rd_kafka_set_log_level(rk_.get(), 6);
   stop_ = false;
   poller_ = std::thread([this] {
+    LogScope log_scope(pipeline_id_, "kafka");  // delivery reports and errors are logged here
     while (!stop_.load(std::memory_order_relaxed)) rd_kafka_poll(rk_.get(), 100);
   });
   if (o_.transactions) {

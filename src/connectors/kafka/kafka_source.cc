@@ -160,6 +160,8 @@ class KafkaSource final : public Source {
   void ack(std::string_view position) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx,
+                                          const std::optional<std::string>& checkpoint) override;
 
   // Callbacks (reader thread, inside consumer_poll / consumer_close).
   void on_rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
@@ -483,6 +485,86 @@ Status KafkaSource::open(const ConnectorContext& ctx,
   spdlog::info("pipeline {}: consuming {} as group '{}' ({})", ctx_.pipeline_id, join(topics_),
                group_, had_checkpoint_ ? "resuming from the checkpoint" : "start: " + start_);
   return ok_status();
+}
+
+// `sluice doctor`: a consumer that neither subscribes nor joins the group asks the cluster for the
+// topics and the group's state.
+Result<std::vector<DoctorCheck>> KafkaSource::doctor(const ConnectorContext& ctx,
+                                                     const std::optional<std::string>& checkpoint) {
+  using O = DoctorCheck::Outcome;
+  std::vector<DoctorCheck> out;
+  const std::string group = group_setting_.empty() ? "sluice-" + ctx.pipeline_id : group_setting_;
+  auto conf = kafka::make_conf(brokers_, "kafka source",
+                               {{"group.id", group},
+                                {"log_level", "2"},
+                                {"socket.timeout.ms", std::to_string(socket_timeout_.count())}},
+                               properties_);
+  if (!conf.ok()) return std::move(conf).error();
+  char err[512];
+  kafka::Handle rk(rd_kafka_new(RD_KAFKA_CONSUMER, conf->get(), err, sizeof err));
+  if (!rk) return Error(Errc::invalid_argument, fmt::format("cannot create a consumer: {}", err));
+  (void)conf->release();
+  const std::string reach = "the brokers answer";
+  if (Status st = kafka::check_reachable(rk.get(), brokers_, connect_timeout_); !st.ok()) {
+    out.push_back({O::fail, reach, st.error().message(),
+                   "check `brokers`, the tls.* settings and that Kafka is running"});
+    return out;
+  }
+  out.push_back({O::pass, reach, brokers_, {}});
+  auto cluster = kafka::list_topics(rk.get(), connect_timeout_);
+  if (!cluster.ok()) {
+    out.push_back({O::fail, "the topics can be listed", cluster.error().message(),
+                   "grant the principal DESCRIBE on the topics"});
+    return out;
+  }
+  for (const std::string& t : topics_) {
+    if (!t.empty() && t[0] == '^') {
+      regex_t re;  // as librdkafka matches a subscription: POSIX extended, the ^ included
+      if (regcomp(&re, t.c_str(), REG_EXTENDED | REG_NOSUB) != 0) continue;  // finalize refuses it
+      size_t n = 0;
+      for (const auto& [name, e] : cluster.value().topics)
+        if (!name.starts_with("__") && regexec(&re, name.c_str(), 0, nullptr, 0) == 0) ++n;
+      regfree(&re);
+      const std::string check = fmt::format("topics matching {} exist", t);
+      if (n) out.push_back({O::pass, check, fmt::format("{} topic{}", n, n == 1 ? "" : "s"), {}});
+      else
+        out.push_back({O::warn, check, "no topic matches it yet",
+                       "create the topics, or fix the regular expression in `topics`"});
+      continue;
+    }
+    const std::string check = fmt::format("topic '{}' exists", t);
+    auto it = cluster.value().topics.find(t);
+    if (it == cluster.value().topics.end())
+      out.push_back({O::fail, check, "no such topic",
+                     fmt::format("create it (kafka-topics.sh --bootstrap-server {} --create "
+                                 "--topic {}), or fix `topics`",
+                                 brokers_, t)});
+    else if (it->second != RD_KAFKA_RESP_ERR_NO_ERROR)
+      out.push_back({O::fail, check, rd_kafka_err2str(it->second),
+                     "grant the principal READ and DESCRIBE on the topic"});
+    else out.push_back({O::pass, check, "it exists", {}});
+  }
+  const std::string gcheck = fmt::format("consumer group '{}' is free for this pipeline", group);
+  auto g = kafka::describe_group(rk.get(), group, connect_timeout_);
+  if (!g.ok())
+    out.push_back({O::fail, gcheck, g.error().message(),
+                   "grant the principal READ and DESCRIBE on the group"});
+  else if (g.value().members > 0)
+    out.push_back({O::warn, gcheck,
+                   fmt::format("state {}, {} member{} consuming now", g.value().state,
+                               g.value().members, g.value().members == 1 ? "" : "s"),
+                   "a running pipeline, or another consumer sharing the partitions: give this "
+                   "pipeline its own `group`"});
+  else
+    out.push_back({O::pass,
+                   gcheck,
+                   g.value().state == "Dead" ? std::string("not created yet")
+                                             : fmt::format("state {}, no member", g.value().state),
+                   {}});
+  if (checkpoint && !checkpoint->empty() && !parse_position(*checkpoint))
+    out.push_back({O::fail, "the checkpoint is a kafka position", "it is not",
+                   "run `sluice cleanup` to start over"});
+  return out;
 }
 
 Status KafkaSource::handle_error(const rd_kafka_message_t& m) {

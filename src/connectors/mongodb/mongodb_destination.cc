@@ -76,6 +76,19 @@ class MongodbDestination final : public Destination {
     return ok_status();
   }
 
+  // `sluice doctor`: the server accepts the connection and its credentials; nothing is written.
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext&,
+                                          const std::vector<SourceTable>&) override {
+    using O = DoctorCheck::Outcome;
+    const std::string check = "the server accepts the connection";
+    auto c = mongodb::connect(o_.url, kWhat);
+    if (!c.ok())
+      return std::vector<DoctorCheck>{
+          {O::fail, check, c.error().message(),
+           "check `url`, the credentials and that the server is reachable"}};
+    return std::vector<DoctorCheck>{{O::pass, check, redact(o_.url), {}}};
+  }
+
   void close() noexcept override {
     collections_.clear();
     conn_.client.reset();

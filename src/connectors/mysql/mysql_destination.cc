@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <mysqld_error.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
@@ -179,6 +180,75 @@ class MysqlDestination final : public sql::KeyedSqlDestination {
     for (const mysql::MysqlRow& row : rows.value())
       if (row.size() > 4 && row[4]) out.emplace_back(*row[4]);
     return ok_status();
+  }
+
+  // `sluice doctor`: the privileges writing `t` needs (CREATE for a new table; INSERT, UPDATE,
+  // DELETE, and ALTER to add columns, on an existing one), granted globally, on the database or
+  // on the table (roles are not followed).
+  void doctor_table(sql::SqlTable& t, std::vector<DoctorCheck>& out) override {
+    using O = DoctorCheck::Outcome;
+    // information_schema names the grantee 'user'@'host'; CURRENT_USER() says user@host.
+    const std::string grantee =
+        "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', "
+        "SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
+    const std::string db = conn_.quoted(url_.database), name = conn_.quoted(t.name);
+    auto rows = conn_.query(
+        fmt::format("SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE "
+                    "= {0} UNION SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES "
+                    "WHERE GRANTEE = {0} AND TABLE_SCHEMA = {1} UNION SELECT PRIVILEGE_TYPE FROM "
+                    "information_schema.TABLE_PRIVILEGES WHERE GRANTEE = {0} AND TABLE_SCHEMA = "
+                    "{1} AND TABLE_NAME = {2}",
+                    grantee, db, name),
+        "cannot read the privileges");
+    const std::string check =
+        fmt::format("table {} can be {}", t.quoted, t.exists ? "written" : "created");
+    if (!rows.ok()) {
+      out.push_back({O::fail, check, rows.error().message(), "see the message"});
+      return;
+    }
+    std::vector<std::string> have;
+    for (const mysql::MysqlRow& r : rows.value())
+      if (!r.empty() && r[0]) have.push_back(*r[0]);
+    auto has = [&](std::string_view p) {
+      return std::find(have.begin(), have.end(), p) != have.end() ||
+             std::find(have.begin(), have.end(), "ALL PRIVILEGES") != have.end();
+    };
+    std::vector<const char*> needed = {"INSERT", "UPDATE", "DELETE"};
+    if (!t.exists) needed.insert(needed.begin(), "CREATE");
+    std::string missing;
+    for (const char* p : needed)
+      if (!has(p)) missing += std::string(missing.empty() ? "" : ", ") + p;
+    const std::string user = "'" + url_.user + "'";
+    const std::string on = mysql::quote_identifier(url_.database) + ".*";
+    if (!missing.empty())
+      out.push_back({O::fail, check,
+                     fmt::format("user {} lacks {} on {}", user, missing,
+                                 t.exists ? t.quoted : "the database"),
+                     fmt::format("GRANT {}INSERT, UPDATE, DELETE, ALTER ON {} TO {}",
+                                 t.exists ? "" : "CREATE, ", on, user)});
+    else if (t.exists && !has("ALTER"))
+      out.push_back({O::warn, check,
+                     fmt::format("user {} lacks ALTER: a new source column would fail", user),
+                     fmt::format("GRANT ALTER ON {} TO {}", on, user)});
+    else
+      out.push_back(
+          {O::pass,
+           check,
+           t.exists ? "INSERT, UPDATE, DELETE, ALTER" : "not created yet; CREATE on the database",
+           {}});
+  }
+
+  Result<std::vector<std::pair<std::string, std::string>>> column_types(sql::SqlTable& t) override {
+    auto rows = conn_.query(
+        fmt::format("SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS WHERE "
+                    "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = {} ORDER BY ORDINAL_POSITION",
+                    conn_.quoted(t.name)),
+        "cannot read the column types");
+    if (!rows) return std::move(rows).error();
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const mysql::MysqlRow& r : rows.value())
+      if (r.size() > 1 && r[0]) out.emplace_back(*r[0], r[1].value_or(""));
+    return out;
   }
 
   Result<bool> table_has_rows(sql::SqlTable& t) override {

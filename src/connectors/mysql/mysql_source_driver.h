@@ -14,6 +14,7 @@
 //   mysql_incremental.cc        incremental snapshots: watermark rows in the signal table,
 //                               key-ordered chunks, signals, `sluice snapshot`
 //   mysql_schema_history.cc     each table's columns as of each DDL position, persisted
+//   mysql_doctor.cc             `sluice doctor`: the server's set-up, privileges, the checkpoint
 #pragma once
 
 #include <condition_variable>
@@ -153,14 +154,19 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   void stop_stream(State& s) noexcept override;
   void close() noexcept override;  // a binlog reader holds nothing on the server: no ack()
   std::vector<SourceTable> captured_tables() const override {
+    if (!doctor_tables_.empty()) return doctor_tables_;  // with their columns (doctor)
     std::vector<SourceTable> out;
     for (const TableRef& t : tables_) out.push_back({t.db, t.table});
     return out;
   }
   Status request_snapshot(const ConnectorContext& ctx,
                           const std::vector<std::string>& tables) override;
+  Result<std::vector<DoctorCheck>> doctor(
+      const ConnectorContext& ctx,
+      const std::optional<std::string>& checkpoint) override;  // mysql_doctor.cc
 
  private:
+  std::vector<SourceTable> doctor_tables_;  // doctor(): the tables with their columns and key
   Status check_server();
   // mysql_catalog.cc
   Status resolve_tables();

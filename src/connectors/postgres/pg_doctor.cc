@@ -33,7 +33,8 @@ std::string pretty_bytes(double b) {
 
 }  // namespace
 
-Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& ctx) {
+Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& ctx,
+                                                        const std::optional<std::string>&) {
   name_slot_and_publication(ctx);
   ctx_ = ctx;
   std::vector<DoctorCheck> out;
@@ -235,6 +236,25 @@ Result<std::vector<DoctorCheck>> PostgresDriver::doctor(const ConnectorContext& 
                                      q)));
       ++not_ok;
     }
+  }
+  // The columns and keys, for the destinations' checks.
+  doctor_tables_.clear();
+  for (const TableRef& t : tables_) {
+    SLUICE_TRY_ASSIGN(
+        PgResult cr,
+        conn_.exec_params(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+            "coalesce(a.attnum = ANY(i.indkey), false) FROM pg_attribute a LEFT JOIN pg_index i "
+            "ON i.indrelid = a.attrelid AND i.indisprimary WHERE a.attrelid = $1 AND a.attnum > 0 "
+            "AND NOT a.attisdropped ORDER BY a.attnum",
+            {std::to_string(t.oid)}));
+    SourceTable st{t.schema, t.name};
+    for (int i = 0; i < PQntuples(cr.get()); ++i) {
+      st.columns.emplace_back(PQgetvalue(cr.get(), i, 0), PQgetvalue(cr.get(), i, 1));
+      if (std::string_view(PQgetvalue(cr.get(), i, 2)) == "t")
+        st.key.emplace_back(PQgetvalue(cr.get(), i, 0));
+    }
+    doctor_tables_.push_back(std::move(st));
   }
   if (not_ok == 0)
     out.push_back(pass("the tables can be read, published and replicated",

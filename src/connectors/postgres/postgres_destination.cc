@@ -23,6 +23,7 @@ namespace {
 using pg::PgConn;
 using pg::PgResult;
 using pg::PostgresDialect;
+using pg::quote_identifier;
 
 // The options the destination runs on; the table below writes their defaults.
 struct PostgresDestinationOptions {
@@ -447,6 +448,91 @@ class PostgresDestination final : public sql::KeyedSqlDestination {
     }
     t.exists = !t.columns.empty();
     return ok_status();
+  }
+
+  // `sluice doctor`: the privileges writing `t` needs (CREATE on its schema, or on the database
+  // for a new schema; INSERT, UPDATE, DELETE on an existing table, and its ownership to add
+  // columns).
+  void doctor_table(sql::SqlTable& t, std::vector<DoctorCheck>& out) override {
+    using O = DoctorCheck::Outcome;
+    const std::string schema = t.schema.empty() ? "public" : t.schema;
+    const std::string qs = quote_identifier(schema);
+    if (!t.exists) {
+      const std::string check = fmt::format("table {} can be created", t.quoted);
+      auto r = conn_.exec_params(
+          "SELECT n.oid IS NOT NULL, coalesce(has_schema_privilege(n.oid, 'CREATE'), false), "
+          "has_database_privilege(current_database(), 'CREATE'), current_user "
+          "FROM (SELECT 1) one LEFT JOIN pg_namespace n ON n.nspname = $1",
+          {schema});
+      if (!r.ok()) {
+        out.push_back({O::fail, check, r.error().message(), "see the message"});
+        return;
+      }
+      PGresult* g = r.value().get();
+      const bool exists = std::string_view(PQgetvalue(g, 0, 0)) == "t";
+      const bool create = std::string_view(PQgetvalue(g, 0, exists ? 1 : 2)) == "t";
+      const std::string user = quote_identifier(PQgetvalue(g, 0, 3));
+      if (create)
+        out.push_back({O::pass,
+                       check,
+                       exists ? fmt::format("not created yet; CREATE on schema {}", qs)
+                              : fmt::format("not created yet, nor schema {}; CREATE on the "
+                                            "database",
+                                            qs),
+                       {}});
+      else
+        out.push_back({O::fail, check,
+                       fmt::format("role {} lacks CREATE on {}", user,
+                                   exists ? "schema " + qs : std::string("the database")),
+                       exists
+                           ? fmt::format("GRANT CREATE ON SCHEMA {} TO {}", qs, user)
+                           : fmt::format("GRANT CREATE ON DATABASE <the database> TO {}, or create "
+                                         "schema {} beforehand",
+                                         user, qs)});
+      return;
+    }
+    const std::string check = fmt::format("table {} can be written", t.quoted);
+    auto r = conn_.exec_params(
+        "SELECT has_table_privilege(c.oid, 'INSERT'), has_table_privilege(c.oid, 'UPDATE'), "
+        "has_table_privilege(c.oid, 'DELETE'), pg_has_role(c.relowner, 'USAGE'), current_user "
+        "FROM pg_class c WHERE c.oid = to_regclass($1)",
+        {t.quoted});
+    if (!r.ok() || PQntuples(r.value().get()) != 1) {
+      out.push_back(
+          {O::fail, check, r.ok() ? "not found" : r.error().message(), "see the message"});
+      return;
+    }
+    PGresult* g = r.value().get();
+    std::string missing;
+    for (int i = 0; i < 3; ++i)
+      if (std::string_view(PQgetvalue(g, 0, i)) != "t")
+        missing += std::string(missing.empty() ? "" : ", ") + (i == 0   ? "INSERT"
+                                                               : i == 1 ? "UPDATE"
+                                                                        : "DELETE");
+    const std::string user = quote_identifier(PQgetvalue(g, 0, 4));
+    if (!missing.empty())
+      out.push_back({O::fail, check, fmt::format("role {} lacks {} on it", user, missing),
+                     fmt::format("GRANT INSERT, UPDATE, DELETE ON {} TO {}", t.quoted, user)});
+    else if (std::string_view(PQgetvalue(g, 0, 3)) != "t")
+      out.push_back({O::warn, check,
+                     fmt::format("role {} may write it but does not own it: a new source column "
+                                 "(ALTER TABLE ... ADD COLUMN) would fail",
+                                 user),
+                     fmt::format("ALTER TABLE {} OWNER TO {}", t.quoted, user)});
+    else out.push_back({O::pass, check, "INSERT, UPDATE, DELETE; owner", {}});
+  }
+
+  Result<std::vector<std::pair<std::string, std::string>>> column_types(sql::SqlTable& t) override {
+    SLUICE_TRY_ASSIGN(
+        PgResult r,
+        conn_.exec_params("SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM "
+                          "pg_attribute a WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 "
+                          "AND NOT a.attisdropped ORDER BY a.attnum",
+                          {t.quoted}));
+    std::vector<std::pair<std::string, std::string>> out;
+    for (int i = 0; i < PQntuples(r.get()); ++i)
+      out.emplace_back(PQgetvalue(r.get(), i, 0), PQgetvalue(r.get(), i, 1));
+    return out;
   }
 
   Status load_key_columns(sql::SqlTable& t, std::vector<std::string>& out) override {

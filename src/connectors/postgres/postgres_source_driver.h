@@ -180,16 +180,20 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void ack(const Position& p) override;
   void close() noexcept override;
   Status cleanup(const ConnectorContext& ctx) override;
-  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx) override;  // pg_doctor.cc
+  Result<std::vector<DoctorCheck>> doctor(
+      const ConnectorContext& ctx,
+      const std::optional<std::string>& checkpoint) override;  // pg_doctor.cc
   Status request_snapshot(const ConnectorContext& ctx,
                           const std::vector<std::string>& tables) override;
   std::vector<SourceTable> captured_tables() const override {
+    if (!doctor_tables_.empty()) return doctor_tables_;  // with their columns (doctor)
     std::vector<SourceTable> out;
     for (const TableRef& t : tables_) out.push_back({t.schema, t.name});
     return out;
   }
   std::string server_state() const override;
   BackoffPolicy reconnect_backoff() const override { return reconnect_; }
+  std::vector<SourceTable> doctor_tables_;  // doctor(): the tables with their columns and key
 
  private:
   void name_slot_and_publication(const ConnectorContext& ctx);

@@ -161,6 +161,26 @@ class RedisDestination final : public Destination {
     return ensure_connected();
   }
 
+  // `sluice doctor`: the server accepts the connection (and its AUTH) and answers PING; nothing
+  // is written.
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx,
+                                          const std::vector<SourceTable>&) override {
+    using O = DoctorCheck::Outcome;
+    pipeline_id_ = ctx.pipeline_id;
+    const std::string check = "the server accepts the connection";
+    Status st = ensure_connected();
+    if (st.ok()) {
+      auto r = run({"PING"});
+      if (!r) st = std::move(r).error();
+    }
+    conn_.reset();
+    if (!st.ok())
+      return std::vector<DoctorCheck>{
+          {O::fail, check, st.error().message(),
+           "check `url`, the credentials and that the server is reachable"}};
+    return std::vector<DoctorCheck>{{O::pass, check, "PING answered", {}}};
+  }
+
   bool stores_positions() const noexcept override { return o_.checkpoint_in_destination; }
 
   Result<std::optional<std::string>> stored_position(std::string_view pipeline_id) override {

@@ -70,6 +70,13 @@ struct KeyedSqlOptions {
   Reconcile reconcile = Reconcile::sweep;
 };
 
+// Why a destination column of type `destination_type` cannot hold the values of a source column
+// of type `source_type` (both as their servers name them: "integer", "varchar(20)", "jsonb"),
+// judged by kind (integer, number, boolean, text, temporal, json, binary); nullopt when it can,
+// or when either kind is unknown.
+std::optional<std::string> column_type_conflict(std::string_view source_type,
+                                                std::string_view destination_type);
+
 // The side table of a sweep of `table`: "sluice_sweep_<table>", cut (with a hash) to fit the
 // 63-character identifiers of PostgreSQL with its index's "_key".
 std::string sweep_table_name(std::string_view table);
@@ -90,6 +97,11 @@ class KeyedSqlDestination : public Destination {
   Status erase_stored_position(std::string_view pipeline_id) override;
   void close() noexcept override;
   Status check_routing(const std::vector<SourceTable>& tables) override;
+  // `sluice doctor` (keyed_sql_doctor.cc): connects, then for each table the source's tables go
+  // to: the writer's privilege checks, and an existing table's key and column types against the
+  // source's. Nothing is created or written.
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx,
+                                          const std::vector<SourceTable>& tables) override;
 
  protected:
   // ── the writer: what depends on the database's client library ──
@@ -144,6 +156,16 @@ class KeyedSqlDestination : public Destination {
   virtual Status write_guarded_record(size_t /*first*/, size_t /*end*/) {
     return Error(Errc::unsupported, options_.destination + ": no guarded records");
   }
+  // `sluice doctor`, once connected: what the writer checks of one table the pipeline would
+  // write (`t` loaded: exists, columns), e.g. the privileges to create or write it.
+  virtual void doctor_table(SqlTable& /*t*/, std::vector<DoctorCheck>& /*out*/) {}
+  // Each column of an existing table with its type as the database names it ("integer"), for
+  // the conflict check; empty: not known (no check).
+  virtual Result<std::vector<std::pair<std::string, std::string>>> column_types(SqlTable&) {
+    return std::vector<std::pair<std::string, std::string>>{};
+  }
+  // `sluice doctor`, once per destination after connecting (e.g. the checkpoint table).
+  virtual void doctor_session(std::vector<DoctorCheck>& /*out*/) {}
   // Drops what the writer caches for one table whose columns changed (after DDL).
   virtual void forget_table(SqlTable&) noexcept {}
   // The table's primary key columns in key order (empty: none); snapshot.reconcile: sweep.

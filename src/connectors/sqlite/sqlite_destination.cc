@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 
 #include <vector>
 
@@ -65,6 +70,34 @@ class SqliteDestination final : public sql::KeyedSqlDestination {
         settings_(std::move(options)) {}
   // The cached statements live in the catalogue (the base): finalized before db_ closes.
   ~SqliteDestination() override { forget_tables(); }
+
+  // `sluice doctor`: a database file that does not exist yet is not created (its directory must
+  // be writable); an existing one must be writable, then the SQL layer's checks.
+  Result<std::vector<DoctorCheck>> doctor(const ConnectorContext& ctx,
+                                          const std::vector<SourceTable>& tables) override {
+    using O = DoctorCheck::Outcome;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path path(settings_.path);
+    if (!fs::exists(path, ec)) {
+      const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+      const std::string check = "the database file can be created";
+      if (::access(dir.c_str(), W_OK) == 0)
+        return std::vector<DoctorCheck>{
+            {O::pass, check, fmt::format("not created yet; {} is writable", dir.string()), {}}};
+      return std::vector<DoctorCheck>{
+          {O::fail, check,
+           fmt::format("directory {} does not exist or is not writable: {}", dir.string(),
+                       std::strerror(errno)),
+           "create the directory, make it writable by sluice, or fix `path`"}};
+    }
+    if (::access(path.c_str(), R_OK | W_OK) != 0)
+      return std::vector<DoctorCheck>{
+          {O::fail, "the database file is writable",
+           fmt::format("{}: {}", path.string(), std::strerror(errno)),
+           "make the file readable and writable by sluice, or fix `path`"}};
+    return KeyedSqlDestination::doctor(ctx, tables);
+  }
 
  private:
   static sql::KeyedSqlOptions keyed_options(const SqliteDestinationOptions& o,
