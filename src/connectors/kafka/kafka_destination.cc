@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "connectors/kafka/debezium_json.h"
+#include "connectors/common/debezium_json.h"
 #include "connectors/kafka/kafka_common.h"
 #include "connectors/record_template.h"
 #include "sluice/json.h"

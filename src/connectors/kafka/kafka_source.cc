@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "connectors/kafka/kafka_common.h"
-#include "connectors/kafka/kafka_source_formats.h"
+#include "connectors/common/message_formats.h"
 
 namespace sluice {
 

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "connectors/common/credentials.h"
+#include "connectors/common/message_formats.h"
 #include "connectors/redis/redis_common.h"
 #include "sluice/json.h"
 
@@ -54,6 +55,7 @@ struct Options {
   std::string start;
   std::string format;
   std::string field;
+  std::string key_field;
   std::vector<std::string> key_fields;
   std::chrono::milliseconds claim_min_idle{};
   std::chrono::milliseconds claim_interval{};
@@ -98,11 +100,17 @@ constexpr auto kSettings = settings_table<Options>(
         "format",
         "How entries become records. raw: each field a string column, table = the stream, key = "
         "key_fields (or {id: entry id}); opencdc: the field named by `field` holds one OpenCDC JSON "
-        "record (its own table and key).")
-        .one_of("raw,opencdc")
+        "record (its own table and key); debezium: the field `field` holds a Debezium change event "
+        "(as the kafka source reads it), the field `key_field` its key.")
+        .one_of("raw,opencdc,debezium")
         .with_default("raw"),
-    setting<&Options::field>("field", "format opencdc: the entry field holding the JSON record.")
+    setting<&Options::field>(
+        "field", "format opencdc, debezium: the entry field holding the JSON record (event).")
         .with_default("value"),
+    setting<&Options::key_field>("key_field",
+                                 "format debezium: the entry field holding the event's key (JSON, "
+                                 "as a Kafka message key); an entry without it has no key.")
+        .with_default("key"),
     setting<&Options::key_fields>(
         "key_fields",
         "format raw: the fields that make the record key (an entry without one of them is "
@@ -134,10 +142,10 @@ Status finalize(Options& o) {
   Credentials c{o.user, o.password, o.password_file};
   SLUICE_TRY(resolve_credentials(c));
   SLUICE_TRY_ASSIGN(o.parsed, redis::parse_redis_url(o.url, c));
-  if (o.format == "opencdc" && !o.key_fields.empty())
+  if (o.format != "raw" && !o.key_fields.empty())
     return Error(Errc::config,
-                 "setting 'key_fields' applies to format raw only (an OpenCDC record has its own "
-                 "key): remove it");
+                 "setting 'key_fields' applies to format raw only (an OpenCDC record or a Debezium "
+                 "event has its own key): remove it");
   return ok_status();
 }
 
@@ -214,6 +222,7 @@ class RedisSource final : public Source {
   void lost_connection(const Error& e);
 
   Options o_;
+  kafka::MessageDecoder debezium_{kafka::Format::debezium};
   ConnectorContext ctx_;
   std::string group_;
   std::optional<redis::RedisConnection> conn_;
@@ -364,7 +373,27 @@ Status RedisSource::decode(const Stream& s, std::string_view id, const redisRepl
     return nullptr;
   };
   std::string problem;
-  if (o_.format == "opencdc") {
+  if (o_.format == "debezium") {
+    const redisReply* v = field_value(o_.field);
+    if (v == nullptr) {
+      problem = fmt::format("has no field '{}' (setting `field`)", o_.field);
+    } else {
+      const redisReply* k = field_value(o_.key_field);
+      const std::string where = fmt::format("stream '{}' entry {}", s.name, id);
+      const std::pair<std::string_view, std::string_view> meta[] = {{"redis.stream", s.name},
+                                                                    {"redis.id", id}};
+      kafka::MessageView m{.topic = s.name,
+                           .key = k ? std::optional<std::string_view>(str(k)) : std::nullopt,
+                           .value = str(v),
+                           .headers = meta,
+                           .kafka_metadata = false,
+                           .where = where};
+      Status st = debezium_.decode(m, batch);
+      if (st.ok()) return ok_status();  // a tombstone (null payload) gives no record
+      if (!ctx_.dead_letters) return std::move(st).error();
+      problem = st.error().message();
+    }
+  } else if (o_.format == "opencdc") {
     const redisReply* v = field_value(o_.field);
     if (v == nullptr) {
       problem = fmt::format("has no field '{}' (setting `field`)", o_.field);
