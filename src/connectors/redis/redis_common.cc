@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cstring>
 
+#include <poll.h>
+
 #include "connectors/common/url_authority.h"
 #include "sluice/secrets.h"
 
@@ -162,6 +164,23 @@ Result<Reply> RedisConnection::read_reply() {
   if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr)
     return io_error("the connection failed");
   return Reply(static_cast<redisReply*>(raw));
+}
+
+Result<std::optional<Reply>> RedisConnection::poll_reply(std::chrono::milliseconds timeout) {
+  void* raw = nullptr;
+  if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return io_error("a malformed reply");
+  if (raw != nullptr) return std::optional<Reply>(Reply(static_cast<redisReply*>(raw)));
+  pollfd p{ctx_->fd, POLLIN, 0};
+  const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, timeout.count())));
+  if (n < 0 && errno == EINTR) return std::optional<Reply>();
+  if (n < 0) return Error(Errc::connection, fmt::format("redis {}: poll: {}", url_.redacted(),
+                                                        std::strerror(errno)),
+                          /*retriable=*/true);
+  if (n == 0) return std::optional<Reply>();
+  if (redisBufferRead(ctx_.get()) != REDIS_OK) return io_error("the connection failed");
+  if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return io_error("a malformed reply");
+  if (raw == nullptr) return std::optional<Reply>();
+  return std::optional<Reply>(Reply(static_cast<redisReply*>(raw)));
 }
 
 Result<Reply> RedisConnection::command(std::span<const std::string_view> args) {
