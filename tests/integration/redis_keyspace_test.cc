@@ -68,7 +68,8 @@ std::map<std::string, std::string> redis_keys(RedisConnection& c) {
       const std::string type = reply_text(c.command({"TYPE", key})->get());
       if (type == "string") {
         auto v = c.command({"GET", key});
-        if (v.ok() && (*v)->type == REDIS_REPLY_STRING) out[key] = "value=" + reply_text(v->get()) + ";";
+        if (v.ok() && (*v)->type == REDIS_REPLY_STRING)
+          out[key] = "value=" + reply_text(v->get()) + ";";
       } else if (type == "hash") {
         auto h = c.command({"HGETALL", key});
         std::map<std::string, std::string> fields;
@@ -111,9 +112,10 @@ TEST(RedisKeyspace, SnapshotThenNotificationsIntoSqliteAndAClearErrorWithoutNoti
     const std::string n = std::to_string(i);
     c.append({"HSET", "ks:user:" + n, "name", "n" + n, "age", n});
   }
-  for (int i = 1; i <= 20; ++i) c.append({"SET", "ks:s:" + std::to_string(i), "v" + std::to_string(i)});
+  for (int i = 1; i <= 20; ++i)
+    c.append({"SET", "ks:s:" + std::to_string(i), "v" + std::to_string(i)});
   c.append({"RPUSH", "ks:list", "a", "b"});  // another type: skipped
-  c.append({"SET", "other:1", "x"});          // outside the pattern
+  c.append({"SET", "other:1", "x"});         // outside the pattern
   for (int i = 0; i < 222; ++i) ASSERT_TRUE(c.read_reply().ok());
 
   // Without notifications: one error line naming the command, a non-zero exit.
@@ -142,8 +144,11 @@ TEST(RedisKeyspace, SnapshotThenNotificationsIntoSqliteAndAClearErrorWithoutNoti
     c.append({"HSET", "ks:new", "a", "1"});
     for (int i = 0; i < 43; ++i) ASSERT_TRUE(c.read_reply().ok());
     // Until ks:s:1 expired (Redis' expiry is lazy or its active cycle: poll for it).
-    ASSERT_TRUE(wait_until([&] { return c.command({"EXISTS", "ks:s:1"}).value()->integer == 0; },
-                           30s));
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return c.command({"EXISTS", "ks:s:1"}).value()->integer == 0;
+        },
+        30s));
     EXPECT_TRUE(wait_until([&] { return sqlite_keys(dir / "out.db") == redis_keys(c); }, 30s))
         << p.stderr_text();
     EXPECT_EQ(sqlite_keys(dir / "out.db").count("ks:s:1"), 0u);

@@ -72,7 +72,8 @@ int64_t added(redis::RedisConnection& c, const std::string& stream) {
   auto r = c.command({"XINFO", "STREAM", stream});
   if (!r.ok() || (*r)->type != REDIS_REPLY_ARRAY) return -1;
   for (size_t i = 0; i + 1 < (*r)->elements; i += 2)
-    if (redis::reply_text((*r)->element[i]) == "entries-added") return (*r)->element[i + 1]->integer;
+    if (redis::reply_text((*r)->element[i]) == "entries-added")
+      return (*r)->element[i + 1]->integer;
   return -1;
 }
 
@@ -96,17 +97,17 @@ TEST(PostgresToRedisStream, OpenCdcEntriesOneChangeEachInOrder) {
   TestDb db("rstream_ocdc");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kDdl));
-  ASSERT_TRUE(db.sql().exec(
-      "INSERT INTO t SELECT g, 'n' || g, g / 4.0 FROM generate_series(1, 100) g"));
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO t SELECT g, 'n' || g, g / 4.0 FROM generate_series(1, 100) g"));
   auto c = fresh();
   auto dir = e2e::make_temp_dir("pg-redis-stream-ocdc");
   e2e::write_file(dir / "p.yaml", pipeline("rstream_ocdc", db.url(), {{"prefix", "cdc:"}}));
   Process p({"run", "p.yaml"}, dir);
   const std::string stream = "cdc:public.t";
   ASSERT_TRUE(test::wait_until([&] { return xlen(c, stream) == 100; }, 30s)) << p.stderr_text();
-  ASSERT_TRUE(db.sql().exec(
-      "UPDATE t SET name = 'upd' WHERE id = 7; DELETE FROM t WHERE id = 8; "
-      "INSERT INTO t VALUES (500, 'new', NULL); TRUNCATE t"));
+  ASSERT_TRUE(
+      db.sql().exec("UPDATE t SET name = 'upd' WHERE id = 7; DELETE FROM t WHERE id = 8; "
+                    "INSERT INTO t VALUES (500, 'new', NULL); TRUNCATE t"));
   ASSERT_TRUE(test::wait_until([&] { return xlen(c, stream) == 104; }, 30s)) << p.stderr_text();
   p.terminate();
   EXPECT_EQ(p.wait(), 0) << p.stderr_text();
@@ -146,8 +147,7 @@ TEST(PostgresToRedisStream, MaxlenTrimsTheStream) {
   TestDb db("rstream_maxlen");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kDdl));
-  ASSERT_TRUE(db.sql().exec(
-      "INSERT INTO t SELECT g, 'n' || g, g FROM generate_series(1, 3000) g"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, 'n' || g, g FROM generate_series(1, 3000) g"));
   auto c = fresh();
   auto dir = e2e::make_temp_dir("pg-redis-stream-maxlen");
   e2e::write_file(dir / "p.yaml", pipeline("rstream_maxlen", db.url(),
@@ -183,15 +183,13 @@ TEST(PostgresToRedisStream, KillNineWithCheckpointInDestinationAddsNoEntryTwice)
   TestDb db("rstream_kill");
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kDdl));
-  ASSERT_TRUE(db.sql().exec(
-      "INSERT INTO t SELECT g, 'n' || g, g FROM generate_series(1, 1000) g"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, 'n' || g, g FROM generate_series(1, 1000) g"));
   auto c = fresh();
   auto dir = e2e::make_temp_dir("pg-redis-stream-kill");
-  e2e::write_file(dir / "p.yaml",
-                  pipeline("rstream_kill", db.url(),
-                           {{"table", "{{table}}"},
-                            {"stream.format", "debezium"},
-                            {"checkpoint_in_destination", true}}));
+  e2e::write_file(dir / "p.yaml", pipeline("rstream_kill", db.url(),
+                                           {{"table", "{{table}}"},
+                                            {"stream.format", "debezium"},
+                                            {"checkpoint_in_destination", true}}));
   {
     Process p({"run", "p.yaml"}, dir);
     ASSERT_TRUE(test::wait_until([&] { return xlen(c, "t") == 1000; }, 30s)) << p.stderr_text();
@@ -222,8 +220,8 @@ TEST(RedisStreamToPostgres, DebeziumEntriesWrittenByTheStreamModeEndEqualToTheSo
   ASSERT_TRUE(dst.ok());
   ASSERT_TRUE(src.sql().exec(kDdl));
   ASSERT_TRUE(dst.sql().exec(kDdl));
-  ASSERT_TRUE(src.sql().exec(
-      "INSERT INTO t SELECT g, 'n' || g, g / 8.0 FROM generate_series(1, 500) g"));
+  ASSERT_TRUE(
+      src.sql().exec("INSERT INTO t SELECT g, 'n' || g, g / 8.0 FROM generate_series(1, 500) g"));
   auto c = fresh();
   auto dir = e2e::make_temp_dir("redis-stream-dbz-pg");
   e2e::write_file(dir / "in.yaml", pipeline("rstream_dbz_in", src.url(),
@@ -242,8 +240,9 @@ TEST(RedisStreamToPostgres, DebeziumEntriesWrittenByTheStreamModeEndEqualToTheSo
   test::PipelineFile f;
   test::PipelineYaml& p = f.pipeline("rstream_dbz_out");
   test::YamlMap rs;
-  rs.set("url", url_db(kDb)).set("streams", test::Yaml::strings({"dbz:*"})).set("format",
-                                                                                 "debezium");
+  rs.set("url", url_db(kDb))
+      .set("streams", test::Yaml::strings({"dbz:*"}))
+      .set("format", "debezium");
   p.source("redis").settings = rs;
   p.destination("postgres").set("url", dst.url());
   e2e::write_file(dir / "out.yaml", f.yaml());

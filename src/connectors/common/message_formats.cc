@@ -339,9 +339,10 @@ namespace {
 
 Error decode_error(const MessageView& m, Format f, std::string_view what, std::string_view why) {
   if (!m.kafka_metadata)
-    return Error(Errc::data, fmt::format("cannot decode the {} of {} as {}: {}; fix the producer or "
-                                         "choose the matching `format`",
-                                         what, m.where, format_name(f), why));
+    return Error(Errc::data,
+                 fmt::format("cannot decode the {} of {} as {}: {}; fix the producer or "
+                             "choose the matching `format`",
+                             what, m.where, format_name(f), why));
   return Error(
       Errc::data,
       fmt::format(

@@ -20,8 +20,8 @@ namespace sluice {
 
 struct UrlAuthority {
   std::string user;
-  std::string password;  // never log
-  std::string host;      // without brackets for IPv6
+  std::string password;          // never log
+  std::string host;              // without brackets for IPv6
   std::optional<uint16_t> port;  // nullopt: the URL has none (the scheme's default)
   std::string_view path;         // a view into the parsed text, not decoded
 };

@@ -46,16 +46,16 @@ TEST(UrlAuthority, ErrorsSayWhatIsWrongWithoutThePassword) {
     const char* text;
     const char* expected;
   };
-  for (const Case& c : {Case{"u:topsecret@h:0", "the port \"0\" is not a number from 1 to 65535"},
-                        Case{"u:topsecret@h:99999", "is not a number from 1 to 65535"},
-                        Case{"u:topsecret@h:", "the port \"\""},
-                        Case{"u:topsecret@:5", "the host is missing"},
-                        Case{"u:topsecret@[::1", "lacks its closing ']'"},
-                        Case{"u:topsecret@[::1]x", "unexpected text after the IPv6 host"},
-                        Case{"u:topsecret@h/d?x=1", "query parameters are not supported (hint)"},
-                        Case{"u:topsecret@h#f", "a fragment ('#') is not allowed"},
-                        Case{"u%zz:topsecret@h", "the user has a malformed %-escape"},
-                        Case{"u:top%zsecret@h", "the password has a malformed %-escape"}}) {
+  for (const Case& c :
+       {Case{"u:topsecret@h:0", "the port \"0\" is not a number from 1 to 65535"},
+        Case{"u:topsecret@h:99999", "is not a number from 1 to 65535"},
+        Case{"u:topsecret@h:", "the port \"\""}, Case{"u:topsecret@:5", "the host is missing"},
+        Case{"u:topsecret@[::1", "lacks its closing ']'"},
+        Case{"u:topsecret@[::1]x", "unexpected text after the IPv6 host"},
+        Case{"u:topsecret@h/d?x=1", "query parameters are not supported (hint)"},
+        Case{"u:topsecret@h#f", "a fragment ('#') is not allowed"},
+        Case{"u%zz:topsecret@h", "the user has a malformed %-escape"},
+        Case{"u:top%zsecret@h", "the password has a malformed %-escape"}}) {
     auto u = parse_url_authority(c.text, "hint");
     ASSERT_FALSE(u.ok()) << c.text;
     EXPECT_EQ(u.error().code(), Errc::invalid_argument);

@@ -173,9 +173,10 @@ Result<std::optional<Reply>> RedisConnection::poll_reply(std::chrono::millisecon
   pollfd p{ctx_->fd, POLLIN, 0};
   const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, timeout.count())));
   if (n < 0 && errno == EINTR) return std::optional<Reply>();
-  if (n < 0) return Error(Errc::connection, fmt::format("redis {}: poll: {}", url_.redacted(),
-                                                        std::strerror(errno)),
-                          /*retriable=*/true);
+  if (n < 0)
+    return Error(Errc::connection,
+                 fmt::format("redis {}: poll: {}", url_.redacted(), std::strerror(errno)),
+                 /*retriable=*/true);
   if (n == 0) return std::optional<Reply>();
   if (redisBufferRead(ctx_.get()) != REDIS_OK) return io_error("the connection failed");
   if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return io_error("a malformed reply");

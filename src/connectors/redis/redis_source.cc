@@ -97,8 +97,8 @@ constexpr auto kSettings = settings_table<Options>(
         "mode keyspace: the keys to capture, a glob (SCAN MATCH, PSUBSCRIBE). Hashes become a row "
         "of their fields, strings a row {key, value}; other types are skipped.")
         .with_default("*"),
-    setting<&Options::keyspace_table>(
-        "keyspace.table", "mode keyspace: the table (metadata `table`) of the records.")
+    setting<&Options::keyspace_table>("keyspace.table",
+                                      "mode keyspace: the table (metadata `table`) of the records.")
         .with_default("redis_keys"),
     setting<&Options::keyspace_configure>(
         "keyspace.configure",
@@ -900,8 +900,8 @@ Status RedisKeyspaceSource::drain(std::chrono::milliseconds timeout) {
     if (!channel.starts_with(channel_prefix_)) continue;
     std::string key(channel.substr(channel_prefix_.size()));
     const std::string_view event = str(x->element[3]);
-    const bool additive = event == "hset" || event == "hsetnx" || event == "hincrby" ||
-                          event == "hincrbyfloat";
+    const bool additive =
+        event == "hset" || event == "hsetnx" || event == "hincrby" || event == "hincrbyfloat";
     auto [it, fresh] = marked_.try_emplace(key, !additive);
     if (fresh) marked_order_.push_back(std::move(key));
     else if (!additive) it->second = true;
@@ -941,9 +941,10 @@ Status RedisKeyspaceSource::read_keys(const std::vector<std::string>& keys,
     }
     if (!known && types[i] != "none") {
       if (!warned_type_)
-        spdlog::warn("pipeline {}: key '{}' is a {}: keyspace mode reads hashes and strings only "
-                     "(such keys are skipped)",
-                     ctx_.pipeline_id, keys[i], types[i]);
+        spdlog::warn(
+            "pipeline {}: key '{}' is a {}: keyspace mode reads hashes and strings only "
+            "(such keys are skipped)",
+            ctx_.pipeline_id, keys[i], types[i]);
       warned_type_ = true;
       continue;
     }
@@ -1006,9 +1007,10 @@ Result<ReadStatus> RedisKeyspaceSource::read(Batch& batch, const ReadRequest& re
     if (!conn_ || !sub_) {
       st = start();
       if (st.ok()) {
-        spdlog::info("pipeline {}: subscribed again to {}: taking a new snapshot (notifications "
-                     "sent while unsubscribed are lost)",
-                     ctx_.pipeline_id, o_.parsed.redacted());
+        spdlog::info(
+            "pipeline {}: subscribed again to {}: taking a new snapshot (notifications "
+            "sent while unsubscribed are lost)",
+            ctx_.pipeline_id, o_.parsed.redacted());
         backoff_ = std::chrono::milliseconds(200);
       } else {
         if (!transient(st.error())) return st.error();
@@ -1076,9 +1078,10 @@ Result<ReadStatus> RedisKeyspaceSource::read(Batch& batch, const ReadRequest& re
     }
     if (!st.ok()) {
       if (!transient(st.error())) return st.error();
-      spdlog::warn("pipeline {}: {} (reconnecting, then a new snapshot: notifications are not "
-                   "replayed)",
-                   ctx_.pipeline_id, st.error().message());
+      spdlog::warn(
+          "pipeline {}: {} (reconnecting, then a new snapshot: notifications are not "
+          "replayed)",
+          ctx_.pipeline_id, st.error().message());
       conn_.reset();
       sub_.reset();
       break;
