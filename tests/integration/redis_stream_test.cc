@@ -21,7 +21,7 @@ namespace {
 
 using e2e::Process;
 
-// The redis test database of this file (keys are flushed per test).
+// The redis test database of this file.
 constexpr int kDb = 9;
 
 std::string url_db(int db) {
@@ -31,9 +31,12 @@ std::string url_db(int db) {
   return u + "/" + std::to_string(db);
 }
 
-redis::RedisConnection fresh() {
+// Tests run in parallel (ctest -j): each has its own stream and pipeline id, removed at its start
+// (the database is not flushed).
+redis::RedisConnection fresh(const std::string& stream, const std::string& pipeline_id) {
   redis::RedisConnection c = test::redis_connect(kDb);
-  EXPECT_TRUE(c.command({"FLUSHDB"}).ok());
+  EXPECT_TRUE(c.command({"DEL", stream}).ok());
+  EXPECT_TRUE(c.command({"HDEL", "sluice:checkpoints", pipeline_id}).ok());
   return c;
 }
 
@@ -99,7 +102,7 @@ TEST(PostgresToRedisStream, OpenCdcEntriesOneChangeEachInOrder) {
   ASSERT_TRUE(db.sql().exec(kDdl));
   ASSERT_TRUE(
       db.sql().exec("INSERT INTO t SELECT g, 'n' || g, g / 4.0 FROM generate_series(1, 100) g"));
-  auto c = fresh();
+  auto c = fresh("cdc:public.t", "rstream_ocdc");
   auto dir = e2e::make_temp_dir("pg-redis-stream-ocdc");
   e2e::write_file(dir / "p.yaml", pipeline("rstream_ocdc", db.url(), {{"prefix", "cdc:"}}));
   Process p({"run", "p.yaml"}, dir);
@@ -148,15 +151,17 @@ TEST(PostgresToRedisStream, MaxlenTrimsTheStream) {
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kDdl));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, 'n' || g, g FROM generate_series(1, 3000) g"));
-  auto c = fresh();
+  auto c = fresh("maxlen_t", "rstream_maxlen");
   auto dir = e2e::make_temp_dir("pg-redis-stream-maxlen");
-  e2e::write_file(dir / "p.yaml", pipeline("rstream_maxlen", db.url(),
-                                           {{"table", "{{table}}"}, {"stream.maxlen", 100}}));
+  e2e::write_file(dir / "p.yaml",
+                  pipeline("rstream_maxlen", db.url(),
+                           {{"table", "maxlen_{{table}}"}, {"stream.maxlen", 100}}));
   Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(test::wait_until([&] { return added(c, "t") == 3000; }, 30s)) << p.stderr_text();
+  ASSERT_TRUE(test::wait_until([&] { return added(c, "maxlen_t") == 3000; }, 30s))
+      << p.stderr_text();
   // MAXLEN ~ trims whole macro nodes (stream-node-max-entries, 100 by default): at least 100
   // entries stay, fewer than 100 + one node.
-  const int64_t n = xlen(c, "t");
+  const int64_t n = xlen(c, "maxlen_t");
   EXPECT_GE(n, 100);
   EXPECT_LT(n, 200 + 1);
   p.terminate();
@@ -184,28 +189,29 @@ TEST(PostgresToRedisStream, KillNineWithCheckpointInDestinationAddsNoEntryTwice)
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec(kDdl));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, 'n' || g, g FROM generate_series(1, 1000) g"));
-  auto c = fresh();
+  auto c = fresh("kill_t", "rstream_kill");
   auto dir = e2e::make_temp_dir("pg-redis-stream-kill");
   e2e::write_file(dir / "p.yaml", pipeline("rstream_kill", db.url(),
-                                           {{"table", "{{table}}"},
+                                           {{"table", "kill_{{table}}"},
                                             {"stream.format", "debezium"},
                                             {"checkpoint_in_destination", true}}));
   {
     Process p({"run", "p.yaml"}, dir);
-    ASSERT_TRUE(test::wait_until([&] { return xlen(c, "t") == 1000; }, 30s)) << p.stderr_text();
+    ASSERT_TRUE(test::wait_until([&] { return xlen(c, "kill_t") == 1000; }, 30s))
+        << p.stderr_text();
     // 20 statements of 50 updates each, in flight when sluice dies.
     for (int i = 0; i < 20; ++i)
       ASSERT_TRUE(db.sql().exec("UPDATE t SET price = price + " + std::to_string(i + 1) +
                                 " WHERE id % 20 = " + std::to_string(i)));
-    ASSERT_TRUE(test::wait_until([&] { return xlen(c, "t") > 1000; }, 30s)) << p.stderr_text();
+    ASSERT_TRUE(test::wait_until([&] { return xlen(c, "kill_t") > 1000; }, 30s)) << p.stderr_text();
     p.kill9();
   }
   ASSERT_TRUE(db.sql().exec("DELETE FROM t WHERE id > 990"));
   Process p2({"run", "p.yaml", "--idle-exit", "2"}, dir);
   EXPECT_EQ(p2.wait_for(60s), 0) << p2.stderr_text();
   // 1000 snapshot rows, 1000 updates, 10 deletes: each exactly once.
-  EXPECT_EQ(xlen(c, "t"), 2010);
-  const auto changes = debezium_changes(c, "t");
+  EXPECT_EQ(xlen(c, "kill_t"), 2010);
+  const auto changes = debezium_changes(c, "kill_t");
   EXPECT_EQ(changes.size(), 2010u);
   for (const auto& [change, n] : changes) EXPECT_EQ(n, 1) << change;
   auto pos = c.command({"HGET", "sluice:checkpoints", "rstream_kill"});
@@ -222,7 +228,7 @@ TEST(RedisStreamToPostgres, DebeziumEntriesWrittenByTheStreamModeEndEqualToTheSo
   ASSERT_TRUE(dst.sql().exec(kDdl));
   ASSERT_TRUE(
       src.sql().exec("INSERT INTO t SELECT g, 'n' || g, g / 8.0 FROM generate_series(1, 500) g"));
-  auto c = fresh();
+  auto c = fresh("dbz:public.t", "rstream_dbz_in");
   auto dir = e2e::make_temp_dir("redis-stream-dbz-pg");
   e2e::write_file(dir / "in.yaml", pipeline("rstream_dbz_in", src.url(),
                                             {{"prefix", "dbz:"}, {"stream.format", "debezium"}}));
