@@ -1,6 +1,7 @@
 // libFuzzer target: the Kafka message formats — decoding a message into a record in each source
-// format (src/connectors/kafka/kafka_source_formats.h) and encoding the decoded record the way the
-// kafka destination does (message key and Debezium envelope, src/connectors/kafka/debezium_json.h).
+// format (src/connectors/common/message_formats.h) and encoding the decoded record the way the
+// kafka destination does (message key and Debezium envelope,
+// src/connectors/common/debezium_json.h).
 //
 // Input: byte 0 selects the format (opencdc, debezium, raw) and whether there is a key and a
 // header; byte 1 is the key length (0-255) when there is one; the rest is key then value.
@@ -11,8 +12,8 @@
 #include <string_view>
 #include <utility>
 
-#include "connectors/kafka/debezium_json.h"
-#include "connectors/kafka/kafka_source_formats.h"
+#include "connectors/common/debezium_json.h"
+#include "connectors/common/message_formats.h"
 #include "sluice/batch.h"
 
 namespace kf = sluice::kafka;

@@ -79,7 +79,7 @@ def json_record():
 
 
 def kafka_formats():
-    t = read("src/connectors/kafka/kafka_source_formats_test.cc")
+    t = read("src/connectors/common/message_formats_test.cc")
     docs = [s for s in cxx_strings(t) if s.lstrip().startswith("{") and len(s) > 20]
     key = b'{"id": 1004}'
     for i, s in enumerate(docs):

@@ -23,7 +23,7 @@
 
 #include <unistd.h>
 
-#include "connectors/kafka/debezium_json.h"
+#include "connectors/common/debezium_json.h"
 #include "connectors/kafka/kafka_common.h"
 #include "connectors/record_template.h"
 #include "sluice/json.h"

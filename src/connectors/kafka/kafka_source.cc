@@ -20,8 +20,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "connectors/common/message_formats.h"
 #include "connectors/kafka/kafka_common.h"
-#include "connectors/kafka/kafka_source_formats.h"
 
 namespace sluice {
 

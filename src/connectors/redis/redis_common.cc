@@ -6,6 +6,9 @@
 #include <charconv>
 #include <cstring>
 
+#include <poll.h>
+
+#include "connectors/common/url_authority.h"
 #include "sluice/secrets.h"
 
 namespace sluice::redis {
@@ -44,33 +47,14 @@ Result<RedisUrl> parse_redis_url(std::string_view url, Credentials credentials) 
   if (url.starts_with("redis://")) rest = url.substr(8);
   else return url_error("the scheme must be redis://");
 
-  const size_t last_at = rest.rfind('@');
-  const std::string_view after_userinfo =
-      last_at == std::string_view::npos ? rest : rest.substr(last_at + 1);
-  if (after_userinfo.find('?') != std::string_view::npos)
-    return url_error("query parameters are not supported");
-  if (after_userinfo.find('#') != std::string_view::npos)
-    return url_error("a fragment ('#') is not allowed");
-
-  std::string_view userinfo;
-  if (last_at != std::string_view::npos) {
-    userinfo = rest.substr(0, last_at);
-    rest = rest.substr(last_at + 1);
-  }
-  std::string_view hostport = rest, path;
-  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
-    hostport = rest.substr(0, slash);
-    path = rest.substr(slash + 1);
-  }
-
-  if (!userinfo.empty()) {
-    // redis://:password@host (the default user) or redis://user:password@host.
-    size_t colon = userinfo.find(':');
-    if (!percent_decode(userinfo.substr(0, colon), &u.user))
-      return url_error("the user has a malformed %-escape");
-    if (colon != std::string_view::npos && !percent_decode(userinfo.substr(colon + 1), &u.password))
-      return url_error("the password has a malformed %-escape");
-  }
+  auto authority = parse_url_authority(rest);
+  if (!authority) return url_error(authority.error().message());
+  UrlAuthority& a = *authority;
+  // redis://:password@host (the default user) or redis://user:password@host.
+  u.user = std::move(a.user);
+  u.password = std::move(a.password);
+  u.host = std::move(a.host);
+  if (a.port) u.port = *a.port;
   if (Status st = resolve_credentials(credentials); !st) return std::move(st).error();
   if (!credentials.user.empty()) u.user = credentials.user;
   if (!credentials.password.empty()) u.password = credentials.password;
@@ -81,29 +65,7 @@ Result<RedisUrl> parse_redis_url(std::string_view url, Credentials credentials) 
                     u.user));
   register_secret(u.password);
 
-  if (hostport.starts_with('[')) {
-    size_t close = hostport.find(']');
-    if (close == std::string_view::npos) return url_error("an IPv6 host lacks its closing ']'");
-    u.host = std::string(hostport.substr(1, close - 1));
-    hostport = hostport.substr(close + 1);
-    if (!hostport.empty() && !hostport.starts_with(':'))
-      return url_error("unexpected text after the IPv6 host");
-  } else {
-    size_t colon = hostport.find(':');
-    u.host = std::string(hostport.substr(0, colon));
-    hostport = colon == std::string_view::npos ? std::string_view{} : hostport.substr(colon);
-  }
-  if (u.host.empty()) return url_error("the host is missing");
-  if (!hostport.empty()) {
-    std::string_view port = hostport.substr(1);
-    unsigned value = 0;
-    auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || ec != std::errc() || p != port.data() + port.size() || value == 0 ||
-        value > 65535)
-      return url_error(fmt::format("the port \"{}\" is not a number from 1 to 65535", port));
-    u.port = static_cast<uint16_t>(value);
-  }
-  if (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  const std::string_view path = a.path;
   if (!path.empty()) {
     int db = -1;
     auto [p, ec] = std::from_chars(path.data(), path.data() + path.size(), db);
@@ -202,6 +164,24 @@ Result<Reply> RedisConnection::read_reply() {
   if (redisGetReply(ctx_.get(), &raw) != REDIS_OK || raw == nullptr)
     return io_error("the connection failed");
   return Reply(static_cast<redisReply*>(raw));
+}
+
+Result<std::optional<Reply>> RedisConnection::poll_reply(std::chrono::milliseconds timeout) {
+  void* raw = nullptr;
+  if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return io_error("a malformed reply");
+  if (raw != nullptr) return std::optional<Reply>(Reply(static_cast<redisReply*>(raw)));
+  pollfd p{ctx_->fd, POLLIN, 0};
+  const int n = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, timeout.count())));
+  if (n < 0 && errno == EINTR) return std::optional<Reply>();
+  if (n < 0)
+    return Error(Errc::connection,
+                 fmt::format("redis {}: poll: {}", url_.redacted(), std::strerror(errno)),
+                 /*retriable=*/true);
+  if (n == 0) return std::optional<Reply>();
+  if (redisBufferRead(ctx_.get()) != REDIS_OK) return io_error("the connection failed");
+  if (redisGetReplyFromReader(ctx_.get(), &raw) != REDIS_OK) return io_error("a malformed reply");
+  if (raw == nullptr) return std::optional<Reply>();
+  return std::optional<Reply>(Reply(static_cast<redisReply*>(raw)));
 }
 
 Result<Reply> RedisConnection::command(std::span<const std::string_view> args) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,6 +81,9 @@ class RedisConnection {
     append(std::span<const std::string_view>(args.begin(), args.size()));
   }
   Result<Reply> read_reply();
+  // A reply already received, or one arriving within `timeout` (a subscriber's next message);
+  // nullopt when none came. An I/O error or the server closing the connection is an Error.
+  Result<std::optional<Reply>> poll_reply(std::chrono::milliseconds timeout);
 
   // False once an I/O error or timeout happened: reconnect.
   bool healthy() const noexcept { return ctx_ && ctx_->err == 0; }

@@ -1,5 +1,6 @@
-// The `redis` connector: a source (redis_source.cc: Redis Streams through a consumer group) and a
-// destination (redis_destination.cc: rows as hashes or JSON strings), sharing redis_common.
+// The `redis` connector: a source (redis_source.cc: Redis Streams through a consumer group, or the
+// keyspace mode) and a destination (redis_destination.cc: rows as hashes or JSON strings, or
+// changes appended to streams), sharing redis_common.
 #include "connectors/builtin.h"
 #include "connectors/redis/redis_destination.h"
 #include "connectors/redis/redis_source.h"
@@ -15,9 +16,10 @@ ConnectorSpec redis_connector() {
       .name = "redis",
       .summary =
           "Reads Redis Streams through a consumer group, entries acknowledged (XACK) only after "
-          "the destination acknowledged them; writes rows as hashes or JSON strings under "
-          "<prefix><schema>.<table>:<key>, one MULTI/EXEC per batch, the position optionally in "
-          "the same EXEC (hiredis).",
+          "the destination acknowledged them (raw, OpenCDC or Debezium entries), or snapshots "
+          "keys and follows keyspace notifications (mode keyspace); writes rows as hashes or JSON "
+          "strings under <prefix><schema>.<table>:<key>, or appends each change to a stream (mode "
+          "stream), one MULTI/EXEC per batch, the position optionally in the same EXEC (hiredis).",
       .source_settings = redis_source_settings(),
       .destination_settings = redis::redis_destination_settings(),
       .make_source = &make_redis_source,

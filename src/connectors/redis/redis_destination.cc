@@ -17,16 +17,27 @@
 // writes the previous position back at once and fails the batch with a data error (dead-letter
 // queue or stop), so the failed batch is replayed from its start; its writes are idempotent.
 // A command refused when queued (OOM under maxmemory) aborts the whole EXEC: nothing applied.
+//
+// Stream mode (`mode: stream`): each change — truncates included, control records skipped — is
+// one `XADD <prefix><table> [MAXLEN ~ n] * key <key JSON> value <record>` (the record as OpenCDC
+// JSON or as a Debezium envelope, with the kafka destination's encoders), in the same one
+// MULTI/EXEC per batch, the position too. XADD is not idempotent: only the position in the same
+// EXEC (checkpoint_in_destination) keeps a replayed batch from adding its entries twice. The type
+// of each stream key is checked once (TYPE) before its first XADD, so that a key of another type
+// fails the batch before anything is sent rather than half-way through an EXEC.
 #include "connectors/redis/redis_destination.h"
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "connectors/common/credentials.h"
+#include "connectors/common/debezium_json.h"
 #include "connectors/record_key.h"
 #include "connectors/record_template.h"
 #include "connectors/redis/redis_common.h"
@@ -37,6 +48,10 @@ namespace sluice::redis {
 
 namespace {
 
+#ifndef SLUICE_VERSION_TEXT
+#define SLUICE_VERSION_TEXT "sluice"
+#endif
+
 struct Options {
   std::string url;
   std::string user;
@@ -45,6 +60,9 @@ struct Options {
   std::string prefix;
   std::string table;
   std::string format;
+  std::string mode;
+  std::string stream_format;
+  int64_t stream_maxlen = 0;
   bool checkpoint_in_destination = false;
   std::string checkpoint_key;
   int64_t truncate_batch = 0;
@@ -52,6 +70,8 @@ struct Options {
   std::chrono::milliseconds command_timeout{};
   // derived by finalize()
   bool json = false;
+  bool stream = false;
+  bool debezium = false;
 };
 
 constexpr auto kSettings = settings_table<Options>(
@@ -80,6 +100,27 @@ constexpr auto kSettings = settings_table<Options>(
                               "holding the row as a JSON object.")
         .one_of("hash,json")
         .with_default("hash"),
+    setting<&Options::mode>(
+        "mode",
+        "rows: each row under its key (format hash or json); stream: each change appended (XADD) "
+        "as one entry to the stream `<prefix><table>`, fields `key` (the key as JSON) and `value` "
+        "(the change in stream.format). Exactly once in stream mode only with "
+        "checkpoint_in_destination: true (docs/redis.md).")
+        .one_of("rows,stream")
+        .with_default("rows"),
+    setting<&Options::stream_format>("stream.format",
+                                     "mode stream: the entry's `value`, an OpenCDC JSON record or "
+                                     "a Debezium change event (as the kafka destination writes "
+                                     "them).")
+        .one_of("opencdc,debezium")
+        .with_default("opencdc"),
+    setting<&Options::stream_maxlen>(
+        "stream.maxlen",
+        "mode stream: trim each stream to about this many entries (XADD MAXLEN ~ n: Redis trims "
+        "whole nodes, so a stream may hold somewhat more). 0: never trim.",
+        SettingType::integer)
+        .with_default("0")
+        .at_least(0),
     setting<&Options::checkpoint_in_destination>(
         "checkpoint_in_destination",
         "Store the source position in Redis, in the same MULTI/EXEC as each batch (hash "
@@ -112,6 +153,8 @@ Status finalize(Options& o) {
                  "rediss:// (TLS) is not supported: Debian's hiredis 0.14 has no TLS; use "
                  "redis:// on a trusted network or a TLS tunnel (stunnel)");
   o.json = o.format == "json";
+  o.stream = o.mode == "stream";
+  o.debezium = o.stream_format == "debezium";
   return ok_status();
 }
 
@@ -154,6 +197,7 @@ class RedisDestination final : public Destination {
   RedisDestination(Options o, RedisUrl url, RecordTemplate table)
       : o_(std::move(o)), url_(std::move(url)), table_(std::move(table)) {
     positions_key_ = o_.prefix + o_.checkpoint_key;
+    maxlen_text_ = std::to_string(o_.stream_maxlen);
   }
 
   Status open(const ConnectorContext& ctx) override {
@@ -206,12 +250,16 @@ class RedisDestination final : public Destination {
     done(std::move(s));
   }
 
-  void close() noexcept override { conn_.reset(); }
+  void close() noexcept override {
+    conn_.reset();
+    known_streams_.clear();
+  }
 
  private:
   Status ensure_connected() {
     if (conn_ && conn_->healthy()) return ok_status();
     conn_.reset();
+    known_streams_.clear();
     auto c = RedisConnection::connect(url_, {.connect_timeout = o_.connect_timeout,
                                              .command_timeout = o_.command_timeout,
                                              .client_name = "sluice-" + pipeline_id_});
@@ -235,7 +283,8 @@ class RedisDestination final : public Destination {
     // Segments between truncates: each is one MULTI/EXEC; the last carries the position.
     const auto& records = batch.records();
     size_t begin = 0;
-    for (size_t i = 0; i < records.size(); ++i) {
+    if (o_.stream) SLUICE_TRY(check_stream_types(batch));
+    for (size_t i = 0; i < records.size() && !o_.stream; ++i) {
       if (!is_truncate(records[i])) continue;
       SLUICE_TRY(exec_segment(batch, begin, i, false));
       SLUICE_TRY(truncate(records[i]));
@@ -248,6 +297,7 @@ class RedisDestination final : public Destination {
   // empty marker in cmd_ends_).
   Status plan(const Record& r, size_t index) {
     if (is_control(r.op)) return ok_status();
+    if (o_.stream) return plan_entry(r, index);
     key_.clear();
     table_.render(r, key_, kDefaultTableName);
     const std::string table_part = o_.prefix + key_;
@@ -314,6 +364,64 @@ class RedisDestination final : public Destination {
     }
     if (args_.size() > 2) command_vec(index, args_);
     if (nulls_.size() > 2) command_vec(index, nulls_);
+    return ok_status();
+  }
+
+  // The stream of a record: <prefix><table>.
+  void stream_name(const Record& r, std::string& out) {
+    table_.render(r, out, kDefaultTableName);  // replaces `out`
+    out.insert(0, o_.prefix);
+  }
+
+  // mode stream: TYPE of every stream key not seen yet on this connection; one of another type is
+  // a data error before anything is sent.
+  Status check_stream_types(const Batch& batch) {
+    std::vector<std::string> fresh;
+    for (const Record& r : batch.records()) {
+      if (is_control(r.op)) continue;
+      stream_name(r, key_);
+      if (known_streams_.count(key_)) continue;
+      bool queued = false;
+      for (const std::string& f : fresh) queued = queued || f == key_;
+      if (!queued) fresh.push_back(key_);
+    }
+    for (const std::string& name : fresh) conn_->append({"TYPE", name});
+    Status result = ok_status();
+    for (const std::string& name : fresh) {
+      SLUICE_TRY_ASSIGN(Reply t, conn_->read_reply());
+      const std::string type = reply_text(t.get());
+      if (type == "stream" || type == "none") known_streams_.insert(name);
+      else if (result)
+        result = Error(Errc::data, fmt::format("redis {}: key '{}' holds a {}, not a stream: "
+                                               "remove it, or change `prefix`/`table`",
+                                               url_.redacted(), name, type));
+    }
+    return result;
+  }
+
+  Status plan_entry(const Record& r, size_t index) {
+    stream_name(r, key_);
+    key_json_.clear();
+    const bool keyed = kafka::encode_key(r, o_.debezium, key_json_);
+    value_.clear();
+    if (o_.debezium) {
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+      kafka::encode_debezium_envelope(
+          r, kafka::DebeziumSource{pipeline_id_, SLUICE_VERSION_TEXT, now_ms}, value_);
+    } else {
+      encode_record_json(r, value_);
+    }
+    views_.assign({"XADD", key_});
+    if (o_.stream_maxlen > 0) {
+      views_.insert(views_.end(), {"MAXLEN", "~", maxlen_text_});
+    }
+    views_.push_back("*");
+    if (keyed) views_.insert(views_.end(), {"key", key_json_});
+    views_.insert(views_.end(), {"value", value_});
+    conn_->append(std::span<const std::string_view>(views_));
+    cmd_records_.push_back(index);
     return ok_status();
   }
 
@@ -426,6 +534,9 @@ class RedisDestination final : public Destination {
   // Reused per record.
   std::string key_;
   std::string old_key_;
+  std::string key_json_;
+  std::string maxlen_text_;
+  std::unordered_set<std::string> known_streams_;
   std::string value_;
   std::vector<std::string> args_;
   std::vector<std::string> nulls_;

@@ -31,10 +31,12 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "connectors/common/credentials.h"
+#include "connectors/common/message_formats.h"
 #include "connectors/redis/redis_common.h"
 #include "sluice/json.h"
 
@@ -54,11 +56,16 @@ struct Options {
   std::string start;
   std::string format;
   std::string field;
+  std::string key_field;
   std::vector<std::string> key_fields;
   std::chrono::milliseconds claim_min_idle{};
   std::chrono::milliseconds claim_interval{};
   std::chrono::milliseconds rescan_interval{};
   std::chrono::milliseconds connect_timeout{};
+  std::string mode;
+  std::string keyspace_pattern;
+  std::string keyspace_table;
+  bool keyspace_configure = false;
   redis::RedisUrl parsed;  // derived by finalize
 };
 
@@ -72,12 +79,32 @@ constexpr auto kSettings = settings_table<Options>(
     setting<&Options::user>("user", kUserDoc),
     setting<&Options::password>("password", kPasswordDoc).secret_value(),
     setting<&Options::password_file>("password_file", kPasswordFileDoc),
+    setting<&Options::mode>(
+        "mode",
+        "streams: read Redis Streams through a consumer group (at-least-once); keyspace: a "
+        "snapshot of the keys matching keyspace.pattern, then their keyspace notifications "
+        "(weaker: docs/redis-source.md).")
+        .one_of("streams,keyspace")
+        .with_default("streams"),
     setting<&Options::streams>(
         "streams",
-        "Streams to read. An entry with a glob character (* ? [) is a pattern: every stream key "
-        "matching it (SCAN … MATCH … TYPE stream), re-scanned every rescan_interval. A named stream "
-        "that does not exist is created empty (XGROUP CREATE … MKSTREAM).")
-        .mandatory(),
+        "mode streams (needed there): the streams to read. An entry with a glob character (* ? [) "
+        "is a pattern: every stream key matching it (SCAN … MATCH … TYPE stream), re-scanned every "
+        "rescan_interval. A named stream that does not exist is created empty (XGROUP CREATE … "
+        "MKSTREAM)."),
+    setting<&Options::keyspace_pattern>(
+        "keyspace.pattern",
+        "mode keyspace: the keys to capture, a glob (SCAN MATCH, PSUBSCRIBE). Hashes become a row "
+        "of their fields, strings a row {key, value}; other types are skipped.")
+        .with_default("*"),
+    setting<&Options::keyspace_table>("keyspace.table",
+                                      "mode keyspace: the table (metadata `table`) of the records.")
+        .with_default("redis_keys"),
+    setting<&Options::keyspace_configure>(
+        "keyspace.configure",
+        "mode keyspace: when the server's notify-keyspace-events lacks what the mode needs (K and "
+        "g$hxe), add it with CONFIG SET instead of stopping with an error naming the command.")
+        .with_default("false"),
     setting<&Options::group>(
         "group",
         "Consumer group. Default: sluice-<pipeline id>. Created on each stream when missing; "
@@ -98,11 +125,17 @@ constexpr auto kSettings = settings_table<Options>(
         "format",
         "How entries become records. raw: each field a string column, table = the stream, key = "
         "key_fields (or {id: entry id}); opencdc: the field named by `field` holds one OpenCDC JSON "
-        "record (its own table and key).")
-        .one_of("raw,opencdc")
+        "record (its own table and key); debezium: the field `field` holds a Debezium change event "
+        "(as the kafka source reads it), the field `key_field` its key.")
+        .one_of("raw,opencdc,debezium")
         .with_default("raw"),
-    setting<&Options::field>("field", "format opencdc: the entry field holding the JSON record.")
+    setting<&Options::field>(
+        "field", "format opencdc, debezium: the entry field holding the JSON record (event).")
         .with_default("value"),
+    setting<&Options::key_field>("key_field",
+                                 "format debezium: the entry field holding the event's key (JSON, "
+                                 "as a Kafka message key); an entry without it has no key.")
+        .with_default("key"),
     setting<&Options::key_fields>(
         "key_fields",
         "format raw: the fields that make the record key (an entry without one of them is "
@@ -127,17 +160,30 @@ constexpr auto kSettings = settings_table<Options>(
         .with_default("10s"));
 
 Status finalize(Options& o) {
-  if (o.streams.empty()) return Error(Errc::config, "setting 'streams' lists no stream");
+  if (o.mode == "keyspace") {
+    if (!o.streams.empty())
+      return Error(Errc::config,
+                   "setting 'streams' applies to mode streams: remove it (mode keyspace reads the "
+                   "keys matching keyspace.pattern)");
+    if (o.format != "raw")
+      return Error(Errc::config,
+                   "setting 'format' applies to mode streams: remove it (mode keyspace makes a "
+                   "row of each hash or string)");
+    if (o.keyspace_pattern.empty())
+      return Error(Errc::config, "setting 'keyspace.pattern' is empty: give a glob such as user:*");
+  } else if (o.streams.empty()) {
+    return Error(Errc::config, "setting 'streams' lists no stream (mode streams needs it)");
+  }
   for (const auto& s : o.streams)
     if (s.empty())
       return Error(Errc::config, "setting 'streams': an empty stream name (remove it)");
   Credentials c{o.user, o.password, o.password_file};
   SLUICE_TRY(resolve_credentials(c));
   SLUICE_TRY_ASSIGN(o.parsed, redis::parse_redis_url(o.url, c));
-  if (o.format == "opencdc" && !o.key_fields.empty())
+  if (o.format != "raw" && !o.key_fields.empty())
     return Error(Errc::config,
-                 "setting 'key_fields' applies to format raw only (an OpenCDC record has its own "
-                 "key): remove it");
+                 "setting 'key_fields' applies to format raw only (an OpenCDC record or a Debezium "
+                 "event has its own key): remove it");
   return ok_status();
 }
 
@@ -214,6 +260,7 @@ class RedisSource final : public Source {
   void lost_connection(const Error& e);
 
   Options o_;
+  kafka::MessageDecoder debezium_{kafka::Format::debezium};
   ConnectorContext ctx_;
   std::string group_;
   std::optional<redis::RedisConnection> conn_;
@@ -364,7 +411,27 @@ Status RedisSource::decode(const Stream& s, std::string_view id, const redisRepl
     return nullptr;
   };
   std::string problem;
-  if (o_.format == "opencdc") {
+  if (o_.format == "debezium") {
+    const redisReply* v = field_value(o_.field);
+    if (v == nullptr) {
+      problem = fmt::format("has no field '{}' (setting `field`)", o_.field);
+    } else {
+      const redisReply* k = field_value(o_.key_field);
+      const std::string where = fmt::format("stream '{}' entry {}", s.name, id);
+      const std::pair<std::string_view, std::string_view> meta[] = {{"redis.stream", s.name},
+                                                                    {"redis.id", id}};
+      kafka::MessageView m{.topic = s.name,
+                           .key = k ? std::optional<std::string_view>(str(k)) : std::nullopt,
+                           .value = str(v),
+                           .headers = meta,
+                           .kafka_metadata = false,
+                           .where = where};
+      Status st = debezium_.decode(m, batch);
+      if (st.ok()) return ok_status();  // a tombstone (null payload) gives no record
+      if (!ctx_.dead_letters) return std::move(st).error();
+      problem = st.error().message();
+    }
+  } else if (o_.format == "opencdc") {
     const redisReply* v = field_value(o_.field);
     if (v == nullptr) {
       problem = fmt::format("has no field '{}' (setting `field`)", o_.field);
@@ -698,6 +765,333 @@ Status RedisSource::cleanup(const ConnectorContext& ctx) {
   return ok_status();
 }
 
+// ── keyspace mode ──
+//
+// A snapshot of the keys matching `keyspace.pattern` (SCAN … MATCH, then TYPE and HGETALL / GET of
+// each round's keys, pipelined), between the markers snapshot_begin and snapshot_end of the table
+// `keyspace.table` (keyed SQL destinations then delete the rows of keys the snapshot did not see),
+// then the keyspace notifications of those keys (PSUBSCRIBE __keyspace@<db>__:<pattern>, on a
+// second connection opened before the snapshot starts, so that no change after the SCAN began is
+// missed). Each notification marks its key; the marked keys are read again (coalesced: a key
+// changed many times between two reads is read once) and become an upsert of the key's current
+// value, or a delete when the key is gone (del, expired, evicted, …). A change that can remove a
+// hash field (anything but hset, hsetnx, hincrby, hincrbyfloat on a hash) is a delete followed by
+// the upsert, so that a removed field does not keep its last value at the destination.
+//
+// Pub/sub is at-most-once: when the subscription is lost (reconnect, the server dropping a slow
+// subscriber at client-output-buffer-limit pubsub, a restart of sluice) the notifications sent
+// meanwhile are gone, so the source subscribes again and takes a new snapshot (with its markers).
+class RedisKeyspaceSource final : public Source {
+ public:
+  explicit RedisKeyspaceSource(Options o) : o_(std::move(o)) {}
+  ~RedisKeyspaceSource() override { close(); }
+
+  Status open(const ConnectorContext& ctx, const std::optional<std::string>&) override {
+    ctx_ = ctx;
+    SLUICE_TRY(start());
+    spdlog::info("pipeline {}: keyspace mode: keys matching '{}' on {} as table '{}'",
+                 ctx_.pipeline_id, o_.keyspace_pattern, o_.parsed.redacted(), o_.keyspace_table);
+    return ok_status();
+  }
+  Result<ReadStatus> read(Batch& batch, const ReadRequest& req, std::stop_token stop) override;
+  void ack(std::string_view) override {}  // nothing to acknowledge: a restart takes a snapshot
+  void close() noexcept override {
+    sub_.reset();
+    conn_.reset();
+  }
+
+ private:
+  // Connects both connections, checks (or sets) notify-keyspace-events, subscribes, and starts a
+  // snapshot.
+  Status start();
+  Status check_notifications();
+  // Moves the notifications received (waiting at most `timeout` for the first) into marked_.
+  Status drain(std::chrono::milliseconds timeout);
+  // Reads `keys` and appends their records (op snapshot or create; a vanished key is a delete).
+  Status read_keys(const std::vector<std::string>& keys, const std::vector<bool>& replace,
+                   Operation op, Batch& batch);
+  void marker(Batch& batch, bool begin);
+  Status connect(std::optional<redis::RedisConnection>& c, std::chrono::milliseconds timeout);
+
+  Options o_;
+  ConnectorContext ctx_;
+  std::optional<redis::RedisConnection> conn_, sub_;
+  std::string channel_prefix_;  // "__keyspace@<db>__:"
+  bool snapshotting_ = false;
+  bool snapshot_begun_ = false;
+  std::string cursor_ = "0";
+  // Keys to read again, in the order first marked; whether to replace (delete first).
+  std::vector<std::string> marked_order_;
+  std::unordered_map<std::string, bool> marked_;
+  uint64_t seq_ = 0;
+  std::chrono::milliseconds backoff_{200};
+  bool warned_type_ = false;
+};
+
+Status RedisKeyspaceSource::connect(std::optional<redis::RedisConnection>& c,
+                                    std::chrono::milliseconds timeout) {
+  redis::RedisConnection::Options co;
+  co.connect_timeout = o_.connect_timeout;
+  co.command_timeout = timeout;
+  co.client_name = "sluice-" + ctx_.pipeline_id;
+  SLUICE_TRY_ASSIGN(redis::RedisConnection x, redis::RedisConnection::connect(o_.parsed, co));
+  c.emplace(std::move(x));
+  return ok_status();
+}
+
+Status RedisKeyspaceSource::check_notifications() {
+  auto r = conn_->command({"CONFIG", "GET", "notify-keyspace-events"});
+  if (!r.ok())
+    return Error(r.error().code(),
+                 fmt::format("redis source: cannot read notify-keyspace-events ({}): keyspace mode "
+                             "needs it to hold K and g$hxe (or A); allow CONFIG GET to the user, "
+                             "or check it on the server",
+                             r.error().message()));
+  std::string flags;
+  if ((*r)->type == REDIS_REPLY_ARRAY && (*r)->elements == 2) flags = str((*r)->element[1]);
+  const bool all = flags.find('A') != std::string::npos;
+  std::string missing;
+  for (char c : std::string_view("Kg$hxe"))
+    if (flags.find(c) == std::string::npos && (c == 'K' || !all)) missing += c;
+  if (missing.empty()) return ok_status();
+  if (!o_.keyspace_configure)
+    return Error(Errc::config,
+                 fmt::format("redis source: keyspace mode needs keyspace notifications, but the "
+                             "server's notify-keyspace-events is '{}' (lacks {}): run CONFIG SET "
+                             "notify-keyspace-events {}{} on it, or set keyspace.configure: true",
+                             flags, missing, flags, missing));
+  auto set = conn_->command({"CONFIG", "SET", "notify-keyspace-events", flags + missing});
+  if (!set.ok())
+    return Error(set.error().code(),
+                 fmt::format("redis source: cannot set notify-keyspace-events ({}): run CONFIG SET "
+                             "notify-keyspace-events {}{} as an administrator",
+                             set.error().message(), flags, missing));
+  spdlog::info("pipeline {}: set notify-keyspace-events to '{}{}' (keyspace.configure)",
+               ctx_.pipeline_id, flags, missing);
+  return ok_status();
+}
+
+Status RedisKeyspaceSource::start() {
+  sub_.reset();
+  conn_.reset();
+  SLUICE_TRY(connect(conn_, std::chrono::milliseconds(30'000)));
+  SLUICE_TRY(check_notifications());
+  SLUICE_TRY(connect(sub_, std::chrono::milliseconds(0)));
+  channel_prefix_ = fmt::format("__keyspace@{}__:", o_.parsed.db);
+  SLUICE_TRY_ASSIGN(Reply r, sub_->command({"PSUBSCRIBE", channel_prefix_ + o_.keyspace_pattern}));
+  snapshotting_ = true;
+  snapshot_begun_ = false;
+  cursor_ = "0";
+  marked_.clear();
+  marked_order_.clear();
+  return ok_status();
+}
+
+Status RedisKeyspaceSource::drain(std::chrono::milliseconds timeout) {
+  for (;;) {
+    SLUICE_TRY_ASSIGN(std::optional<Reply> m, sub_->poll_reply(timeout));
+    if (!m) return ok_status();
+    timeout = std::chrono::milliseconds(0);
+    const redisReply* x = m->get();
+    // ["pmessage", pattern, "__keyspace@0__:<key>", "<event>"]
+    if (x->type != REDIS_REPLY_ARRAY || x->elements != 4 || str(x->element[0]) != "pmessage")
+      continue;
+    std::string_view channel = str(x->element[2]);
+    if (!channel.starts_with(channel_prefix_)) continue;
+    std::string key(channel.substr(channel_prefix_.size()));
+    const std::string_view event = str(x->element[3]);
+    const bool additive =
+        event == "hset" || event == "hsetnx" || event == "hincrby" || event == "hincrbyfloat";
+    auto [it, fresh] = marked_.try_emplace(key, !additive);
+    if (fresh) marked_order_.push_back(std::move(key));
+    else if (!additive) it->second = true;
+  }
+}
+
+void RedisKeyspaceSource::marker(Batch& batch, bool begin) {
+  Record& r = batch.add();
+  r.op = Operation::marker;
+  r.metadata =
+      batch.object(2)
+          .add(meta::kTable, Value::string(batch.copy(o_.keyspace_table)))
+          .add(meta::kMarker, Value::string(begin ? meta::kSnapshotBegin : meta::kSnapshotEnd))
+          .build();
+}
+
+Status RedisKeyspaceSource::read_keys(const std::vector<std::string>& keys,
+                                      const std::vector<bool>& replace, Operation op,
+                                      Batch& batch) {
+  if (keys.empty()) return ok_status();
+  for (const std::string& k : keys) conn_->append({"TYPE", k});
+  std::vector<std::string> types;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SLUICE_TRY_ASSIGN(Reply t, conn_->read_reply());
+    types.emplace_back(str(t.get()));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (types[i] == "hash") conn_->append({"HGETALL", keys[i]});
+    else if (types[i] == "string") conn_->append({"GET", keys[i]});
+  }
+  const Value table = Value::string(batch.copy(o_.keyspace_table));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const bool known = types[i] == "hash" || types[i] == "string";
+    Reply v;
+    if (known) {
+      SLUICE_TRY_ASSIGN(v, conn_->read_reply());
+    }
+    if (!known && types[i] != "none") {
+      if (!warned_type_)
+        spdlog::warn(
+            "pipeline {}: key '{}' is a {}: keyspace mode reads hashes and strings only "
+            "(such keys are skipped)",
+            ctx_.pipeline_id, keys[i], types[i]);
+      warned_type_ = true;
+      continue;
+    }
+    // Gone (or replaced by another type, or emptied, between TYPE and the read): a delete; the
+    // notification of what happened next marks the key again.
+    const bool gone = !known || v->type == REDIS_REPLY_NIL || v->type == REDIS_REPLY_ERROR ||
+                      (types[i] == "hash" && v->type == REDIS_REPLY_ARRAY && v->elements == 0);
+    auto key_value = [&] {
+      ObjectBuilder k = batch.object(1);
+      k.add("key", text_or_bytes(batch, keys[i]));
+      return k.build();
+    };
+    auto metadata = [&] {
+      ObjectBuilder m = batch.object(2);
+      m.add(meta::kTable, table);
+      m.add("redis.type", Value::string(batch.copy(types[i])));
+      return m.build();
+    };
+    if (gone || (op != Operation::snapshot && replace[i])) {
+      if (op == Operation::snapshot && gone) continue;  // the snapshot just does not see it
+      Record& d = batch.add();
+      d.op = Operation::remove;
+      d.key = key_value();
+      d.metadata = metadata();
+      if (gone) continue;
+    }
+    const size_t n = v->type == REDIS_REPLY_ARRAY ? v->elements / 2 : 1;
+    ObjectBuilder after = batch.object(uint32_t(n + 1));
+    after.add("key", text_or_bytes(batch, keys[i]));
+    if (types[i] == "hash") {
+      for (size_t f = 0; f + 1 < v->elements; f += 2) {
+        const std::string_view name = str(v->element[f]);
+        if (name == "key")
+          return Error(Errc::data,
+                       fmt::format("redis source: key '{}' is a hash with a field 'key', the "
+                                   "column keyspace mode gives the Redis key: rename the field",
+                                   keys[i]));
+        after.add(batch.copy(name), text_or_bytes(batch, str(v->element[f + 1])));
+      }
+    } else {
+      after.add("value", text_or_bytes(batch, str(v.get())));
+    }
+    Record& r = batch.add();
+    r.op = op;
+    r.key = key_value();
+    r.after = after.build();
+    r.metadata = metadata();
+  }
+  return ok_status();
+}
+
+Result<ReadStatus> RedisKeyspaceSource::read(Batch& batch, const ReadRequest& req,
+                                             std::stop_token stop) {
+  const auto started = Clock::now();
+  Clock::time_point first{};
+  bool idle = false;
+  while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
+         !stop.stop_requested()) {
+    Status st = ok_status();
+    if (!conn_ || !sub_) {
+      st = start();
+      if (st.ok()) {
+        spdlog::info(
+            "pipeline {}: subscribed again to {}: taking a new snapshot (notifications "
+            "sent while unsubscribed are lost)",
+            ctx_.pipeline_id, o_.parsed.redacted());
+        backoff_ = std::chrono::milliseconds(200);
+      } else {
+        if (!transient(st.error())) return st.error();
+        spdlog::warn("pipeline {}: {} (retrying)", ctx_.pipeline_id, st.error().message());
+        conn_.reset();
+        sub_.reset();
+        std::this_thread::sleep_for(backoff_);
+        backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(5000));
+        break;
+      }
+    }
+    const size_t before = batch.size();
+    const size_t room = std::max<size_t>(1, req.max_records - batch.size());
+    if (snapshotting_) {
+      if (!snapshot_begun_) {
+        marker(batch, true);
+        snapshot_begun_ = true;
+      }
+      auto scan = conn_->command({"SCAN", cursor_, "MATCH", o_.keyspace_pattern, "COUNT",
+                                  std::to_string(std::min<size_t>(room, 1000))});
+      if (scan.ok()) {
+        const redisReply* r = scan->get();
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+          return Error(Errc::internal, "redis: unexpected SCAN reply " + redis::reply_text(r));
+        cursor_.assign(str(r->element[0]));
+        std::vector<std::string> keys;
+        for (size_t i = 0; i < r->element[1]->elements; ++i)
+          keys.emplace_back(str(r->element[1]->element[i]));
+        st = read_keys(keys, std::vector<bool>(keys.size(), false), Operation::snapshot, batch);
+        if (st.ok() && cursor_ == "0") {
+          marker(batch, false);
+          snapshotting_ = false;
+          spdlog::info("pipeline {}: keyspace snapshot complete; following notifications",
+                       ctx_.pipeline_id);
+        }
+        // Keep the subscription's socket drained, so that a long snapshot does not make the
+        // server drop a slow subscriber.
+        if (st.ok()) st = drain(std::chrono::milliseconds(0));
+      } else {
+        st = std::move(scan).error();
+      }
+    } else {
+      if (marked_order_.empty()) {
+        const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) {
+          idle = true;
+          break;
+        }
+        st = drain(std::min(left, std::chrono::milliseconds(100)));
+      }
+      if (st.ok() && !marked_order_.empty()) {
+        const size_t n = std::min(room, marked_order_.size());
+        std::vector<std::string> keys(std::make_move_iterator(marked_order_.begin()),
+                                      std::make_move_iterator(marked_order_.begin() + long(n)));
+        marked_order_.erase(marked_order_.begin(), marked_order_.begin() + long(n));
+        std::vector<bool> replace;
+        for (const std::string& k : keys) {
+          replace.push_back(marked_[k]);
+          marked_.erase(k);
+        }
+        st = read_keys(keys, replace, Operation::create, batch);
+      }
+    }
+    if (!st.ok()) {
+      if (!transient(st.error())) return st.error();
+      spdlog::warn(
+          "pipeline {}: {} (reconnecting, then a new snapshot: notifications are not "
+          "replayed)",
+          ctx_.pipeline_id, st.error().message());
+      conn_.reset();
+      sub_.reset();
+      break;
+    }
+    if (before == 0 && batch.size() > 0) first = Clock::now();
+  }
+  if (!batch.empty()) batch.set_position(std::to_string(++seq_));
+  return idle ? ReadStatus::idle : ReadStatus::more;
+}
+
 }  // namespace
 
 namespace redis {
@@ -721,6 +1115,8 @@ std::span<const SettingSpec> redis_source_settings() noexcept { return kSettings
 Result<std::unique_ptr<Source>> make_redis_source(const Settings& settings) {
   SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, settings));
   SLUICE_TRY(finalize(o));
+  if (o.mode == "keyspace")
+    return std::unique_ptr<Source>(std::make_unique<RedisKeyspaceSource>(std::move(o)));
   return std::unique_ptr<Source>(std::make_unique<RedisSource>(std::move(o)));
 }
 

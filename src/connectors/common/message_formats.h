@@ -1,4 +1,6 @@
-// Decoding Kafka messages into records, for the kafka source. Three formats:
+// Decoding change-event messages into records: Kafka messages for the kafka source, and the entries
+// of Redis streams for the redis source (its `debezium` and `opencdc` formats), which set `where`
+// and turn the kafka.* metadata off. Three formats:
 //
 //   opencdc   the value is one OpenCDC JSON record (sluice/json.h); its own metadata is kept.
 //   debezium  the value is a Debezium change event, with or without the {"schema":…,"payload":…}
@@ -42,6 +44,10 @@ struct MessageView {
   std::optional<std::string_view> value;  // nullopt: tombstone
   int64_t timestamp_ms = -1;              // -1: none
   std::span<const std::pair<std::string_view, std::string_view>> headers = {};
+  // Not Kafka (the redis source): no kafka.* metadata, and errors name `where` (e.g. "stream 'x'
+  // entry 1-0") instead of the topic, partition and offset.
+  bool kafka_metadata = true;
+  std::string_view where = {};
 };
 
 class MessageDecoder {

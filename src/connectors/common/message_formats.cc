@@ -1,4 +1,4 @@
-#include "connectors/kafka/kafka_source_formats.h"
+#include "connectors/common/message_formats.h"
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -338,6 +338,11 @@ MessageDecoder::~MessageDecoder() = default;
 namespace {
 
 Error decode_error(const MessageView& m, Format f, std::string_view what, std::string_view why) {
+  if (!m.kafka_metadata)
+    return Error(Errc::data,
+                 fmt::format("cannot decode the {} of {} as {}: {}; fix the producer or "
+                             "choose the matching `format`",
+                             what, m.where, format_name(f), why));
   return Error(
       Errc::data,
       fmt::format(
@@ -364,16 +369,18 @@ Value merge_metadata(Arena& arena, const Value& own, const MessageView& m, const
   };
   if (own_n) {
     for (const Field& x : own.fields()) {
-      if (x.name == kMetaTopic || x.name == kMetaPartition || x.name == kMetaOffset ||
-          x.name == kMetaTimestamp)
+      if (m.kafka_metadata && (x.name == kMetaTopic || x.name == kMetaPartition ||
+                               x.name == kMetaOffset || x.name == kMetaTimestamp))
         continue;
       f[n++] = x;
     }
   }
-  f[n++] = Field{kMetaTopic, Value::string(cache.topic)};
-  f[n++] = Field{kMetaPartition, Value::string(arena_number(arena, m.partition))};
-  f[n++] = Field{kMetaOffset, Value::string(arena_number(arena, m.offset))};
-  if (m.timestamp_ms >= 0) f[n++] = Field{kMetaTimestamp, Value::string(cache.timestamp)};
+  if (m.kafka_metadata) {
+    f[n++] = Field{kMetaTopic, Value::string(cache.topic)};
+    f[n++] = Field{kMetaPartition, Value::string(arena_number(arena, m.partition))};
+    f[n++] = Field{kMetaOffset, Value::string(arena_number(arena, m.offset))};
+    if (m.timestamp_ms >= 0) f[n++] = Field{kMetaTimestamp, Value::string(cache.timestamp)};
+  }
   for (const auto& [name, value] : m.headers) {
     if (taken(name)) continue;
     f[n++] = Field{arena.copy(name), Value::string(arena.copy(value))};

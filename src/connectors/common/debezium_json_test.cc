@@ -1,4 +1,4 @@
-#include "connectors/kafka/debezium_json.h"
+#include "connectors/common/debezium_json.h"
 
 #include <gtest/gtest.h>
 
