@@ -30,8 +30,8 @@ ReplyPtr command(redisContext* c, const std::vector<std::string>& args) {
     argv.push_back(a.data());
     argl.push_back(a.size());
   }
-  return ReplyPtr(static_cast<redisReply*>(
-      redisCommandArgv(c, int(argv.size()), argv.data(), argl.data())));
+  return ReplyPtr(
+      static_cast<redisReply*>(redisCommandArgv(c, int(argv.size()), argv.data(), argl.data())));
 }
 void append(redisContext* c, const std::vector<std::string>& args) {
   std::vector<const char*> argv;
@@ -184,8 +184,7 @@ void redis_delete_prefix(const std::string& url, const std::string& prefix) {
   for (size_t i = 0; i < keys->size(); ++i) (void)next_reply(c.get());
 }
 
-int64_t redis_pending(const std::string& url, const std::string& stream,
-                      const std::string& group) {
+int64_t redis_pending(const std::string& url, const std::string& stream, const std::string& group) {
   Context c = connect(url);
   if (!c) return -1;
   auto r = command(c.get(), {"XPENDING", stream, group});
