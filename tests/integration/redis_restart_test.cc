@@ -1,12 +1,8 @@
 // The redis destination across a Redis restart mid-stream: PostgreSQL → a private Redis server
-// (scripts/services with a data directory and port of its own, so no other test's server is
+// (test::PrivateRedis: a data directory and port of its own, so no other test's server is
 // touched); while Redis is down the source keeps changing, the writes are retried with backoff on
 // new connections, and once Redis is back the keys end equal to the table row by row.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
@@ -20,25 +16,6 @@ namespace sluice::pgtest {
 namespace {
 
 using e2e::Process;
-
-int services(const std::string& args) {
-  const std::string cmd = std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >&2";
-  return std::system(cmd.c_str());
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int got = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    got = ntohs(a.sin_port);
-  ::close(fd);
-  return got;
-}
 
 std::map<std::string, std::string> redis_names(const std::string& url) {
   std::map<std::string, std::string> out;
@@ -65,14 +42,9 @@ TEST(RedisRestart, WritesRetryUntilRedisIsBackAndTheEndStateIsExact) {
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, name text NOT NULL)"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO t SELECT g, 'a' || g FROM generate_series(1, 500) g"));
-  auto svc = e2e::make_temp_dir("private-redis");
-  const int port = free_port();
-  ASSERT_GT(port, 0);
-  setenv("SLUICE_SERVICES_DIR", svc.c_str(), 1);
-  setenv("SLUICE_REDIS_PORT", std::to_string(port).c_str(), 1);
-  ASSERT_EQ(services("start redis"), 0);
-  const std::string url = std::string("redis://sluice:") + test::kRedisTestPassword +
-                          "@127.0.0.1:" + std::to_string(port) + "/0";
+  test::PrivateRedis server;
+  ASSERT_TRUE(server.ok());
+  const std::string url = server.url();
 
   auto expected = [&] {
     std::map<std::string, std::string> out;
@@ -91,18 +63,17 @@ TEST(RedisRestart, WritesRetryUntilRedisIsBackAndTheEndStateIsExact) {
   ASSERT_TRUE(test::wait_until([&] { return redis_names(url).size() == 500; }, 30s))
       << run.stderr_text();
 
-  ASSERT_EQ(services("stop redis"), 0);
+  ASSERT_TRUE(server.stop());
   ASSERT_TRUE(db.sql().exec(
       "UPDATE t SET name = 'b' || id WHERE id % 2 = 0; DELETE FROM t WHERE id % 5 = 0;"
       "INSERT INTO t SELECT g, 'c' || g FROM generate_series(501, 600) g"));
   std::this_thread::sleep_for(2s);  // writes fail meanwhile and are retried
   EXPECT_LT(run.wait_for(10ms), 0) << "the pipeline keeps retrying: " << run.stderr_text();
-  ASSERT_EQ(services("start redis"), 0);
+  ASSERT_TRUE(server.start());
   EXPECT_TRUE(test::wait_until([&] { return redis_names(url) == expected(); }, 30s))
       << run.stderr_text();
   run.terminate();
   EXPECT_EQ(run.wait(), 0) << run.stderr_text();
-  (void)services("stop redis");
 }
 
 }  // namespace

@@ -1,11 +1,8 @@
 // The redis source across a restart of the Redis server mid-stream: the source reconnects with
 // backoff, reads its pending entries again, and the end state is every entry (keyed upserts),
 // with nothing left pending. The server it restarts is its own (started here with scripts/services
-// in a temporary SLUICE_SERVICES_DIR on a free port), never the shared one.
+// in a temporary SLUICE_SERVICES_DIR on a free port: PrivateRedis), never the shared one.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -20,57 +17,10 @@
 namespace sluice::test {
 namespace {
 
-int services(const std::string& args) {
-  const std::string cmd = std::string(SLUICE_SOURCE_DIR) + "/scripts/services " + args + " >&2";
-  return std::system(cmd.c_str());
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int got = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    got = ntohs(a.sin_port);
-  ::close(fd);
-  return got;
-}
-
-// A Redis server of this test's own.
-class PrivateRedis {
- public:
-  PrivateRedis() : dir_(make_temp_dir("private-redis")), port_(free_port()) {
-    setenv("SLUICE_SERVICES_DIR", dir_.c_str(), 1);
-    setenv("SLUICE_REDIS_PORT", std::to_string(port_).c_str(), 1);
-    setenv("SLUICE_TEST_REDIS_URL", url().c_str(), 1);
-    ok_ = port_ != 0 && services("start redis") == 0;
-  }
-  ~PrivateRedis() {
-    (void)services("stop redis");
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  PrivateRedis(const PrivateRedis&) = delete;
-  PrivateRedis& operator=(const PrivateRedis&) = delete;
-  bool ok() const { return ok_; }
-  std::string url() const {
-    return std::string("redis://sluice:") + test::kRedisTestPassword +
-           "@127.0.0.1:" + std::to_string(port_);
-  }
-
- private:
-  std::filesystem::path dir_;
-  int port_;
-  bool ok_ = false;
-};
-
 TEST(RedisSourceServerRestart, ReconnectsAndEndsWithEveryEntryAndNothingPending) {
   PrivateRedis server;
   ASSERT_TRUE(server.ok());
+  setenv("SLUICE_TEST_REDIS_URL", server.url().c_str(), 1);  // redis_connect() below
   const int n = 40000;
   {
     redis::RedisConnection c = redis_connect();
@@ -104,9 +54,9 @@ TEST(RedisSourceServerRestart, ReconnectsAndEndsWithEveryEntryAndNothingPending)
       },
       std::chrono::seconds(15)))
       << p.stderr_text();
-  ASSERT_EQ(services("stop redis"), 0);
+  ASSERT_TRUE(server.stop());
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  ASSERT_EQ(services("start redis"), 0);
+  ASSERT_TRUE(server.start());
   ASSERT_EQ(p.wait_for(std::chrono::seconds(30)), 0) << p.stderr_text();
   EXPECT_NE(p.stderr_text().find("reconnected"), std::string::npos) << p.stderr_text();
 

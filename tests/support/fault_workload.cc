@@ -423,9 +423,9 @@ uint64_t row_checksum(const std::vector<std::string>& row) {
 
 namespace {
 
-std::string column_list(char quote) {
+std::string column_list(char quote, const std::vector<FaultColumn>& columns = fault_columns()) {
   std::string s;
-  for (const auto& c : fault_columns()) {
+  for (const auto& c : columns) {
     if (!s.empty()) s += ", ";
     s += quote + c.name + quote;
   }
@@ -449,6 +449,11 @@ void add_rows(TableImage* img, const Rows& rows, Rendering from,
 }  // namespace
 
 TableImage read_pg_image(const std::string& url, const std::string& table) {
+  return read_pg_image(url, table, fault_columns());
+}
+
+TableImage read_pg_image(const std::string& url, const std::string& table,
+                         const std::vector<FaultColumn>& columns) {
   TableImage img;
   PgClient c;
   if (!c.connect(url) || !c.exec("SET TimeZone = 'UTC'", true)) {
@@ -461,8 +466,8 @@ TableImage read_pg_image(const std::string& url, const std::string& table) {
     img.error = "no table " + table;
     return img;
   }
-  Rows rows = c.query("SELECT " + column_list('"') + " FROM " + pg_ident(table), true);
-  add_rows(&img, rows, Rendering::postgres, fault_columns());
+  Rows rows = c.query("SELECT " + column_list('"', columns) + " FROM " + pg_ident(table), true);
+  add_rows(&img, rows, Rendering::postgres, columns);
   return img;
 }
 

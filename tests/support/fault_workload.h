@@ -37,8 +37,11 @@ struct FaultColumn {
   Kind kind;
 };
 
-// Which database rendered a value (how bytes and booleans look as text).
-enum class Rendering { postgres, mysql, sqlite };
+// Which database rendered a value (how bytes and booleans look as text). redis: the redis
+// destination's hash fields (docs/redis.md): bytes raw, booleans true/false, timestamps
+// "YYYY-MM-DDTHH:MM:SS[.ffffff]Z", decimals as the source gave them — read like the others' (raw
+// bytes as hex, the timestamp's `T` and `Z` by the timestamp parser).
+enum class Rendering { postgres, mysql, sqlite, redis };
 
 // The canonical text of one value ("∅" for NULL).
 std::string canonical_value(FaultColumn::Kind kind, const std::optional<std::string>& value,
@@ -59,6 +62,9 @@ struct TableImage {
 };
 
 TableImage read_pg_image(const std::string& url, const std::string& table);
+// A table of other columns (the first is the key).
+TableImage read_pg_image(const std::string& url, const std::string& table,
+                         const std::vector<FaultColumn>& columns);
 TableImage read_mysql_image(const std::string& url, const std::string& table);
 TableImage read_sqlite_image(const std::filesystem::path& db, const std::string& table,
                              const std::vector<FaultColumn>& columns);

@@ -30,6 +30,23 @@ TEST(FaultVerifier, TimestampsCompareInUtc) {
   EXPECT_NE(canonical_value(K::timestamp, "2024-03-10 01:59:59.500001", Rendering::mysql), pg);
 }
 
+// The redis destination's hash fields (docs/redis.md): ISO timestamps with T and Z (fraction only
+// when not zero), raw bytes, true/false, decimals as the source gave them.
+TEST(FaultVerifier, RedisRenderingsCompareWithPostgres) {
+  EXPECT_EQ(canonical_value(K::timestamp, "2024-03-10T01:59:59.5Z", Rendering::redis),
+            canonical_value(K::timestamp, "2024-03-10 01:59:59.5+00", Rendering::postgres));
+  EXPECT_EQ(canonical_value(K::timestamp, "2024-03-10T01:59:59Z", Rendering::redis),
+            canonical_value(K::timestamp, "2024-03-10 01:59:59+00", Rendering::postgres));
+  EXPECT_NE(canonical_value(K::timestamp, "2024-03-10T01:59:59Z", Rendering::redis),
+            canonical_value(K::timestamp, "2024-03-10 01:59:59.000001+00", Rendering::postgres));
+  EXPECT_EQ(canonical_value(K::bytes, std::string("\x00\xff'\\", 4), Rendering::redis),
+            canonical_value(K::bytes, "\\x00ff275c", Rendering::postgres));
+  EXPECT_EQ(canonical_value(K::boolean, "true", Rendering::redis),
+            canonical_value(K::boolean, "t", Rendering::postgres));
+  EXPECT_EQ(canonical_value(K::decimal, "12.340000", Rendering::redis), "12.34");
+  EXPECT_EQ(canonical_value(K::text, std::nullopt, Rendering::redis), "∅");  // no field
+}
+
 TEST(FaultVerifier, BytesBooleansAndJson) {
   EXPECT_EQ(canonical_value(K::bytes, "\\x00FF27", Rendering::postgres),
             canonical_value(K::bytes, std::string("\x00\xff'", 3), Rendering::mysql));
