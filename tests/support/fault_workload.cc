@@ -607,8 +607,8 @@ TableImage read_mongodb_image(const std::string& url, const std::string& collect
     img.error = "cannot create a MongoDB client";
     return img;
   }
-  mongoc_collection_t* c = mongoc_client_get_collection(client.get(), db.c_str(),
-                                                        collection.c_str());
+  mongoc_collection_t* c =
+      mongoc_client_get_collection(client.get(), db.c_str(), collection.c_str());
   bson_t filter = BSON_INITIALIZER;
   mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, &filter, nullptr, nullptr);
   const bson_t* doc = nullptr;
@@ -617,8 +617,7 @@ TableImage read_mongodb_image(const std::string& url, const std::string& collect
     Row r;
     for (const FaultColumn& col : fault_columns()) {
       bson_iter_t it;
-      r.push_back(bson_iter_init_find(&it, doc, col.name.c_str()) ? bson_text(&it)
-                                                                   : std::nullopt);
+      r.push_back(bson_iter_init_find(&it, doc, col.name.c_str()) ? bson_text(&it) : std::nullopt);
     }
     rows.push_back(std::move(r));
   }
@@ -674,8 +673,8 @@ std::string mongodb_fingerprint(const std::string& url, const std::string& colle
   std::string db;
   MongoClient client = mongo_client(url, &db);
   if (!client) return "";
-  mongoc_collection_t* c = mongoc_client_get_collection(client.get(), db.c_str(),
-                                                        collection.c_str());
+  mongoc_collection_t* c =
+      mongoc_client_get_collection(client.get(), db.c_str(), collection.c_str());
   // Only id and rev: a cheap scan (FerretDB's $group support is partial).
   bson_t filter = BSON_INITIALIZER;
   bson_t* opts = BCON_NEW("projection", "{", "id", BCON_INT32(1), "rev", BCON_INT32(1), "}");

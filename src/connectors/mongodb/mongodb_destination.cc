@@ -50,7 +50,8 @@ Status append_id(bson_t* doc, const Record& r, const mongodb::BsonWriteOptions& 
     if (v.is_null() || v.is_absent())
       return Error(Errc::data, fmt::format("key field \"{}\" is null", f.name));
   }
-  if (fields.size() == 1) return mongodb::append_value(doc, "_id", key_value(fields[0], r, from), o);
+  if (fields.size() == 1)
+    return mongodb::append_value(doc, "_id", key_value(fields[0], r, from), o);
   bson_t child;
   bson_append_document_begin(doc, "_id", 3, &child);
   for (const Field& f : fields) {
@@ -326,7 +327,8 @@ class MongodbDestination final : public Destination {
 
   // The stored document with `_id` of `id` (an empty document when there is none).
   Result<BsonPtr> find_one(const std::string& coll, const bson_t* id) {
-    mongodb::CursorPtr cur(mongoc_collection_find_with_opts(collection(coll), id, nullptr, nullptr));
+    mongodb::CursorPtr cur(
+        mongoc_collection_find_with_opts(collection(coll), id, nullptr, nullptr));
     const bson_t* doc = nullptr;
     BsonPtr out = make_bson();
     if (mongoc_cursor_next(cur.get(), &doc)) bson_concat(out.get(), doc);
