@@ -360,8 +360,22 @@ class MongodbDestination final : public Destination {
         }
       }
       std::string what = fmt::format("server refused the write (code {}): {}", code, msg);
-      if (index >= 0 && static_cast<size_t>(index) < op_record.size())
-        return Error(Errc::data, describe(batch.records()[run.records[op_record[index]]], what));
+      if (index >= 0 && static_cast<size_t>(index) < op_record.size()) {
+        const Record& r = batch.records()[run.records[op_record[index]]];
+        std::string line = describe(r, what);
+        // A duplicate key on an upsert by _id is a race with another writer of the same _id
+        // (both found no document, both inserted): a killed sluice's command that the server
+        // still runs, as seen with FerretDB under kill -9; MongoDB retries such upserts itself,
+        // FerretDB does not. Retried once: the same record refused twice in a row is a real
+        // violation (a unique index), isolated to the record.
+        if (code == 11000 && r.op != Operation::remove && !is_truncate(r) &&
+            line != last_duplicate_) {
+          last_duplicate_ = line;
+          return Error(Errc::connection, line + " (an upsert raced another writer: retried)", true);
+        }
+        last_duplicate_.clear();
+        return Error(Errc::data, std::move(line));
+      }
       return Error(Errc::data, fmt::format("{}: collection \"{}\": {}", kWhat, run.name, what));
     }
     Error e = mongodb::to_error(err, fmt::format("{}: bulk write to \"{}\"", kWhat, run.name));
@@ -405,6 +419,7 @@ class MongodbDestination final : public Destination {
   std::unordered_map<std::string, mongodb::CollectionPtr> collections_;
   std::deque<Run> runs_;  // a deque: the index keys on the names it holds
   std::string pipeline_id_;
+  std::string last_duplicate_;  // the record a duplicate key refused last (retried once)
 };
 
 }  // namespace
