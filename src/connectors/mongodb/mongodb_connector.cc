@@ -79,10 +79,11 @@ constexpr auto kDestinationSettings = settings_table<MongodbDestinationOptions>(
         "beyond it is sent as several commands, in order. FerretDB 1.24 (SQLite backend) keeps one "
         "connection of its pool of 100 per document an `update` command matched until the "
         "command ends: a command (or concurrent ones) matching more than 100 existing documents "
-        "never answers and blocks that database until FerretDB restarts; 32 leaves room for three "
-        "at once (a killed sluice's command runs on). MongoDB takes up to 100,000 per command.",
+        "never answers and blocks that database until FerretDB restarts; 10 leaves room for ten at "
+        "once (the commands of killed sluice processes run on). MongoDB takes up to 100,000 per "
+        "command: raise it there.",
         SettingType::integer)
-        .with_default("32")
+        .with_default("10")
         .at_least(1));
 
 Status finalize(MongodbDestinationOptions& o) {

@@ -28,7 +28,7 @@ struct MongodbDestinationOptions {
   mongodb::SubMillisecond sub_millisecond = mongodb::SubMillisecond::string;
   mongodb::Decimals decimals = mongodb::Decimals::decimal128;
   bool checkpoint_in_destination = false;
-  int64_t max_operations = 32;  // bulk.max_operations: operations per bulk write command
+  int64_t max_operations = 10;  // bulk.max_operations: operations per bulk write command
 };
 
 std::span<const SettingSpec> mongodb_destination_settings() noexcept;
