@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <mongoc/mongoc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -519,6 +520,124 @@ TableImage read_sqlite_image(const std::filesystem::path& db, const std::string&
 }
 
 namespace {
+
+// A libmongoc client for `url` that gives up quickly (the checker polls), or null.
+struct MongoClientFree {
+  void operator()(mongoc_client_t* c) const noexcept { mongoc_client_destroy(c); }
+};
+using MongoClient = std::unique_ptr<mongoc_client_t, MongoClientFree>;
+MongoClient mongo_client(const std::string& url, std::string* db) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mongoc_init();
+    // libmongoc's warnings ("Couldn't send endSessions": FerretDB has no sessions) stay out of the
+    // output; errors come back through bson_error_t.
+    mongoc_log_set_handler(
+        [](mongoc_log_level_t level, const char* domain, const char* message, void*) {
+          if (level <= MONGOC_LOG_LEVEL_ERROR) std::fprintf(stderr, "%s: %s\n", domain, message);
+        },
+        nullptr);
+  });
+  bson_error_t err;
+  mongoc_uri_t* uri = mongoc_uri_new_with_error(url.c_str(), &err);
+  if (!uri) return nullptr;
+  const char* name = mongoc_uri_get_database(uri);
+  *db = name ? name : "";
+  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, 5000);
+  mongoc_uri_set_option_as_int32(uri, MONGOC_URI_SOCKETTIMEOUTMS, 30000);
+  MongoClient c(mongoc_client_new_from_uri(uri));
+  mongoc_uri_destroy(uri);
+  if (c) mongoc_client_set_error_api(c.get(), MONGOC_ERROR_API_VERSION_2);
+  return c;
+}
+
+// One BSON value as text (the header comment's rules; nullopt for null).
+std::optional<std::string> bson_text(const bson_iter_t* it) {
+  char buf[64];
+  switch (bson_iter_type(it)) {
+    case BSON_TYPE_NULL:
+    case BSON_TYPE_UNDEFINED: return std::nullopt;
+    case BSON_TYPE_INT32: return std::to_string(bson_iter_int32(it));
+    case BSON_TYPE_INT64: return std::to_string(bson_iter_int64(it));
+    case BSON_TYPE_DOUBLE:
+      std::snprintf(buf, sizeof buf, "%.17g", bson_iter_double(it));
+      return std::string(buf);
+    case BSON_TYPE_DECIMAL128: {
+      bson_decimal128_t d;
+      bson_iter_decimal128(it, &d);
+      char s[BSON_DECIMAL128_STRING];
+      bson_decimal128_to_string(&d, s);
+      return std::string(s);
+    }
+    case BSON_TYPE_UTF8: {
+      uint32_t n = 0;
+      const char* s = bson_iter_utf8(it, &n);
+      return std::string(s, n);
+    }
+    case BSON_TYPE_BOOL: return std::string(bson_iter_bool(it) ? "true" : "false");
+    case BSON_TYPE_DATE_TIME: return format_utc_micros(bson_iter_date_time(it) * 1000);
+    case BSON_TYPE_BINARY: {
+      bson_subtype_t sub;
+      uint32_t n = 0;
+      const uint8_t* data = nullptr;
+      bson_iter_binary(it, &sub, &n, &data);
+      return std::string(reinterpret_cast<const char*>(data), n);
+    }
+    default: {
+      // Documents, arrays and the rest: relaxed Extended JSON of {"v": value}, unwrapped.
+      bson_t wrap = BSON_INITIALIZER;
+      bson_append_iter(&wrap, "v", 1, it);
+      char* json = bson_as_relaxed_extended_json(&wrap, nullptr);
+      std::string out = canonical_json(json ? json : "");
+      bson_free(json);
+      bson_destroy(&wrap);
+      const std::string head = "{\"v\":";
+      if (out.rfind(head, 0) == 0 && out.size() > head.size()) {
+        out = out.substr(head.size());
+        out.pop_back();
+      }
+      return out;
+    }
+  }
+}
+
+}  // namespace
+
+TableImage read_mongodb_image(const std::string& url, const std::string& collection) {
+  TableImage img;
+  std::string db;
+  MongoClient client = mongo_client(url, &db);
+  if (!client) {
+    img.ok = false;
+    img.error = "cannot create a MongoDB client";
+    return img;
+  }
+  mongoc_collection_t* c =
+      mongoc_client_get_collection(client.get(), db.c_str(), collection.c_str());
+  bson_t filter = BSON_INITIALIZER;
+  mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, &filter, nullptr, nullptr);
+  const bson_t* doc = nullptr;
+  Rows rows;
+  while (mongoc_cursor_next(cur, &doc)) {
+    Row r;
+    for (const FaultColumn& col : fault_columns()) {
+      bson_iter_t it;
+      r.push_back(bson_iter_init_find(&it, doc, col.name.c_str()) ? bson_text(&it) : std::nullopt);
+    }
+    rows.push_back(std::move(r));
+  }
+  bson_error_t err;
+  if (mongoc_cursor_error(cur, &err)) {
+    img.ok = false;
+    img.error = std::string("reading ") + collection + ": " + err.message;
+  }
+  mongoc_cursor_destroy(cur);
+  mongoc_collection_destroy(c);
+  if (img.ok) add_rows(&img, rows, Rendering::bson, fault_columns());
+  return img;
+}
+
+namespace {
 std::string fingerprint_of(const Rows& rows) {
   if (rows.size() != 1 || rows[0].size() != 3) return "";
   std::string s;
@@ -553,6 +672,33 @@ std::string sqlite_fingerprint(const std::filesystem::path& db, const std::strin
   } catch (const std::exception&) {
     return "";
   }
+}
+
+std::string mongodb_fingerprint(const std::string& url, const std::string& collection) {
+  std::string db;
+  MongoClient client = mongo_client(url, &db);
+  if (!client) return "";
+  mongoc_collection_t* c =
+      mongoc_client_get_collection(client.get(), db.c_str(), collection.c_str());
+  // Only id and rev: a cheap scan (FerretDB's $group support is partial).
+  bson_t filter = BSON_INITIALIZER;
+  bson_t* opts = BCON_NEW("projection", "{", "id", BCON_INT32(1), "rev", BCON_INT32(1), "}");
+  mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, &filter, opts, nullptr);
+  const bson_t* doc = nullptr;
+  int64_t n = 0, ids = 0, revs = 0;
+  while (mongoc_cursor_next(cur, &doc)) {
+    bson_iter_t it;
+    n++;
+    if (bson_iter_init_find(&it, doc, "id")) ids += bson_iter_as_int64(&it);
+    if (bson_iter_init_find(&it, doc, "rev")) revs += bson_iter_as_int64(&it);
+  }
+  bson_error_t err;
+  const bool failed = mongoc_cursor_error(cur, &err);
+  mongoc_cursor_destroy(cur);
+  bson_destroy(opts);
+  mongoc_collection_destroy(c);
+  if (failed) return "";
+  return std::to_string(n) + "/" + std::to_string(ids) + "/" + std::to_string(revs);
 }
 
 namespace {

@@ -13,6 +13,17 @@
 // "YYYY-MM-DD HH:MM:SS.ffffff"; bytes are lower-case hex (PostgreSQL's "\x…", MySQL's and
 // SQLite's raw bytes); JSON is re-serialised with sorted keys and no spaces; booleans are
 // "true"/"false" (t/f, 1/0). A row's checksum is FNV-1a over its canonical values.
+//
+// BSON values (a MongoDB document, read_mongodb_image; Rendering::bson) are first rendered as
+// text, then canonicalised as above: int32/int64 as decimal digits; double as "%.17g"; Decimal128
+// as libbson's text ("1.500000", "1.5E+3": the decimal rules bring both to one form); a string as
+// itself (the mongodb destination writes a decimal as its exact text with `decimals: string`, which
+// FerretDB needs, and a timestamp with a sub-millisecond part as its ISO 8601 text with
+// microseconds, "2024-03-10T01:59:00.001237Z" — docs/mongodb.md); a date (milliseconds) as UTC
+// "YYYY-MM-DD HH:MM:SS.ffffff" (a date column is its first ten characters); bool as "true"/"false";
+// binary of any subtype as its raw bytes (then hex, as MySQL's); an embedded document or array
+// as its relaxed Extended JSON (int64 as plain numbers), then canonical JSON as above; null or
+// a missing field as NULL.
 #pragma once
 
 #include <atomic>
@@ -40,8 +51,9 @@ struct FaultColumn {
 // Which database rendered a value (how bytes and booleans look as text). redis: the redis
 // destination's hash fields (docs/redis.md): bytes raw, booleans true/false, timestamps
 // "YYYY-MM-DDTHH:MM:SS[.ffffff]Z", decimals as the source gave them — read like the others' (raw
-// bytes as hex, the timestamp's `T` and `Z` by the timestamp parser).
-enum class Rendering { postgres, mysql, sqlite, redis };
+// bytes as hex, the timestamp's `T` and `Z` by the timestamp parser). bson: read_mongodb_image's
+// renderings (below).
+enum class Rendering { postgres, mysql, sqlite, redis, bson };
 
 // The canonical text of one value ("∅" for NULL).
 std::string canonical_value(FaultColumn::Kind kind, const std::optional<std::string>& value,
@@ -68,12 +80,17 @@ TableImage read_pg_image(const std::string& url, const std::string& table,
 TableImage read_mysql_image(const std::string& url, const std::string& table);
 TableImage read_sqlite_image(const std::filesystem::path& db, const std::string& table,
                              const std::vector<FaultColumn>& columns);
+// The documents of `collection` in the database `url` names (mongodb://host:port/db), their
+// fields read as fault_columns() (BSON values rendered as in the header comment); the row key is
+// the document's `id` field.
+TableImage read_mongodb_image(const std::string& url, const std::string& collection);
 
 // A cheap fingerprint of the table ("count/sum(id)/sum(rev)"; "" when unreadable), to poll before
 // the full comparison.
 std::string pg_fingerprint(const std::string& url, const std::string& table);
 std::string mysql_fingerprint(const std::string& url, const std::string& table);
 std::string sqlite_fingerprint(const std::filesystem::path& db, const std::string& table);
+std::string mongodb_fingerprint(const std::string& url, const std::string& collection);
 
 uint64_t row_checksum(const std::vector<std::string>& canonical_row);
 

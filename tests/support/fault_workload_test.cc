@@ -47,6 +47,28 @@ TEST(FaultVerifier, RedisRenderingsCompareWithPostgres) {
   EXPECT_EQ(canonical_value(K::text, std::nullopt, Rendering::redis), "∅");  // no field
 }
 
+// BSON values as read_mongodb_image renders them (the header comment): Decimal128's text, a date
+// as UTC microseconds, the ISO text of a sub-millisecond timestamp, raw binary, relaxed JSON.
+TEST(FaultVerifier, BsonRenderingsCompareWithPostgres) {
+  EXPECT_EQ(canonical_value(K::decimal, "1.5E+3", Rendering::bson),
+            canonical_value(K::decimal, "1500.000000", Rendering::postgres));
+  EXPECT_EQ(canonical_value(K::decimal, "-12.340000", Rendering::bson),
+            canonical_value(K::decimal, "-12.34", Rendering::postgres));
+  const std::string pg =
+      canonical_value(K::timestamp, "2024-03-10 01:59:59.001237+00", Rendering::postgres);
+  EXPECT_EQ(canonical_value(K::timestamp, "2024-03-10T01:59:59.001237Z", Rendering::bson), pg);
+  EXPECT_EQ(canonical_value(K::timestamp, "2024-03-10 01:59:59.001000", Rendering::bson),
+            canonical_value(K::timestamp, "2024-03-10 01:59:59.001+00", Rendering::postgres));
+  EXPECT_NE(canonical_value(K::timestamp, "2024-03-10T01:59:59.001238Z", Rendering::bson), pg);
+  EXPECT_EQ(canonical_value(K::date, "2024-02-29 00:00:00.000000", Rendering::bson),
+            canonical_value(K::date, "2024-02-29", Rendering::postgres));
+  EXPECT_EQ(canonical_value(K::bytes, std::string("\x00\xff'", 3), Rendering::bson),
+            canonical_value(K::bytes, "\\x00ff27", Rendering::postgres));
+  EXPECT_EQ(
+      canonical_value(K::json, R"({ "n" : { "y" : null, "x" : 1.5 }, "id" : 7 })", Rendering::bson),
+      canonical_value(K::json, R"({"id": 7, "n": {"x": 1.50, "y": null}})", Rendering::postgres));
+}
+
 TEST(FaultVerifier, BytesBooleansAndJson) {
   EXPECT_EQ(canonical_value(K::bytes, "\\x00FF27", Rendering::postgres),
             canonical_value(K::bytes, std::string("\x00\xff'", 3), Rendering::mysql));

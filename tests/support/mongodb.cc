@@ -4,14 +4,25 @@
 #include <mongoc/mongoc.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <mutex>
+#include <set>
 
 namespace sluice::test {
 
 namespace {
 void init_once() {
   static std::once_flag once;
-  std::call_once(once, [] { mongoc_init(); });
+  std::call_once(once, [] {
+    mongoc_init();
+    // libmongoc's warnings ("Couldn't send endSessions": FerretDB has no sessions) stay out of the
+    // tests' output; errors come back through bson_error_t.
+    mongoc_log_set_handler(
+        [](mongoc_log_level_t level, const char* domain, const char* message, void*) {
+          if (level <= MONGOC_LOG_LEVEL_ERROR) std::fprintf(stderr, "%s: %s\n", domain, message);
+        },
+        nullptr);
+  });
 }
 
 bson_t* from_json(const std::string& json) {
@@ -145,6 +156,119 @@ bool MongoTestDb::command(const std::string& json) {
   bson_destroy(&reply);
   bson_destroy(cmd);
   return ok;
+}
+
+bool MongoTestDb::exists(const std::string& collection) {
+  mongoc_database_t* d = mongoc_client_get_database(client_, db_.c_str());
+  bson_error_t err;
+  char** names = mongoc_database_get_collection_names_with_opts(d, nullptr, &err);
+  bool found = false;
+  for (char** n = names; n && *n; ++n) found |= collection == *n;
+  bson_strfreev(names);
+  mongoc_database_destroy(d);
+  return found;
+}
+
+std::optional<std::vector<std::vector<std::optional<std::string>>>> MongoTestDb::fields(
+    const std::string& collection, const std::vector<std::string>& names) {
+  if (!client_ || !exists(collection)) return std::nullopt;
+  mongoc_collection_t* c = mongoc_client_get_collection(client_, db_.c_str(), collection.c_str());
+  bson_t filter = BSON_INITIALIZER;
+  mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, &filter, nullptr, nullptr);
+  std::vector<std::vector<std::optional<std::string>>> out;
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cur, &doc)) {
+    std::vector<std::optional<std::string>> row;
+    for (const std::string& name : names) {
+      bson_iter_t it;
+      if (!bson_iter_init_find(&it, doc, name.c_str())) {
+        row.push_back(std::nullopt);
+        continue;
+      }
+      switch (bson_iter_type(&it)) {
+        case BSON_TYPE_NULL: row.push_back(std::nullopt); break;
+        case BSON_TYPE_INT32:
+        case BSON_TYPE_INT64: row.push_back(std::to_string(bson_iter_as_int64(&it))); break;
+        case BSON_TYPE_UTF8: row.push_back(std::string(bson_iter_utf8(&it, nullptr))); break;
+        default: {
+          bson_t wrap = BSON_INITIALIZER;
+          bson_append_iter(&wrap, "v", 1, &it);
+          char* s = bson_as_relaxed_extended_json(&wrap, nullptr);
+          row.push_back(std::string(s));
+          bson_free(s);
+          bson_destroy(&wrap);
+        }
+      }
+    }
+    out.push_back(std::move(row));
+  }
+  bson_error_t err;
+  const bool failed = mongoc_cursor_error(cur, &err);
+  mongoc_cursor_destroy(cur);
+  mongoc_collection_destroy(c);
+  if (failed) {
+    ADD_FAILURE() << "reading " << collection << ": " << err.message;
+    return std::nullopt;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string MongoTestDb::field_names(const std::string& collection) {
+  if (!client_) return "";
+  mongoc_collection_t* c = mongoc_client_get_collection(client_, db_.c_str(), collection.c_str());
+  bson_t filter = BSON_INITIALIZER;
+  mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, &filter, nullptr, nullptr);
+  std::set<std::string> names;
+  const bson_t* doc = nullptr;
+  while (mongoc_cursor_next(cur, &doc)) {
+    bson_iter_t it;
+    if (!bson_iter_init(&it, doc)) continue;
+    while (bson_iter_next(&it))
+      if (std::string(bson_iter_key(&it)) != "_id") names.insert(bson_iter_key(&it));
+  }
+  mongoc_cursor_destroy(cur);
+  mongoc_collection_destroy(c);
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+bool MongoTestDb::set_string(const std::string& collection, int64_t id, const std::string& field,
+                             const std::string& value) {
+  if (!client_) return false;
+  mongoc_collection_t* c = mongoc_client_get_collection(client_, db_.c_str(), collection.c_str());
+  bson_t* filter = BCON_NEW("id", BCON_INT64(id));
+  bson_t* update = BCON_NEW("$set", "{", field.c_str(), BCON_UTF8(value.c_str()), "}");
+  bson_error_t err;
+  const bool ok = mongoc_collection_update_one(c, filter, update, nullptr, nullptr, &err);
+  if (!ok) ADD_FAILURE() << "update of " << collection << ": " << err.message;
+  bson_destroy(update);
+  bson_destroy(filter);
+  mongoc_collection_destroy(c);
+  return ok;
+}
+
+std::string MongoTestDb::stored_position(const std::string& pipeline) {
+  if (!client_) return "";
+  mongoc_collection_t* c = mongoc_client_get_collection(client_, db_.c_str(), "sluice_checkpoints");
+  bson_t* filter = BCON_NEW("_id", BCON_UTF8(pipeline.c_str()));
+  mongoc_cursor_t* cur = mongoc_collection_find_with_opts(c, filter, nullptr, nullptr);
+  const bson_t* doc = nullptr;
+  std::string out;
+  bson_iter_t it;
+  if (mongoc_cursor_next(cur, &doc) && bson_iter_init_find(&it, doc, "position") &&
+      BSON_ITER_HOLDS_BINARY(&it)) {
+    bson_subtype_t sub;
+    uint32_t n = 0;
+    const uint8_t* data = nullptr;
+    bson_iter_binary(&it, &sub, &n, &data);
+    out.assign(reinterpret_cast<const char*>(data), n);
+  }
+  mongoc_cursor_destroy(cur);
+  bson_destroy(filter);
+  mongoc_collection_destroy(c);
+  return out;
 }
 
 }  // namespace sluice::test

@@ -38,8 +38,21 @@ class MongoTestDb {
   int64_t count(const std::string& collection);
   // Runs a database command given as Extended JSON; false after ADD_FAILURE.
   bool command(const std::string& json);
+  // `fields` of every document of `collection`, as text (integers as digits, strings as
+  // themselves, null or missing as nullopt, anything else as relaxed Extended JSON), rows sorted;
+  // nullopt when the collection does not exist.
+  std::optional<std::vector<std::vector<std::optional<std::string>>>> fields(
+      const std::string& collection, const std::vector<std::string>& fields);
+  // The field names of `collection`'s documents but _id, sorted, comma-separated ("" when none).
+  std::string field_names(const std::string& collection);
+  // Sets string field `field` of the document whose `id` field is `id`; false after ADD_FAILURE.
+  bool set_string(const std::string& collection, int64_t id, const std::string& field,
+                  const std::string& value);
+  // The binary field `position` of the sluice_checkpoints document of `pipeline` ("" if none).
+  std::string stored_position(const std::string& pipeline);
 
  private:
+  bool exists(const std::string& collection);
   std::string base_url_;
   std::string db_;
   mongoc_client_t* client_ = nullptr;

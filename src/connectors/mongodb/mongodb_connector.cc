@@ -72,7 +72,19 @@ constexpr auto kDestinationSettings = settings_table<MongodbDestinationOptions>(
         "written (MongoDB has no transaction here: a crash between the two replays the batch, "
         "which the keyed upserts and deletes make idempotent); on restart the pipeline resumes "
         "from it.")
-        .with_default("false"));
+        .with_default("false"),
+    setting<&MongodbDestinationOptions::max_operations>(
+        "bulk.max_operations",
+        "How many operations one bulk write command holds at most: a collection's share of a batch "
+        "beyond it is sent as several commands, in order. FerretDB 1.24 (SQLite backend) keeps one "
+        "connection of its pool of 100 per document an `update` command matched until the "
+        "command ends: a command (or concurrent ones) matching more than 100 existing documents "
+        "never answers and blocks that database until FerretDB restarts; 10 leaves room for ten at "
+        "once (the commands of killed sluice processes run on). MongoDB takes up to 100,000 per "
+        "command: raise it there.",
+        SettingType::integer)
+        .with_default("10")
+        .at_least(1));
 
 Status finalize(MongodbDestinationOptions& o) {
   if (o.url.empty())

@@ -2,7 +2,8 @@
 // upsert keyed by _id, updateOne $set/$unset when the after image lacks fields, deleteOne,
 // deleteMany for a truncate).
 //
-//   batch ──▶ runs by collection (in record order) ──▶ one mongoc bulk per collection ──▶ done
+//   batch ──▶ runs by collection (in record order) ──▶ mongoc bulks per collection, each of at
+//                                                    most bulk.max_operations ──▶ done
 //                                                    └▶ sluice_checkpoints upsert (optional)
 #pragma once
 
@@ -27,6 +28,7 @@ struct MongodbDestinationOptions {
   mongodb::SubMillisecond sub_millisecond = mongodb::SubMillisecond::string;
   mongodb::Decimals decimals = mongodb::Decimals::decimal128;
   bool checkpoint_in_destination = false;
+  int64_t max_operations = 10;  // bulk.max_operations: operations per bulk write command
 };
 
 std::span<const SettingSpec> mongodb_destination_settings() noexcept;
