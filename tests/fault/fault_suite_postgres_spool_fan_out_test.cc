@@ -46,14 +46,15 @@ class PostgresSpoolFanOut : public ::testing::Test {
                           [this] { return pg_fingerprint(dst_.url(), kTable); });
   }
   Checker sqlite_checker() {
-    return images_checker([this] { return read_pg_image(src_.url(), kTable); },
-                          [this] { return read_sqlite_image(dir_ / "out.db", kTable, fault_columns()); },
-                          [this] {
-                            // sqlite_fingerprint has no rev sum (count/sum(id)/0): nor this one.
-                            const std::string f = pg_fingerprint(src_.url(), kTable);
-                            return f.empty() ? f : f.substr(0, f.rfind('/')) + "/0";
-                          },
-                          [this] { return sqlite_fingerprint(dir_ / "out.db", kTable); });
+    return images_checker(
+        [this] { return read_pg_image(src_.url(), kTable); },
+        [this] { return read_sqlite_image(dir_ / "out.db", kTable, fault_columns()); },
+        [this] {
+          // sqlite_fingerprint has no rev sum (count/sum(id)/0): nor this one.
+          const std::string f = pg_fingerprint(src_.url(), kTable);
+          return f.empty() ? f : f.substr(0, f.rfind('/')) + "/0";
+        },
+        [this] { return sqlite_fingerprint(dir_ / "out.db", kTable); });
   }
   // Both destinations: the figures add up, the first problem is reported with its destination.
   Checker both() {
