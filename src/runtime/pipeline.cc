@@ -1092,7 +1092,7 @@ Status Pipeline::send_dead_letters(std::vector<DeadLetter>& letters, size_t batc
     r = *d.record;
     // The record as it was, plus why it was rejected and by whom.
     const uint32_t n = d.record->metadata.is_object() ? d.record->metadata.size() : 0;
-    ObjectBuilder m = dl.object(n + 3);
+    ObjectBuilder m = dl.object(n + 4);
     if (n) {
       for (const Field& f : d.record->metadata.fields())
         if (f.name != meta::kError) m.add(f.name, f.value);
@@ -1101,6 +1101,8 @@ Status Pipeline::send_dead_letters(std::vector<DeadLetter>& letters, size_t batc
     m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
     if (d.by_source) m.add("sluice.source", Value::string(dl.copy(options_.source_connector)));
     else m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));
+    if (!d.by_source && !options_.destination_name.empty())
+      m.add("sluice.destination_name", Value::string(dl.copy(options_.destination_name)));
     r.metadata = m.build();
   }
   auto done = std::make_shared<std::promise<Status>>();

@@ -83,8 +83,8 @@ class SpoolFanOut : public ::testing::Test {
     return src_->sql().query("SELECT id::text, rev::text, s FROM t ORDER BY t.id", true);
   }
   bool pg_same() {
-    return source_rows() == dst_->sql().query("SELECT id::text, rev::text, s FROM t ORDER BY t.id",
-                                              true);
+    return source_rows() ==
+           dst_->sql().query("SELECT id::text, rev::text, s FROM t ORDER BY t.id", true);
   }
   bool sqlite_same() {
     if (!std::filesystem::exists(dir_ / "out.db")) return false;
@@ -94,8 +94,8 @@ class SpoolFanOut : public ::testing::Test {
       if (!rows) return false;
       const test::Rows want = source_rows();
       if (*rows == want) return true;
-      last_sqlite_diff_ = std::to_string(rows->size()) + " rows, source " +
-                          std::to_string(want.size());
+      last_sqlite_diff_ =
+          std::to_string(rows->size()) + " rows, source " + std::to_string(want.size());
       for (size_t i = 0; i < std::min(rows->size(), want.size()); ++i)
         if ((*rows)[i] != want[i]) {
           auto show = [](const test::Row& r) {
@@ -162,9 +162,8 @@ TEST_F(SpoolFanOut, ADestinationAddedToTheFileLaterStartsFromTheSpoolsHistory) {
   {
     Process p({"run", "p.yaml"}, dir_);
     write_round(0);
-    ASSERT_TRUE(wait_until([&] { return sqlite_same(); }, 60s, 100ms))
-        << last_sqlite_diff_ << "\n"
-        << p.stderr_text();
+    ASSERT_TRUE(wait_until([&] { return sqlite_same(); }, 60s, 100ms)) << last_sqlite_diff_ << "\n"
+                                                                       << p.stderr_text();
     p.terminate();
     ASSERT_EQ(p.wait_for(30s), 0) << p.stderr_text();
   }
