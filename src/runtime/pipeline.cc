@@ -103,6 +103,7 @@ void Pipeline::init_spool(std::vector<SpoolLane> lanes, bool single) {
     options_.destination_connector.clear();
     for (const std::string& n : reader_names_)
       options_.destination_connector += (options_.destination_connector.empty() ? "" : "+") + n;
+    destinations_label_ = options_.destination_connector;
   }
   options_.destination_connector = "spool";
   options_.on_error = PipelineOptions::OnError::stop;

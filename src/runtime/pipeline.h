@@ -121,6 +121,7 @@ class Pipeline {
     return downstreams_.empty() ? metrics_ : downstreams_.front()->metrics_;
   }
   const std::string& destination_connector() const noexcept {
+    if (fan_out_) return destinations_label_;
     return downstreams_.size() == 1 ? downstreams_.front()->options_.destination_connector
                                     : options_.destination_connector;
   }
@@ -221,6 +222,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Pipeline>> downstreams_;
   std::vector<std::string> reader_names_;  // downstreams_[i] reads the spool as reader_names_[i]
   bool fan_out_ = false;                   // several named destinations (not one `destination`)
+  std::string destinations_label_;         // their names, "a+b"
   // Builds the spool, the downstream pipelines and the spool writer (both constructors).
   void init_spool(std::vector<SpoolLane> lanes, bool single);
   // Before the sides start: each reader's checkpoint checked against the spool (and the reader

@@ -573,6 +573,8 @@ TEST(SpoolFanOut, ADestinationThatIsDownHoldsOnlyItsOwnReaderBack) {
   EXPECT_EQ(metric_as_double(registry.values("sluice_records_written_total").front().second), 0.0);
   EXPECT_EQ(p.spool_depth()->records, 2000u);
   EXPECT_EQ(p.in_flight_records(), 2000u);
+  EXPECT_EQ(p.destination_connector(), "a+b");
+  EXPECT_EQ(p.destination_records_written(), 0u);
   b->up = true;  // b comes back: it drains the spool, then the pipeline ends
   t.join();
   ASSERT_TRUE(result.ok()) << result.error().message();
@@ -584,6 +586,7 @@ TEST(SpoolFanOut, ADestinationThatIsDownHoldsOnlyItsOwnReaderBack) {
   EXPECT_EQ(p.spool_depth()->records, 0u);
   EXPECT_EQ(metric_as_double(registry.values("sluice_records_written_total").front().second),
             2000.0);
+  EXPECT_EQ(p.destination_records_written(), 2000u);
 }
 
 TEST(SpoolFanOut, ADestinationAddedLaterStartsFromTheSpoolsHistoryAndTheOthersGoOn) {
