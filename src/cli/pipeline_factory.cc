@@ -37,6 +37,29 @@ Result<std::unique_ptr<Pipeline>> build_pipeline(const PipelineConfig& config,
           fmt::format("pipeline {}: processors[{}] ({}): ", config.id, i, pc.type));
     processors.push_back(std::move(p.value()));
   }
+  if (!config.destinations.empty() && config.spool) {
+    // Several destinations over a spool: each reads it at its own pace (runtime/pipeline.h).
+    auto lanes = build_lanes(config);
+    if (!lanes.ok()) return std::move(lanes).error();
+    size_t storing = 0;
+    std::string names;
+    for (const FanOutLane& l : lanes.value())
+      if (l.destination->stores_positions()) {
+        ++storing;
+        names += (names.empty() ? "" : ", ") + l.name;
+      }
+    // Each would store its own spool position under the pipeline's id: two in one place (one
+    // table, one topic) would overwrite each other's.
+    if (storing > 1)
+      return Error(Errc::config,
+                   fmt::format("pipeline {}: with a spool, at most one destination may store its "
+                               "position itself (checkpoint_in_destination, Kafka transactions); "
+                               "{} do: keep it on one (the others resume from their own spool "
+                               "checkpoint and upsert by key), or give them pipelines of their own",
+                               config.id, names));
+    return make_spooled_fan_out(config, std::move(source.value()), std::move(processors),
+                                std::move(lanes.value()), checkpoints);
+  }
   if (!config.destinations.empty()) {
     const Source* src = source.value().get();
     auto fan_out = build_fan_out(config, [src](std::string_view a, std::string_view b) {
@@ -77,6 +100,12 @@ std::string lane_context(const PipelineConfig& config, size_t i) {
 
 Result<std::unique_ptr<FanOutDestination>> build_fan_out(const PipelineConfig& config,
                                                          PositionOrder order) {
+  auto lanes = build_lanes(config);
+  if (!lanes.ok()) return std::move(lanes).error();
+  return std::make_unique<FanOutDestination>(std::move(lanes.value()), std::move(order));
+}
+
+Result<std::vector<FanOutLane>> build_lanes(const PipelineConfig& config) {
   std::vector<FanOutLane> lanes;
   for (size_t i = 0; i < config.destinations.size(); ++i) {
     const DestinationConfig& dc = config.destinations[i];
@@ -107,7 +136,72 @@ Result<std::unique_ptr<FanOutDestination>> build_fan_out(const PipelineConfig& c
     }
     lanes.push_back(std::move(lane));
   }
-  return std::make_unique<FanOutDestination>(std::move(lanes), std::move(order));
+  return lanes;
+}
+
+namespace {
+
+// The pipeline's spool (`spool:`), disk or redis.
+void set_spool(const PipelineConfig& config, PipelineOptions& options) {
+  if (config.spool && config.spool->type == "redis") {
+#if SLUICE_WITH_REDIS
+    redis::RedisSpoolOptions ro;
+    ro.url = config.spool->url;
+    ro.key = config.spool->key;
+    ro.max_bytes = config.spool->max_bytes;
+    ro.fail_when_full = config.spool->when_full == SpoolWhenFull::fail;
+    ro.fsync = config.spool->fsync;
+    options.spool_type = "redis";
+    options.make_spool = [ro](const std::vector<std::string>& readers) {
+      redis::RedisSpoolOptions o = ro;
+      o.readers = readers;
+      return std::unique_ptr<spool::Spool>(std::make_unique<redis::RedisSpool>(std::move(o)));
+    };
+#endif
+  } else if (config.spool) {
+    spool::DiskSpoolOptions so;
+    so.path = config.spool->path;
+    so.segment_bytes = config.spool->segment_size;
+    so.max_bytes = config.spool->max_bytes;
+    so.when_full = config.spool->when_full == SpoolWhenFull::fail
+                       ? spool::DiskSpoolOptions::WhenFull::fail
+                       : spool::DiskSpoolOptions::WhenFull::block;
+    so.fsync = config.spool->fsync;
+    options.spool = std::move(so);
+  }
+}
+
+PipelineOptions base_options(const PipelineConfig& config, size_t preferred_max_records) {
+  PipelineOptions options;
+  options.id = config.id;
+  options.source_connector = config.source.connector;
+  options.max_records = config.batch.max_records;
+  if (!config.batch.max_records_set && preferred_max_records > 0 &&
+      preferred_max_records < options.max_records)
+    options.max_records = preferred_max_records;
+  options.max_bytes = config.batch.max_bytes;
+  options.linger = config.batch.linger;
+  options.stall_timeout = config.stall_timeout;
+  set_spool(config, options);
+  return options;
+}
+
+}  // namespace
+
+std::unique_ptr<Pipeline> make_spooled_fan_out(const PipelineConfig& config,
+                                               std::unique_ptr<Source> source,
+                                               std::vector<std::unique_ptr<Processor>> processors,
+                                               std::vector<FanOutLane> lanes,
+                                               CheckpointStore* checkpoints) {
+  size_t preferred = 0;  // the smallest preference among the destinations
+  for (const FanOutLane& l : lanes)
+    if (size_t p = l.destination->preferred_max_records(); p > 0)
+      preferred = preferred == 0 ? p : std::min(preferred, p);
+  PipelineOptions options = base_options(config, preferred);
+  for (const FanOutLane& l : lanes)
+    options.destination_connector += (options.destination_connector.empty() ? "" : "+") + l.name;
+  return std::make_unique<Pipeline>(std::move(options), std::move(source), std::move(processors),
+                                    std::move(lanes), checkpoints);
 }
 
 std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
@@ -137,32 +231,7 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
                                                             : PipelineOptions::OnError::stop;
   if (config.dlq && dlq) options.dlq_connector = config.dlq->connector;
   options.stall_timeout = config.stall_timeout;
-  if (config.spool && config.spool->type == "redis") {
-#if SLUICE_WITH_REDIS
-    redis::RedisSpoolOptions ro;
-    ro.url = config.spool->url;
-    ro.key = config.spool->key;
-    ro.max_bytes = config.spool->max_bytes;
-    ro.fail_when_full = config.spool->when_full == SpoolWhenFull::fail;
-    ro.fsync = config.spool->fsync;
-    options.spool_type = "redis";
-    options.make_spool = [ro](const std::vector<std::string>& readers) {
-      redis::RedisSpoolOptions o = ro;
-      o.readers = readers;
-      return std::unique_ptr<spool::Spool>(std::make_unique<redis::RedisSpool>(std::move(o)));
-    };
-#endif
-  } else if (config.spool) {
-    spool::DiskSpoolOptions so;
-    so.path = config.spool->path;
-    so.segment_bytes = config.spool->segment_size;
-    so.max_bytes = config.spool->max_bytes;
-    so.when_full = config.spool->when_full == SpoolWhenFull::fail
-                       ? spool::DiskSpoolOptions::WhenFull::fail
-                       : spool::DiskSpoolOptions::WhenFull::block;
-    so.fsync = config.spool->fsync;
-    options.spool = std::move(so);
-  }
+  set_spool(config, options);
   return std::make_unique<Pipeline>(std::move(options), std::move(source), std::move(processors),
                                     std::move(destination), checkpoints, std::move(dlq));
 }

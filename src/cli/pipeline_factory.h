@@ -17,6 +17,14 @@ Result<std::unique_ptr<Source>> build_source(const PipelineConfig& config);
 // source's positions.
 Result<std::unique_ptr<FanOutDestination>> build_fan_out(const PipelineConfig& config,
                                                          PositionOrder order);
+// `destinations:`: each one constructed (destination, processors, dlq), not opened.
+Result<std::vector<FanOutLane>> build_lanes(const PipelineConfig& config);
+// `spool:` with `destinations:`: one source side writing the spool, one reader per destination.
+std::unique_ptr<Pipeline> make_spooled_fan_out(const PipelineConfig& config,
+                                               std::unique_ptr<Source> source,
+                                               std::vector<std::unique_ptr<Processor>> processors,
+                                               std::vector<FanOutLane> lanes,
+                                               CheckpointStore* checkpoints);
 std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
                                         std::unique_ptr<Source> source,
                                         std::vector<std::unique_ptr<Processor>> processors,

@@ -365,6 +365,9 @@ int cleanup_command(const std::string& file) {
     // A spool: its reader's checkpoint and its segments (what they hold is read again).
     if (erased.ok() && pc.spool)
       erased = checkpoints->erase(spool::spool_reader_checkpoint_key(pc.id, "destination"));
+    for (const DestinationConfig& d : pc.destinations)  // several: one reader each
+      if (erased.ok() && pc.spool)
+        erased = checkpoints->erase(spool::spool_reader_checkpoint_key(pc.id, d.name));
     if (erased.ok() && pc.spool) erased = remove_spool(*pc.spool);
     if (Status st = std::move(erased); !st.ok()) {
       cli_error(fmt::format("pipeline {}: checkpoint: {}", pc.id, st.error().message()));

@@ -554,10 +554,6 @@ class Loader {
     if (const Entry* e = find(fields, "spool")) {
       Val v = child(p, *e);
       if (!v.node.IsMap()) fail(v.mark, v.path, "expected a map like {type: disk, path: DIR}");
-      if (destinations)
-        fail(e->key_node.Mark(), join(p.path, "spool"),
-             "a spool with several destinations (one reader per destination) is not built yet; "
-             "use one `destination` with the spool, or `destinations` without it");
       Settings settings = load_settings(kSpoolSettings, v);
       SpoolConfig spool;
       bind(kSpoolSettings, settings, v, &spool);

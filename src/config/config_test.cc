@@ -684,12 +684,16 @@ TEST(LoadConfig, SeveralDestinationsErrors) {
             "pipeline's dlq; give this destination a dlq of its own");
   EXPECT_EQ(error_of("version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"),
             "p.yaml:3:5: pipelines[0]: missing required key 'destination' (or 'destinations')");
-  EXPECT_EQ(error_of("version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"
-                     "    spool: {type: disk, path: s}\n"
-                     "    destinations: [{connector: sink, settings: {path: a}}]\n"),
-            "p.yaml:5:5: pipelines[0].spool: a spool with several destinations (one reader per "
-            "destination) is not built yet; use one `destination` with the spool, or "
-            "`destinations` without it");
+  // A spool with several destinations: one reader each (their names are the readers').
+  Config c = load(
+      "version: 1\npipelines:\n  - id: p1\n    source: {connector: gen}\n"
+      "    spool: {type: disk, path: s}\n"
+      "    destinations: [{connector: sink, settings: {path: a}, name: x},\n"
+      "                   {connector: sink, settings: {path: b}}]\n");
+  ASSERT_TRUE(c.pipelines[0].spool);
+  ASSERT_EQ(c.pipelines[0].destinations.size(), 2u);
+  EXPECT_EQ(c.pipelines[0].destinations[0].name, "x");
+  EXPECT_EQ(c.pipelines[0].destinations[1].name, "sink-1");
 }
 
 }  // namespace

@@ -100,9 +100,9 @@ PipelineStatus Engine::status_of(const Entry& e) const {
   if (e.result && !e.result->ok()) s.error = e.result->error();
   s.records_read = m.records_read.load();
   // With a spool: what reached the destination, not the spool.
-  s.records_written = p.destination_metrics().records_written.load();
+  s.records_written = p.destination_records_written();
   s.records_filtered = m.records_filtered.load();
-  s.records_dead_lettered = p.destination_metrics().dlq_records.load();
+  s.records_dead_lettered = p.destination_dlq_records();
   s.records_in_flight = p.in_flight_records();
   s.checkpoint = p.checkpoint_position();
   s.source_server_state = p.source_server_state();

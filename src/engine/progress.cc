@@ -85,7 +85,23 @@ std::string ProgressLine::spool_segment(const MetricLabels& pipeline) const {
                   b / (1024.0 * 1024.0));
   const double age = oldest.empty() ? 0.0 : metric_as_double(oldest.front().second);
   if (age > 0) out += " oldest " + duration_text(age);
-  return out;
+  // Several destinations over the spool: each one's lag behind its end, and which are down.
+  const auto each = registry_.values("sluice_spool_destination_records", pipeline);
+  if (each.size() < 2) return out;
+  std::string lanes;
+  for (const auto& [l, v] : each) {
+    const std::string name = label_of(l, "destination");
+    MetricLabels one = pipeline;
+    one.emplace_back("destination", name);
+    lanes +=
+        fmt::format("{}{} {} rec", lanes.empty() ? "" : ", ", name, thousands(uint64_t(as_int(v))));
+    const auto lane_age = registry_.values("sluice_spool_destination_oldest_seconds", one);
+    if (!lane_age.empty() && metric_as_double(lane_age.front().second) > 0)
+      lanes += " " + duration_text(metric_as_double(lane_age.front().second));
+    const auto up = registry_.values("sluice_spool_destination_up", one);
+    if (!up.empty() && as_int(up.front().second) == 0) lanes += " down";
+  }
+  return out + " (" + lanes + ")";
 }
 
 std::string ProgressLine::snapshot_segment(const MetricLabels& pipeline, double elapsed) const {

@@ -49,28 +49,94 @@ Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
       checkpoints_(checkpoints),
       dlq_(std::move(dlq)) {
   if (!options_.spool && !options_.make_spool) return;
+  std::vector<SpoolLane> lanes(1);
+  lanes[0].name = "destination";
+  lanes[0].connector = options_.destination_connector;
+  lanes[0].destination = std::move(destination_);
+  lanes[0].dead_letters = options_.on_error == PipelineOptions::OnError::dlq;
+  lanes[0].dlq_connector = options_.dlq_connector;
+  lanes[0].dlq = std::move(dlq_);
+  init_spool(std::move(lanes), /*single=*/true);
+}
+
+Pipeline::Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
+                   std::vector<std::unique_ptr<Processor>> processors, std::vector<SpoolLane> lanes,
+                   CheckpointStore* checkpoints)
+    : options_(std::move(options)),
+      source_(std::move(source)),
+      processors_(std::move(processors)),
+      checkpoints_(checkpoints) {
+  init_spool(std::move(lanes), /*single=*/false);
+}
+
+void Pipeline::init_spool(std::vector<SpoolLane> lanes, bool single) {
   // The spool seam: this pipeline keeps the source side and writes into the spool; a downstream
-  // pipeline of its own reads the spool into the destination (runtime/spool/spool_stages.h).
-  PipelineOptions down = options_;
-  down.spool.reset();
-  down.make_spool = nullptr;
-  down.source_connector = "spool";
-  down.checkpoint_key = spool::spool_reader_checkpoint_key(options_.id, "destination");
-  down.retry_destination_open = true;
+  // pipeline per destination reads the spool into it (runtime/spool/spool_stages.h), each as its
+  // own named reader with its own checkpoint.
+  fan_out_ = !single;
+  std::vector<std::string> readers;
+  for (const SpoolLane& lane : lanes) readers.push_back(lane.name);
   // Either side of the spool holds one batch fewer: the spool decouples them, and two pools of
   // batches are in memory at once.
-  down.spare_batches = 1;
   options_.spare_batches = 1;
-  if (options_.make_spool) spool_ = options_.make_spool({"destination"});
-  else spool_ = std::make_unique<spool::DiskSpool>(*options_.spool);
-  downstream_ = std::make_unique<Pipeline>(
-      std::move(down), std::make_unique<spool::SpoolReaderSource>(spool_.get(), "destination"),
-      std::vector<std::unique_ptr<Processor>>{}, std::move(destination_), checkpoints,
-      std::move(dlq_));
+  if (options_.make_spool) {
+    spool_ = options_.make_spool(readers);
+  } else {
+    spool::DiskSpoolOptions so = *options_.spool;
+    so.readers = readers;
+    spool_ = std::make_unique<spool::DiskSpool>(std::move(so));
+  }
+  for (SpoolLane& lane : lanes) {
+    PipelineOptions down = options_;
+    down.spool.reset();
+    down.make_spool = nullptr;
+    down.source_connector = "spool";
+    down.checkpoint_key = spool::spool_reader_checkpoint_key(options_.id, lane.name);
+    down.retry_destination_open = true;
+    down.spare_batches = 1;
+    down.destination_connector = lane.connector;
+    down.destination_name = single ? std::string() : lane.name;
+    down.on_error = lane.dead_letters && lane.dlq ? PipelineOptions::OnError::dlq
+                                                  : PipelineOptions::OnError::stop;
+    down.dlq_connector = lane.dlq ? lane.dlq_connector : std::string();
+    reader_names_.push_back(lane.name);
+    downstreams_.push_back(std::make_unique<Pipeline>(
+        std::move(down), std::make_unique<spool::SpoolReaderSource>(spool_.get(), lane.name),
+        std::move(lane.processors), std::move(lane.destination), checkpoints_,
+        std::move(lane.dlq)));
+  }
   destination_ = std::make_unique<spool::SpoolWriter>(spool_.get(), stop_.get_token());
+  if (fan_out_) {
+    options_.destination_connector.clear();
+    for (const std::string& n : reader_names_)
+      options_.destination_connector += (options_.destination_connector.empty() ? "" : "+") + n;
+    destinations_label_ = options_.destination_connector;
+  }
   options_.destination_connector = "spool";
   options_.on_error = PipelineOptions::OnError::stop;
   options_.dlq_connector.clear();
+}
+
+std::string Pipeline::destination_label() const {
+  if (options_.destination_name.empty()) return options_.destination_connector + " destination";
+  if (options_.destination_name == options_.destination_connector)
+    return "destination " + options_.destination_name;
+  return fmt::format("destination {} ({})", options_.destination_name,
+                     options_.destination_connector);
+}
+
+uint64_t Pipeline::destination_records_written() const noexcept {
+  if (downstreams_.empty()) return metrics_.records_written.load();
+  uint64_t m = UINT64_MAX;
+  for (const auto& d : downstreams_) m = std::min(m, d->metrics_.records_written.load());
+  return m;
+}
+
+uint64_t Pipeline::destination_dlq_records() const noexcept {
+  if (downstreams_.empty()) return metrics_.dlq_records.load();
+  uint64_t n = 0;
+  for (const auto& d : downstreams_) n += d->metrics_.dlq_records.load();
+  return n;
 }
 
 Pipeline::~Pipeline() = default;
@@ -79,16 +145,23 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
   registry_ = &registry;
   const std::string& src = options_.source_connector;
   // With a spool the destination's figures are the downstream pipeline's (spool → destination).
-  if (downstream_) downstream_->registry_ = &registry;
+  for (auto& d : downstreams_) d->registry_ = &registry;
+  const Pipeline* single =
+      downstreams_.size() == 1 && !fan_out_ ? downstreams_.front().get() : nullptr;
   const std::string& dst =
-      downstream_ ? downstream_->options_.destination_connector : options_.destination_connector;
+      single ? single->options_.destination_connector : options_.destination_connector;
   auto labels = [&](const std::string& connector) {
     return MetricLabels{{"pipeline", options_.id}, {"connector", connector}};
   };
-  const PipelineMetrics& m = downstream_ ? downstream_->metrics_ : metrics_;
+  // Several spooled destinations: the pipeline's figures are what every one of them has (the
+  // slowest one's count) and the sum of their errors, retries and dead letters; each one's own
+  // are the sluice_destination_* series below.
+  const PipelineMetrics& m = single     ? single->metrics_
+                             : fan_out_ ? downstreams_.front()->metrics_
+                                        : metrics_;
   const PipelineMetrics& up = metrics_;
   // The names, labels and order /metrics has always had (dashboards and tests depend on them).
-  probes_.push_back(registry.add({
+  std::vector<MetricDef> main = {
       MetricDef::counter("sluice_records_read_total", "Records read from the source.", labels(src),
                          up.records_read),
       MetricDef::counter("sluice_records_filtered_total", "Records dropped by processors.",
@@ -124,7 +197,32 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                        }),
       MetricDef::gauge("sluice_records_in_flight", "Records read but not yet durably written.",
                        labels(src), [this] { return MetricValue(in_flight_records()); }),
-  }));
+  };
+  if (fan_out_) {
+    using Field = std::atomic<uint64_t> PipelineMetrics::*;
+    auto over = [this](Field f, bool sum) {
+      return [this, f, sum] {
+        uint64_t v = sum ? 0 : UINT64_MAX;
+        for (const auto& d : downstreams_) {
+          const uint64_t x = (d->metrics_.*f).load(std::memory_order_relaxed);
+          v = sum ? v + x : std::min(v, x);
+        }
+        return MetricValue(v);
+      };
+    };
+    const std::pair<const char*, std::pair<Field, bool>> reads[] = {
+        {"sluice_records_written_total", {&PipelineMetrics::records_written, false}},
+        {"sluice_bytes_written_total", {&PipelineMetrics::bytes_written, false}},
+        {"sluice_batches_written_total", {&PipelineMetrics::batches_written, false}},
+        {"sluice_errors_total", {&PipelineMetrics::write_errors, true}},
+        {"sluice_write_retries_total", {&PipelineMetrics::write_retries, true}},
+        {"sluice_dlq_records_total", {&PipelineMetrics::dlq_records, true}},
+    };
+    for (MetricDef& d : main)
+      for (const auto& [name, how] : reads)
+        if (d.name == name) d.read = over(how.first, how.second);
+  }
+  probes_.push_back(registry.add(std::move(main)));
   // The source's standard probe: what it stores in ConnectorContext::stats.
   const ConnectorStats& s = metrics_.source_stats;
   MetricLabels done = labels(src), total = labels(src);
@@ -149,7 +247,7 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
   auto stalled = [this](const char* side) {
     return [this, side] {
       int64_t on = 0;
-      for (const Stall& st : stalls()) on = on || st.side == side;
+      for (const Stall& st : stalls()) on = on || st.side.starts_with(side);
       return MetricValue(on);
     };
   };
@@ -195,6 +293,61 @@ void Pipeline::register_metrics(MetricsRegistry& registry) {
                                                      : 0.0);
                          }),
     }));
+    // Each destination's own lag behind the spool's end, and its own figures (several
+    // destinations: the progress line and /metrics show which one is behind or down).
+    for (size_t i = 0; i < downstreams_.size(); ++i) {
+      const Pipeline* d = downstreams_[i].get();
+      const std::string name = reader_names_[i];
+      const std::string& connector = d->options_.destination_connector;
+      MetricLabels rl{{"pipeline", options_.id}, {"destination", name}, {"connector", connector}};
+      const PipelineMetrics& dm = d->metrics_;
+      std::vector<MetricDef> defs = {
+          MetricDef::gauge("sluice_spool_destination_records",
+                           "Records in the spool this destination has not yet made durable.", rl,
+                           [sp, name] { return MetricValue(sp->reader_depth(name).records); }),
+          MetricDef::gauge("sluice_spool_destination_bytes",
+                           "Bytes of spool segments this destination has not yet made durable.", rl,
+                           [sp, name] { return MetricValue(sp->reader_depth(name).bytes); }),
+          MetricDef::gauge(
+              "sluice_spool_destination_oldest_seconds",
+              "Age of the oldest spooled batch this destination has not yet made durable (0: "
+              "none).",
+              rl,
+              [sp, name] {
+                const int64_t oldest = sp->reader_depth(name).oldest_unix_ms;
+                return MetricValue(oldest ? double(now_unix_ms() - oldest) / 1000.0 : 0.0);
+              }),
+          MetricDef::gauge(
+              "sluice_spool_destination_up",
+              "1 while this destination is open and writing, 0 while it is being "
+              "retried at open or once stopped.",
+              rl,
+              [d] { return MetricValue(int64_t(d->state() == PipelineState::running ? 1 : 0)); }),
+      };
+      if (fan_out_) {
+        // The fan-out's per-destination series, as without a spool.
+        defs.push_back(
+            MetricDef::counter("sluice_destination_records_written_total",
+                               "Records durably written by this destination of the pipeline.", rl,
+                               dm.records_written));
+        defs.push_back(
+            MetricDef::counter("sluice_destination_batches_written_total",
+                               "Batches durably written by this destination of the pipeline.", rl,
+                               dm.batches_written));
+        defs.push_back(MetricDef::counter("sluice_destination_records_filtered_total",
+                                          "Records dropped by this destination's own processors.",
+                                          rl, dm.records_filtered));
+        defs.push_back(
+            MetricDef::counter("sluice_destination_dlq_records_total",
+                               "Records this destination rejected, sent to its dead-letter queue.",
+                               rl, dm.dlq_records));
+        defs.push_back(
+            MetricDef::counter("sluice_destination_errors_total",
+                               "Batch writes to this destination that failed (retried or fatal).",
+                               rl, dm.write_errors));
+      }
+      probes_.push_back(registry.add(std::move(defs)));
+    }
   }
 }
 
@@ -206,7 +359,7 @@ std::optional<spool::SpoolDepth> Pipeline::spool_depth() const {
 void Pipeline::request_stop() {
   stop_.request_stop();
   pool_cv_.notify_all();
-  if (downstream_) downstream_->request_stop();
+  for (auto& d : downstreams_) d->request_stop();
 }
 
 void Pipeline::fail(Error error) {
@@ -219,8 +372,11 @@ void Pipeline::fail(Error error) {
 
 bool Pipeline::idle() const noexcept {
   const bool here = (source_idle_.load() || source_ended_.load()) && acker_.pending() == 0;
-  // With a spool: idle once the destination has caught up with the spool as well.
-  return here && (!downstream_ || downstream_->idle());
+  // With a spool: idle once every destination has caught up with the spool as well.
+  if (!here) return false;
+  for (const auto& d : downstreams_)
+    if (!d->idle()) return false;
+  return true;
 }
 
 std::optional<std::chrono::steady_clock::time_point> Pipeline::idle_since() const {
@@ -231,7 +387,15 @@ std::optional<std::chrono::steady_clock::time_point> Pipeline::idle_since() cons
 uint64_t Pipeline::in_flight_records() const noexcept {
   // A record is settled once written or dead-lettered (by the destination or the source).
   const uint64_t begun = records_begun_.load();
-  const PipelineMetrics& m = downstream_ ? downstream_->metrics_ : metrics_;
+  if (fan_out_) {
+    // Not yet spooled, plus what the slowest destination has not made durable of the spool.
+    const uint64_t spooled = metrics_.records_written.load();
+    uint64_t behind = 0;
+    for (const std::string& name : reader_names_)
+      behind = std::max(behind, spool_->reader_depth(name).records);
+    return (begun > spooled ? begun - spooled : 0) + behind;
+  }
+  const PipelineMetrics& m = downstreams_.empty() ? metrics_ : downstreams_.front()->metrics_;
   const uint64_t settled = m.records_written.load() + m.dlq_records.load();
   return begun > settled ? begun - settled : 0;
 }
@@ -242,11 +406,15 @@ std::vector<Stall> Pipeline::stalls() const {
     std::lock_guard lock(stall_mu_);
     out = stalls_;
   }
-  if (downstream_) {
-    // The source side's own, and the destination's from the downstream pipeline.
+  if (!downstreams_.empty()) {
+    // The source side's own, and the destinations' from the downstream pipelines.
     std::erase_if(out, [](const Stall& s) { return s.side != "source"; });
-    for (Stall& s : downstream_->stalls())
-      if (s.side == "destination") out.push_back(std::move(s));
+    for (size_t i = 0; i < downstreams_.size(); ++i)
+      for (Stall& s : downstreams_[i]->stalls())
+        if (s.side == "destination") {
+          if (fan_out_) s.side = "destination " + reader_names_[i];
+          out.push_back(std::move(s));
+        }
   }
   return out;
 }
@@ -313,16 +481,31 @@ Status Pipeline::run() {
   // spdlog's registry is created on first use; have it made before the second thread exists, so
   // the two sides never race to create it (TSan saw that in a process that had not logged yet).
   (void)spdlog::default_logger_raw();
-  // The destination side runs on its own thread, at its own pace; its failure stops both.
-  std::thread down([this] {
-    if (Status st = downstream_->run(); !st.ok()) fail(st.error());
-  });
+  if (Status st = prepare_readers(); !st.ok()) {
+    spool_->close();
+    metrics_.state = static_cast<int>(PipelineState::failed);
+    return st;
+  }
+  // Each destination side runs on its own thread, at its own pace; a failure (not a retriable
+  // one: those are retried in place) stops them all.
+  std::vector<std::thread> downs;
+  for (size_t i = 0; i < downstreams_.size(); ++i) {
+    downs.emplace_back([this, i] {
+      Status st = downstreams_[i]->run();
+      if (st.ok()) return;
+      fail(fan_out_ ? st.error().with_context("destination " + reader_names_[i] + ": ")
+                    : st.error());
+    });
+  }
   Status upstream = run_stages();
-  // The source ended (a finite source): the destination side drains the spool, then ends.
-  // Otherwise (a stop, a failure) it stops now; what is spooled waits for the next run.
-  if (stop_.stop_requested()) downstream_->request_stop();
-  else spool_->finish();
-  down.join();
+  // The source ended (a finite source): the destination sides drain the spool, then end.
+  // Otherwise (a stop, a failure) they stop now; what is spooled waits for the next run.
+  if (stop_.stop_requested()) {
+    for (auto& d : downstreams_) d->request_stop();
+  } else {
+    spool_->finish();
+  }
+  for (std::thread& t : downs) t.join();
   spool_->close();
   std::optional<Error> failure;
   {
@@ -334,6 +517,49 @@ Status Pipeline::run() {
     return *failure;
   }
   return upstream;
+}
+
+Status Pipeline::prepare_readers() {
+  // Where the spool began: a fresh spool records whether the source had a position then (a
+  // pipeline that ran without the spool before) — only one made at the beginning holds every
+  // batch a destination added later needs.
+  auto source_checkpoint = checkpoints_->load(checkpoint_key());
+  if (!source_checkpoint.ok()) return source_checkpoint.error().with_context("checkpoint store: ");
+  SLUICE_TRY(spool_->mark_origin(!source_checkpoint.value().has_value()));
+  for (size_t i = 0; i < downstreams_.size(); ++i) {
+    const std::string& name = reader_names_[i];
+    const std::string key = downstreams_[i]->checkpoint_key();
+    auto loaded = checkpoints_->load(key);
+    if (!loaded.ok()) return loaded.error().with_context("checkpoint store: ");
+    std::optional<uint64_t> after;
+    if (loaded.value()) {
+      after = spool::parse_spool_position(*loaded.value());
+      if (!after) continue;  // the reader's open refuses it with the fix
+    } else if (!spool_->covers_beginning(name)) {
+      const std::string who =
+          fan_out_ ? "destination '" + name + "'" : std::string("the destination");
+      return Error(
+          Errc::config,
+          fmt::format("pipeline {}: {} has no spool checkpoint ({}) and the spool {} no longer "
+                      "holds the pipeline's beginning (its first batches were released, or it "
+                      "was added to a pipeline that ran without it): give the destination a "
+                      "pipeline of its own (it snapshots), keep its old `name` if it was "
+                      "renamed, or reset the whole pipeline with `sluice cleanup`",
+                      options_.id, who, key,
+                      options_.spool ? options_.spool->path : options_.spool_type));
+    } else {
+      after = 0;  // a destination added later: from the spool's first batch
+      if (fan_out_)
+        spdlog::info("pipeline {}: destination {} is new: it starts from the spool's first batch",
+                     options_.id, name);
+    }
+    // Registers the reader where its checkpoint is (its destination may store a later position:
+    // it moves on from there when it opens), so retention and its lag count from it at once.
+    auto reader = spool_->open_reader(name, after);
+    if (!reader.ok())
+      return reader.error().with_context(fan_out_ ? "destination " + name + ": " : "");
+  }
+  return ok_status();
 }
 
 Status Pipeline::run_stages() {
@@ -352,6 +578,7 @@ Status Pipeline::run_stages() {
   source_ctx.history = source_history_.get();
   ConnectorContext dest_ctx{options_.id, options_.destination_connector,
                             &metrics_.destination_stats, registry_};
+  dest_ctx.destination = options_.destination_name;
   // The destination opens first: one that stores positions (in the same transaction as the rows)
   // decides where the source resumes.
   for (Backoff backoff;;) {
@@ -359,17 +586,16 @@ Status Pipeline::run_stages() {
     if (st.ok()) break;
     if (options_.retry_destination_open && st.error().retriable() && !stop_.stop_requested()) {
       // The destination side of a spool: the source keeps spooling meanwhile.
-      spdlog::warn(
-          "pipeline {}: {} (retrying in ~{} ms; the source keeps spooling)", options_.id,
-          prefix_context(options_.destination_connector + " destination: ", st.error().message()),
-          backoff.next_delay().count());
+      spdlog::warn("pipeline {}: {} (retrying in ~{} ms; the source keeps spooling)", options_.id,
+                   prefix_context(destination_label() + ": ", st.error().message()),
+                   backoff.next_delay().count());
       destination_->close();
       if (backoff.wait(stop_.get_token())) continue;
       metrics_.state = static_cast<int>(PipelineState::stopped);
       return ok_status();
     }
     metrics_.state = static_cast<int>(PipelineState::failed);
-    return st.error().with_context(options_.destination_connector + " destination: ");
+    return st.error().with_context(destination_label() + ": ");
   }
   const char* resumed_from = checkpoint ? "checkpoint store" : nullptr;
   if (destination_->stores_positions()) {
@@ -409,11 +635,13 @@ Status Pipeline::run_stages() {
     destination_->close();
     source_->close();
     metrics_.state = static_cast<int>(PipelineState::failed);
-    return st.error().with_context(options_.destination_connector + " destination: ");
+    return st.error().with_context(destination_label() + ": ");
   }
   if (dlq_) {
     ConnectorContext dlq_ctx{options_.id, options_.dlq_connector, nullptr, registry_};
     dlq_ctx.is_dead_letter_queue = true;
+    if (!options_.destination_name.empty())
+      dlq_ctx.destination = options_.destination_name + ".dlq";
     if (Status st = dlq_->open(dlq_ctx); !st.ok()) {
       destination_->close();
       source_->close();
@@ -423,6 +651,7 @@ Status Pipeline::run_stages() {
   }
   for (auto& p : processors_) {
     ConnectorContext processor_ctx{options_.id, "processor", nullptr, registry_};
+    processor_ctx.destination = options_.destination_name;
     if (Status st = p->open(processor_ctx); !st.ok()) {
       destination_->close();
       source_->close();
@@ -698,8 +927,7 @@ bool Pipeline::recover(const std::shared_ptr<WriteAttempt>& attempt, Status stat
   const bool give_up =
       options_.max_write_retries > 0 && backoff.attempts() >= options_.max_write_retries;
   spdlog::warn("{} (retrying in ~{} ms)",
-               prefix_context(fmt::format("pipeline {}: {} destination: ", options_.id,
-                                          options_.destination_connector),
+               prefix_context(fmt::format("pipeline {}: {}: ", options_.id, destination_label()),
                               status.error().message()),
                backoff.next_delay().count());
   if (give_up || !backoff.wait(stop_.get_token())) {
@@ -762,8 +990,7 @@ Status Pipeline::write_with_retry(Batch& batch) {
     if (st.ok() || !st.error().retriable()) return st;
     metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn("{} (retrying)",
-                 prefix_context(fmt::format("pipeline {}: {} destination: ", options_.id,
-                                            options_.destination_connector),
+                 prefix_context(fmt::format("pipeline {}: {}: ", options_.id, destination_label()),
                                 st.error().message()));
     if (!backoff.wait(stop)) return st;
   }
@@ -834,8 +1061,8 @@ Status Pipeline::isolate_in_destination(Batch& batch, const Error& error) {
       return st;
     }
     metrics_.write_retries.fetch_add(1, std::memory_order_relaxed);
-    spdlog::warn("pipeline {}: {} destination: {} (retrying)", options_.id,
-                 options_.destination_connector, st.error().message());
+    spdlog::warn("pipeline {}: {}: {} (retrying)", options_.id, destination_label(),
+                 st.error().message());
     if (!backoff.wait(stop_.get_token())) return st;
   }
   std::vector<DeadLetter> letters;
@@ -877,7 +1104,7 @@ Status Pipeline::send_dead_letters(std::vector<DeadLetter>& letters, size_t batc
     r = *d.record;
     // The record as it was, plus why it was rejected and by whom.
     const uint32_t n = d.record->metadata.is_object() ? d.record->metadata.size() : 0;
-    ObjectBuilder m = dl.object(n + 3);
+    ObjectBuilder m = dl.object(n + 4);
     if (n) {
       for (const Field& f : d.record->metadata.fields())
         if (f.name != meta::kError) m.add(f.name, f.value);
@@ -886,6 +1113,8 @@ Status Pipeline::send_dead_letters(std::vector<DeadLetter>& letters, size_t batc
     m.add("sluice.pipeline", Value::string(dl.copy(options_.id)));
     if (d.by_source) m.add("sluice.source", Value::string(dl.copy(options_.source_connector)));
     else m.add("sluice.destination", Value::string(dl.copy(options_.destination_connector)));
+    if (!d.by_source && !options_.destination_name.empty())
+      m.add("sluice.destination_name", Value::string(dl.copy(options_.destination_name)));
     r.metadata = m.build();
   }
   auto done = std::make_shared<std::promise<Status>>();
@@ -921,7 +1150,7 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
     // next run writes it again; a graceful stop, not a failure.
   } else {
     metrics_.write_errors.fetch_add(1, std::memory_order_relaxed);
-    fail(status.error().with_context(options_.destination_connector + " destination: "));
+    fail(status.error().with_context(destination_label() + ": "));
   }
   // The destination committed the batch (a Kafka transaction, a SQL transaction with the position
   // stored in it); the checkpoint store does not have it yet.

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "runtime/bounded_queue.h"
+#include "runtime/fan_out_destination.h"
 #include "runtime/ordered_acker.h"
 #include "runtime/pipeline_metrics.h"
 #include "runtime/spool/disk_spool.h"
@@ -74,7 +75,13 @@ struct PipelineOptions {
   // Batches the pool holds beyond the destination's max_in_flight (the one being read, and one
   // waiting in the queue).
   size_t spare_batches = 2;
+  // The destination's name among several (`destinations:` with a spool): its connector's series
+  // carry it as the label `destination`, and logs name it. Empty for a single destination.
+  std::string destination_name;
 };
+
+// One destination of a spooled fan-out, as the pipeline gets it from the pipeline file.
+using SpoolLane = FanOutLane;
 
 // A side of the pipeline that has made no progress for PipelineOptions::stall_timeout while work
 // is pending: the source (a read that has not returned) or the destination (batches handed to it
@@ -91,6 +98,14 @@ class Pipeline {
            std::vector<std::unique_ptr<Processor>> processors,
            std::unique_ptr<Destination> destination, CheckpointStore* checkpoints,
            std::unique_ptr<Destination> dlq = nullptr);
+  // With a spool and several destinations (options.spool must be set): one source side that
+  // writes the spool, and per destination a pipeline of its own that reads it — its own spool
+  // reader and checkpoint (ID/spool/NAME), processors, on_error and dead-letter destination, its
+  // destination's open retried with backoff. A destination that is down or slow holds only its
+  // own reader back: the source and the other destinations go on (until spool.max_bytes).
+  Pipeline(PipelineOptions options, std::unique_ptr<Source> source,
+           std::vector<std::unique_ptr<Processor>> processors, std::vector<SpoolLane> lanes,
+           CheckpointStore* checkpoints);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -105,13 +120,21 @@ class Pipeline {
   const PipelineMetrics& metrics() const noexcept { return metrics_; }
   // The destination's figures (written, dead-lettered) and connector name: with a spool, those
   // of the side that reads the spool into the destination; else metrics() and options().
+  // With several spooled destinations: the first one's (see destination_records_written()).
   const PipelineMetrics& destination_metrics() const noexcept {
-    return downstream_ ? downstream_->metrics_ : metrics_;
+    return downstreams_.empty() ? metrics_ : downstreams_.front()->metrics_;
   }
   const std::string& destination_connector() const noexcept {
-    return downstream_ ? downstream_->options_.destination_connector
-                       : options_.destination_connector;
+    if (fan_out_) return destinations_label_;
+    return downstreams_.size() == 1 ? downstreams_.front()->options_.destination_connector
+                                    : options_.destination_connector;
   }
+  // Records every destination has (the slowest one's count) and records dead-lettered by all.
+  uint64_t destination_records_written() const noexcept;
+  uint64_t destination_dlq_records() const noexcept;
+  // The pipelines that read the spool into each destination (empty without a spool).
+  size_t spool_destination_count() const noexcept { return downstreams_.size(); }
+  const Pipeline& spool_destination(size_t i) const { return *downstreams_[i]; }
   // Publishes the pipeline's probe and its source's standard probe (ConnectorStats) in `registry`,
   // and hands `registry` to the connectors (ConnectorContext::metrics) so they can add their own.
   // Call once, before run(); the registry must outlive the pipeline.
@@ -200,7 +223,19 @@ class Pipeline {
   std::unique_ptr<Destination> dlq_;
   // With a spool: the spool and the downstream pipeline (spool → the real destination).
   std::unique_ptr<spool::Spool> spool_;
-  std::unique_ptr<Pipeline> downstream_;
+  std::vector<std::unique_ptr<Pipeline>> downstreams_;
+  std::vector<std::string> reader_names_;  // downstreams_[i] reads the spool as reader_names_[i]
+  bool fan_out_ = false;                   // several named destinations (not one `destination`)
+  std::string destinations_label_;         // their names, "a+b"
+  // Builds the spool, the downstream pipelines and the spool writer (both constructors).
+  void init_spool(std::vector<SpoolLane> lanes, bool single);
+  // Before the sides start: each reader's checkpoint checked against the spool (and the reader
+  // registered there, so retention and lag count from it even while its destination is down); a
+  // reader without one (a destination added later) starts from the spool's history only when
+  // the spool still covers the pipeline's beginning.
+  Status prepare_readers();
+  // "postgres destination" or "destination pg (postgres)": how logs and errors name it.
+  std::string destination_label() const;
 
   PipelineMetrics metrics_;
   OrderedAcker acker_;

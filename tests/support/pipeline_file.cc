@@ -126,7 +126,8 @@ std::string PipelineFile::yaml() const {
         s += "      - {type: " + Yaml::quote(proc.connector) +
              (proc.settings.empty() ? "" : ", settings: " + proc.settings.flow()) + "}\n";
     }
-    s += connector_block("destination", p.destination_);
+    // No destination: the pipeline names several (`destinations` in extra).
+    if (!p.destination_.connector.empty()) s += connector_block("destination", p.destination_);
     if (!p.batch.empty()) s += "    batch: " + p.batch.flow() + "\n";
     if (p.on_error) s += "    on_error: " + Yaml::quote(*p.on_error) + "\n";
     if (p.dlq_) {

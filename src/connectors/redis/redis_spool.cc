@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <deque>
 #include <thread>
@@ -297,7 +298,24 @@ Status RedisSpool::open() {
   auto first_entries = parse_entries(first.value().get(), key);
   if (!first_entries.ok()) return std::move(first_entries).error();
 
+  auto origin = c.value().command({"GET", key + ":origin"});
+  if (!origin.ok()) return std::move(origin).error();
+
   std::lock_guard lock(mu_);
+  origin_.clear();
+  origin_readers_.clear();
+  if (origin.value()->type == REDIS_REPLY_STRING) {
+    std::string_view text = str(origin.value().get());
+    bool first = true;
+    while (!text.empty()) {
+      const size_t nl = text.find('\n');
+      const std::string_view line = text.substr(0, nl);
+      if (first) origin_ = std::string(line);
+      else if (!line.empty()) origin_readers_.emplace_back(line);
+      first = false;
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    }
+  }
   next_seq_ = 1;
   cum_records_ = cum_bytes_ = base_records_ = base_bytes_ = 0;
   last_position_.reset();
@@ -446,17 +464,80 @@ void RedisSpool::maintain() {
     if (r.ok()) trimmed_below_ = keep_from;
     else spdlog::warn("{}: trimming: {}", where(), r.error().message());
   }
-  // The age of the oldest batch some reader still needs.
-  int64_t oldest = 0;
-  if (released < last) {
-    auto r = ctl_->command({"XRANGE", options_.key, entry_id(released + 1), "+", "COUNT", "1"});
-    if (r.ok()) {
-      auto entries = parse_entries(r.value().get(), options_.key);
-      if (entries.ok() && !entries.value().empty()) oldest = entries.value().front().unix_ms;
-    }
+  // The append time of the batch after `after` (0: none).
+  auto time_after = [&](uint64_t after) -> int64_t {
+    if (after >= last) return 0;
+    auto r = ctl_->command({"XRANGE", options_.key, entry_id(after + 1), "+", "COUNT", "1"});
+    if (!r.ok()) return 0;
+    auto entries = parse_entries(r.value().get(), options_.key);
+    return entries.ok() && !entries.value().empty() ? entries.value().front().unix_ms : 0;
+  };
+  // The age of the oldest batch some reader still needs, and each reader's.
+  const int64_t oldest = time_after(released);
+  std::map<std::string, uint64_t> reader_released;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, st] : readers_)
+      reader_released[name] = st.registered ? st.released_seq : trimmed_below_ - 1;
   }
+  std::map<std::string, int64_t> reader_oldest;
+  for (const auto& [name, after] : reader_released)
+    reader_oldest[name] = after == released ? oldest : time_after(after);
   std::lock_guard lock(mu_);
   oldest_ms_ = min_released_locked() + 1 >= next_seq_ ? 0 : oldest;
+  for (auto& [name, st] : readers_) st.oldest_ms = reader_oldest[name];
+}
+
+spool::SpoolDepth RedisSpool::reader_depth(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = readers_.find(name);
+  if (it == readers_.end() || !open_) return {};
+  const ReaderState& st = it->second;
+  const uint64_t r = st.registered ? st.released_records : base_records_;
+  const uint64_t b = st.registered ? st.released_bytes : base_bytes_;
+  spool::SpoolDepth d{cum_records_ - std::min(cum_records_, r),
+                      cum_bytes_ - std::min(cum_bytes_, b), st.oldest_ms};
+  const uint64_t after = st.registered ? st.released_seq : trimmed_below_ - 1;
+  if (after + 1 >= next_seq_) d = spool::SpoolDepth{};
+  return d;
+}
+
+bool RedisSpool::covers_beginning(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  if (trimmed_below_ != 1) return false;  // batch 1 is gone
+  if (origin_ == "beginning") return true;
+  return origin_ == "resumed" &&
+         std::find(origin_readers_.begin(), origin_readers_.end(), name) != origin_readers_.end();
+}
+
+Status RedisSpool::mark_origin(bool beginning) {
+  std::string text;
+  {
+    std::lock_guard lock(mu_);
+    if (!origin_.empty()) return ok_status();
+    // A stream that holds batches already but no origin was made before origins were recorded:
+    // whether it covers the beginning is unknown (a new destination is refused).
+    if (next_seq_ > 1 || trimmed_below_ != 1) {
+      origin_ = "unknown";
+      return ok_status();
+    }
+    text = beginning ? "beginning\n" : "resumed\n";
+    for (const auto& [name, st] : readers_) text += name + "\n";
+  }
+  std::lock_guard ctl(ctl_mu_);
+  if (!ctl_ || !ctl_->healthy()) {
+    ctl_.reset();
+    auto c = connect("appender");
+    if (!c.ok()) return std::move(c).error();
+    ctl_.emplace(std::move(c.value()));
+  }
+  auto r = ctl_->command({"SET", options_.key + ":origin", text});
+  if (!r.ok()) return std::move(r).error();
+  std::lock_guard lock(mu_);
+  origin_ = beginning ? "beginning" : "resumed";
+  origin_readers_.clear();
+  for (const auto& [name, st] : readers_) origin_readers_.push_back(name);
+  return ok_status();
 }
 
 std::optional<std::string> RedisSpool::last_position() const {
@@ -541,7 +622,7 @@ Status remove_redis_spool(const std::string& url, const std::string& key) {
   if (!u.ok()) return Error(Errc::config, fmt::format("spool.url: {}", u.error().message()));
   auto c = RedisConnection::connect(u.value(), {});
   if (!c.ok()) return std::move(c).error();
-  auto r = c.value().command({"DEL", key});
+  auto r = c.value().command({"DEL", key, key + ":origin"});
   if (!r.ok()) return std::move(r).error();
   return ok_status();
 }

@@ -7,6 +7,8 @@
 //     r   records          t  append time (unix ms)
 //     cr  records so far   cb  payload bytes so far (depth without reading the stream)
 //     p   source position  the last one up to this batch: where the source resumes
+//   KEY:origin             whether the stream was made at the pipeline's beginning, and its
+//                          readers then (a destination added later may start from batch 1)
 //
 // Readers (one per destination) read with XRANGE / XREAD BLOCK on connections of their own and
 // resume after the SEQ their checkpoint holds; entries every reader released are trimmed
@@ -57,6 +59,9 @@ class RedisSpool final : public spool::Spool {
       const std::string& name, std::optional<uint64_t> after_seq) override;
   void finish() override;
   spool::SpoolDepth depth() const override;
+  spool::SpoolDepth reader_depth(const std::string& name) const override;
+  bool covers_beginning(const std::string& name) const override;
+  Status mark_origin(bool beginning) override;
   void close() noexcept override;
 
  private:
@@ -66,6 +71,7 @@ class RedisSpool final : public spool::Spool {
     uint64_t released_seq = 0;
     uint64_t released_records = 0;  // cumulative records through released_seq
     uint64_t released_bytes = 0;
+    int64_t oldest_ms = 0;  // the append time of its oldest batch not released (maintain())
   };
   // One stream entry's bookkeeping fields.
   struct Meta {
@@ -99,6 +105,10 @@ class RedisSpool final : public spool::Spool {
   uint64_t base_records_ = 0, base_bytes_ = 0;  // cumulative counts before the first entry kept
   std::optional<std::string> last_position_;
   std::map<std::string, ReaderState> readers_;
+  // KEY:origin (see Spool::mark_origin): "beginning" or "resumed" and the readers then, one per
+  // line; "unknown" for a stream made before origins were recorded; empty: not recorded yet.
+  std::string origin_;
+  std::vector<std::string> origin_readers_;
   bool finished_ = false;
   bool open_ = false;
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -114,7 +115,8 @@ Status remove_disk_spool(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return ok_status();
   for (const auto& entry : std::filesystem::directory_iterator(path, ec))
-    if (entry.path().extension() == kSuffix) std::filesystem::remove(entry.path(), ec);
+    if (entry.path().extension() == kSuffix || entry.path().filename() == "origin")
+      std::filesystem::remove(entry.path(), ec);
   if (ec)
     return Error(Errc::io,
                  fmt::format("spool {}: cannot remove its segments: {}", path, ec.message()));
@@ -372,6 +374,17 @@ Status DiskSpool::open() {
   next_seq_ = segments_.back().last_seq + 1;
   fd_ = ::open(segments_.back().path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd_ < 0) return fail_io(segments_.back().path, errno);
+  origin_.clear();
+  origin_readers_.clear();
+  if (std::FILE* f = std::fopen((options_.path + "/origin").c_str(), "r")) {
+    char buf[256] = {};
+    for (bool first = true; std::fgets(buf, sizeof buf, f); first = false) {
+      std::string line(buf, std::strcspn(buf, "\n"));
+      if (first) origin_ = std::move(line);
+      else if (!line.empty()) origin_readers_.push_back(std::move(line));
+    }
+    std::fclose(f);
+  }
   // Readers have not said where they are yet: until they do, nothing is released.
   for (auto& [name, st] : readers_) st = ReaderState{};
   finished_ = false;
@@ -504,27 +517,17 @@ void DiskSpool::collect_locked() {
   }
   if (freed) (void)sync_dir(options_.path);
   // Depth: what the slowest reader has not released.
-  uint64_t records = 0, bytes = 0;
+  SpoolDepth deepest;
   const ReaderState* slowest = nullptr;
   for (const auto& [name, st] : readers_) {
-    uint64_t r, b = 0;
-    if (!st.registered) {
-      r = total_records_ - segments_.front().records_before;
-      b = disk_bytes_;
-    } else {
-      r = total_records_ - std::min(total_records_, st.released_records);
-      for (const Segment& s : segments_) {
-        if (s.first_seq > st.seg_first) b += s.bytes;
-        else if (s.first_seq == st.seg_first) b += s.bytes - std::min(s.bytes, st.offset_after);
-      }
-      if (st.released_seq == 0 && st.seg_first == 0) b = disk_bytes_;
-    }
-    if (!slowest || r > records || (r == records && b > bytes)) {
-      records = r;
-      bytes = b;
+    const SpoolDepth d = reader_depth_locked(st);
+    if (!slowest || d.records > deepest.records ||
+        (d.records == deepest.records && d.bytes > deepest.bytes)) {
+      deepest = d;
       slowest = &st;
     }
   }
+  uint64_t records = deepest.records, bytes = deepest.bytes;
   if (released + 1 >= next_seq_) bytes = 0;
   depth_records_ = records;
   depth_bytes_ = bytes;
@@ -532,25 +535,98 @@ void DiskSpool::collect_locked() {
   // holds its append time. One pread, whatever the segment's size.
   int64_t oldest = 0;
   if (released + 1 < next_seq_) {
-    uint64_t seg_first = segments_.front().first_seq, offset = 0;
-    if (slowest && slowest->registered) {
-      seg_first = slowest->seg_first;
-      offset = slowest->offset_after;
-    }
-    for (size_t i = 0; i < segments_.size(); ++i) {
-      const Segment& s = segments_[i];
-      if (s.first_seq < seg_first) continue;
-      if (s.first_seq > seg_first) offset = 0;
-      if (offset >= s.bytes) continue;  // that segment is done: the next one's first frame
-      const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
-      Header h;
-      if (fd >= 0 && pread_all(fd, &h, kHeader, offset) && h.magic == kMagic) oldest = h.unix_ms;
-      if (fd >= 0) ::close(fd);
-      break;
-    }
+    if (slowest && slowest->registered)
+      oldest = frame_time_locked(slowest->seg_first, slowest->offset_after);
+    else oldest = frame_time_locked(segments_.front().first_seq, 0);
   }
   oldest_ms_ = oldest;
   if (freed) space_cv_.notify_all();
+}
+
+SpoolDepth DiskSpool::reader_depth_locked(const ReaderState& st) const {
+  SpoolDepth d;
+  if (!st.registered) {
+    d.records = total_records_ - segments_.front().records_before;
+    d.bytes = disk_bytes_;
+    return d;
+  }
+  d.records = total_records_ - std::min(total_records_, st.released_records);
+  for (const Segment& s : segments_) {
+    if (s.first_seq > st.seg_first) d.bytes += s.bytes;
+    else if (s.first_seq == st.seg_first) d.bytes += s.bytes - std::min(s.bytes, st.offset_after);
+  }
+  if (st.released_seq == 0 && st.seg_first == 0) d.bytes = disk_bytes_;
+  return d;
+}
+
+int64_t DiskSpool::frame_time_locked(uint64_t seg_first, uint64_t offset) const {
+  for (const Segment& s : segments_) {
+    if (s.first_seq < seg_first) continue;
+    if (s.first_seq > seg_first) offset = 0;
+    if (offset >= s.bytes) continue;  // that segment is done: the next one's first frame
+    const int fd = ::open(s.path.c_str(), O_RDONLY | O_CLOEXEC);
+    Header h;
+    int64_t t = 0;
+    if (fd >= 0 && pread_all(fd, &h, kHeader, offset) && h.magic == kMagic) t = h.unix_ms;
+    if (fd >= 0) ::close(fd);
+    return t;
+  }
+  return 0;
+}
+
+SpoolDepth DiskSpool::reader_depth(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = readers_.find(name);
+  if (it == readers_.end() || segments_.empty()) return {};
+  const ReaderState& st = it->second;
+  SpoolDepth d = reader_depth_locked(st);
+  const bool registered_all = st.registered && st.released_seq + 1 >= next_seq_;
+  if (registered_all || (!st.registered && segments_.front().first_seq >= next_seq_)) {
+    d.records = 0;
+    d.bytes = 0;
+    return d;
+  }
+  d.oldest_unix_ms = st.registered ? frame_time_locked(st.seg_first, st.offset_after)
+                                   : frame_time_locked(segments_.front().first_seq, 0);
+  return d;
+}
+
+bool DiskSpool::covers_beginning(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  if (segments_.empty() || segments_.front().first_seq != 1) return false;
+  if (origin_ == "beginning") return true;
+  return origin_ == "resumed" &&
+         std::find(origin_readers_.begin(), origin_readers_.end(), name) != origin_readers_.end();
+}
+
+Status DiskSpool::mark_origin(bool beginning) {
+  std::lock_guard lock(mu_);
+  if (!origin_.empty()) return ok_status();
+  // A spool that holds batches already but no origin was made before origins were recorded:
+  // whether it covers the beginning is unknown (a new destination is refused).
+  if (next_seq_ > 1 || segments_.empty() || segments_.front().first_seq != 1) {
+    origin_ = "unknown";
+    return ok_status();
+  }
+  const std::string text = beginning ? "beginning" : "resumed";
+  const std::string path = options_.path + "/origin";
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return fail_io(tmp, errno);
+  std::string line = text + "\n";
+  for (const auto& [name, st] : readers_) line += name + "\n";
+  if (!pwrite_all(fd, line.data(), line.size(), 0) || ::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return fail_io("writing " + tmp, err);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail_io("renaming " + tmp, errno);
+  SLUICE_TRY(sync_dir(options_.path));
+  origin_ = text;
+  origin_readers_.clear();
+  for (const auto& [name, st] : readers_) origin_readers_.push_back(name);
+  return ok_status();
 }
 
 std::optional<std::string> DiskSpool::last_position() const {

@@ -51,6 +51,9 @@ class DiskSpool final : public Spool {
                                                    std::optional<uint64_t> after_seq) override;
   void finish() override;
   SpoolDepth depth() const override;
+  SpoolDepth reader_depth(const std::string& name) const override;
+  bool covers_beginning(const std::string& name) const override;
+  Status mark_origin(bool beginning) override;
   void close() noexcept override;
 
   // Test hooks.
@@ -81,6 +84,10 @@ class DiskSpool final : public Spool {
   // Deletes segments every reader passed; recomputes the depth. Holds mu_.
   void collect_locked();
   uint64_t min_released_locked() const;
+  // What `st` has not released: records and bytes (not the oldest batch's time).
+  SpoolDepth reader_depth_locked(const ReaderState& st) const;
+  // The append time of the first frame at (seg_first, offset) or after it (0: none).
+  int64_t frame_time_locked(uint64_t seg_first, uint64_t offset) const;
   Status fail_io(const std::string& what, int err) const;
 
   DiskSpoolOptions options_;
@@ -96,6 +103,10 @@ class DiskSpool final : public Spool {
   std::map<std::string, ReaderState> readers_;
   bool finished_ = false;
   bool open_ = false;
+  // DIR/origin: "beginning" or "resumed" (mark_origin), then the readers the spool was created
+  // with; empty while unknown.
+  std::string origin_;
+  std::vector<std::string> origin_readers_;
   std::string scratch_;  // the frame being written (appender thread)
 
   std::atomic<uint64_t> depth_records_{0};

@@ -510,5 +510,173 @@ TEST(SpoolPipeline, ARestartResumesBothSidesWithoutSpoolingOrDeliveringTwice) {
   EXPECT_EQ(cps.saved["t"], "p1499");
 }
 
+// ---- several destinations over one spool ------------------------------------------------------
+
+std::vector<SpoolLane> lanes_of(std::vector<std::pair<std::string, FlakyDestination*>>& made,
+                                const std::vector<std::string>& names) {
+  std::vector<SpoolLane> lanes;
+  for (const std::string& n : names) {
+    SpoolLane l;
+    l.name = n;
+    l.connector = "test";
+    auto d = std::make_unique<FlakyDestination>();
+    made.emplace_back(n, d.get());
+    l.destination = std::move(d);
+    lanes.push_back(std::move(l));
+  }
+  return lanes;
+}
+
+double series(MetricsRegistry& registry, const std::string& name, const std::string& dest) {
+  auto v = registry.values(name, {{"destination", dest}});
+  return v.empty() ? -1.0 : metric_as_double(v.front().second);
+}
+
+TEST(SpoolFanOut, ADestinationThatIsDownHoldsOnlyItsOwnReaderBack) {
+  TempDir dir;
+  test::MemoryCheckpoints cps;
+  std::atomic<int> acked{-1};
+  std::vector<std::pair<std::string, FlakyDestination*>> made;
+  auto lanes = lanes_of(made, {"a", "b"});
+  FlakyDestination* a = made[0].second;
+  FlakyDestination* b = made[1].second;
+  a->up = true;
+  MetricsRegistry registry;
+  PipelineOptions o = spooled(dir.path());
+  o.destination_connector = "a+b";
+  Pipeline p(o, std::make_unique<CountingSource>(2000, &acked), {}, std::move(lanes), &cps);
+  p.register_metrics(registry);
+  Status result = ok_status();
+  std::thread t([&] { result = p.run(); });
+  // The source is acknowledged and `a` has everything while `b` is down.
+  auto a_done = [&] {
+    std::lock_guard l(a->mu);
+    return a->keys.size() == 2000u;
+  };
+  for (int i = 0; i < 1000 && (acked.load() < 1999 || !a_done() ||
+                               cps.saved["t/spool/a"] != spool_position(20));
+       ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(acked.load(), 1999);
+  EXPECT_TRUE(a_done());
+  EXPECT_EQ(cps.saved["t/spool/a"], spool_position(20));
+  EXPECT_EQ(cps.saved.count("t/spool/b"), 0u);
+  EXPECT_EQ(series(registry, "sluice_spool_destination_records", "a"), 0.0);
+  EXPECT_EQ(series(registry, "sluice_spool_destination_records", "b"), 2000.0);
+  EXPECT_GT(series(registry, "sluice_spool_destination_bytes", "b"), 0.0);
+  EXPECT_GE(series(registry, "sluice_spool_destination_oldest_seconds", "b"), 0.0);
+  EXPECT_EQ(series(registry, "sluice_spool_destination_up", "a"), 1.0);
+  EXPECT_EQ(series(registry, "sluice_spool_destination_up", "b"), 0.0);
+  EXPECT_EQ(series(registry, "sluice_destination_records_written_total", "a"), 2000.0);
+  EXPECT_EQ(series(registry, "sluice_destination_records_written_total", "b"), 0.0);
+  // The pipeline's own figure is what every destination has; the spool keeps b's batches.
+  EXPECT_EQ(metric_as_double(registry.values("sluice_records_written_total").front().second), 0.0);
+  EXPECT_EQ(p.spool_depth()->records, 2000u);
+  EXPECT_EQ(p.in_flight_records(), 2000u);
+  EXPECT_EQ(p.destination_connector(), "a+b");
+  EXPECT_EQ(p.destination_records_written(), 0u);
+  b->up = true;  // b comes back: it drains the spool, then the pipeline ends
+  t.join();
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  for (auto& [name, d] : made) {
+    ASSERT_EQ(d->keys.size(), 2000u) << name;
+    for (int i = 0; i < 2000; ++i) ASSERT_EQ(d->keys[i], i) << name;
+    EXPECT_EQ(cps.saved["t/spool/" + name], spool_position(20)) << name;
+  }
+  EXPECT_EQ(p.spool_depth()->records, 0u);
+  EXPECT_EQ(metric_as_double(registry.values("sluice_records_written_total").front().second),
+            2000.0);
+  EXPECT_EQ(p.destination_records_written(), 2000u);
+}
+
+TEST(SpoolFanOut, ADestinationAddedLaterStartsFromTheSpoolsHistoryAndTheOthersGoOn) {
+  TempDir dir;
+  test::MemoryCheckpoints cps;
+  std::atomic<int> acked{-1};
+  PipelineOptions o = spooled(dir.path());
+  o.spool->segment_bytes = 64u << 20;  // one segment: the spool keeps all of its history
+  {
+    std::vector<std::pair<std::string, FlakyDestination*>> made;
+    auto lanes = lanes_of(made, {"a"});
+    made[0].second->up = true;
+    Pipeline p(o, std::make_unique<CountingSource>(1000, &acked), {}, std::move(lanes), &cps);
+    Status result = p.run();
+    ASSERT_TRUE(result.ok()) << result.error().message();
+    EXPECT_EQ(made[0].second->keys.size(), 1000u);
+  }
+  // The file gains destination b: it gets everything from the spool's first batch; a goes on
+  // from its checkpoint (nothing twice).
+  std::vector<std::pair<std::string, FlakyDestination*>> made;
+  auto lanes = lanes_of(made, {"a", "b"});
+  for (auto& [n, d] : made) d->up = true;
+  Pipeline p(o, std::make_unique<CountingSource>(1500, &acked), {}, std::move(lanes), &cps);
+  Status result = p.run();
+  ASSERT_TRUE(result.ok()) << result.error().message();
+  ASSERT_EQ(made[0].second->keys.size(), 500u);
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(made[0].second->keys[i], 1000 + i);
+  ASSERT_EQ(made[1].second->keys.size(), 1500u);
+  for (int i = 0; i < 1500; ++i) ASSERT_EQ(made[1].second->keys[i], i);
+  EXPECT_EQ(cps.saved["t/spool/a"], cps.saved["t/spool/b"]);
+}
+
+TEST(SpoolFanOut, ADestinationAddedAfterTheSpoolReleasedItsBeginningIsRefused) {
+  TempDir dir;
+  test::MemoryCheckpoints cps;
+  std::atomic<int> acked{-1};
+  PipelineOptions o = spooled(dir.path());  // 4 KiB segments: released ones are deleted
+  {
+    std::vector<std::pair<std::string, FlakyDestination*>> made;
+    auto lanes = lanes_of(made, {"a"});
+    made[0].second->up = true;
+    Pipeline p(o, std::make_unique<CountingSource>(1000, &acked), {}, std::move(lanes), &cps);
+    ASSERT_TRUE(p.run().ok());
+  }
+  std::vector<std::pair<std::string, FlakyDestination*>> made;
+  auto lanes = lanes_of(made, {"a", "b"});
+  for (auto& [n, d] : made) d->up = true;
+  Pipeline p(o, std::make_unique<CountingSource>(1500, &acked), {}, std::move(lanes), &cps);
+  Status result = p.run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code(), Errc::config);
+  EXPECT_NE(result.error().message().find("destination 'b' has no spool checkpoint (t/spool/b)"),
+            std::string::npos)
+      << result.error().message();
+  EXPECT_NE(result.error().message().find("no longer holds the pipeline's beginning"),
+            std::string::npos)
+      << result.error().message();
+  EXPECT_TRUE(made[0].second->keys.empty()) << "refused before anything was written";
+}
+
+// The spool added to a pipeline that ran without it: its destinations then had everything up
+// to the source's position, so they start from the spool's first batch; a destination added
+// after that (the spool does not hold the pipeline's beginning) is refused.
+TEST(SpoolFanOut, ASpoolAddedToARunningPipelineServesItsDestinationsButNotALaterOne) {
+  TempDir dir;
+  test::MemoryCheckpoints cps;
+  cps.saved["t"] = "p499";  // the source ran before, without a spool
+  std::atomic<int> acked{-1};
+  PipelineOptions o = spooled(dir.path());
+  o.spool->segment_bytes = 64u << 20;
+  {
+    std::vector<std::pair<std::string, FlakyDestination*>> made;
+    auto lanes = lanes_of(made, {"a"});
+    made[0].second->up = true;
+    Pipeline p(o, std::make_unique<CountingSource>(1000, &acked), {}, std::move(lanes), &cps);
+    Status result = p.run();
+    ASSERT_TRUE(result.ok()) << result.error().message();
+    ASSERT_EQ(made[0].second->keys.size(), 500u);
+    EXPECT_EQ(made[0].second->keys.front(), 500);
+  }
+  std::vector<std::pair<std::string, FlakyDestination*>> made;
+  auto lanes = lanes_of(made, {"a", "b"});
+  for (auto& [n, d] : made) d->up = true;
+  Pipeline p(o, std::make_unique<CountingSource>(1500, &acked), {}, std::move(lanes), &cps);
+  Status result = p.run();
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.error().message().find("destination 'b' has no spool checkpoint"),
+            std::string::npos)
+      << result.error().message();
+}
+
 }  // namespace
 }  // namespace sluice::spool

@@ -72,6 +72,20 @@ class Spool {
   // The writer will append nothing more this run: readers that reach the end see at_end().
   virtual void finish() = 0;
   virtual SpoolDepth depth() const = 0;
+  // What the reader `name` has not released (its lag): records, bytes, the append time of its
+  // oldest such batch. A reader not opened yet this run counts from the oldest batch retained.
+  virtual SpoolDepth reader_depth(const std::string& name) const = 0;
+  // Whether the reader `name`, which has no checkpoint, misses nothing when it starts from the
+  // spool's first batch: that batch is still retained, and either the spool was created at the
+  // pipeline's beginning (the source had no position) or the reader was one of the spool's
+  // readers when it was created (its destination had everything up to the source's position
+  // then: the spool was added to a pipeline that ran without it). See mark_origin.
+  virtual bool covers_beginning(const std::string& name) const = 0;
+  // Records, once, when the spool is created: at the pipeline's beginning (`beginning`: the
+  // source had no checkpoint) or later, and the readers it had then. Durable before it returns;
+  // a no-op when recorded already or when the spool holds batches from before origins were
+  // recorded (then unknown: covering nothing).
+  virtual Status mark_origin(bool beginning) = 0;
   virtual void close() noexcept = 0;
 };
 
