@@ -185,6 +185,8 @@ std::string replay_json(const std::string& id, const DeadLetterReplay& r, bool w
 
 }  // namespace
 
+std::string_view openapi_json() { return kOpenApiJson; }
+
 std::string position_json(std::string_view position) {
   if (position.empty()) return "null";
   for (unsigned char c : position)

@@ -55,6 +55,9 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
 // The JSON of one pipeline (GET /api/v1/pipelines/{id} adds "config"): exposed for the tests.
 std::string pipeline_json(const Engine& engine, const PipelineStatus& status);
 
+// docs/api/openapi.json as embedded at build time (served at /api/v1/openapi.json).
+std::string_view openapi_json();
+
 // A position as JSON text: the printable text, or base64 of opaque bytes ("b64:…"); null when
 // empty.
 std::string position_json(std::string_view position);
