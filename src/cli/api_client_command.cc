@@ -84,9 +84,10 @@ Answer call(const std::string& url, const std::string& method, const std::string
     message = std::string(text);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   if (r->status == 401) {
-    cli_error(fmt::format("{} asks for a token: pass --token TOKEN or set SLUICE_HTTP_TOKEN (the "
-                          "pipeline file's http.token)",
-                          target->scheme_host_port));
+    cli_error(
+        fmt::format("{} asks for a token: pass --token TOKEN or set SLUICE_HTTP_TOKEN (the "
+                    "pipeline file's http.token)",
+                    target->scheme_host_port));
     a.exit_code = kExitUnauthorized;
   } else if (r->status == 404 && message.starts_with("no pipeline")) {
     cli_error(message);
@@ -174,8 +175,8 @@ int pipelines_command(const std::string& action, const std::string& id, const st
     cli_error(fmt::format("unknown action '{}' (pause, resume, restart)", action));
     return kExitUsage;
   }
-  Answer a = call(url, "POST", fmt::format("/api/v1/pipelines/{}/{}", id, action),
-                  token_or_env(token));
+  Answer a =
+      call(url, "POST", fmt::format("/api/v1/pipelines/{}/{}", id, action), token_or_env(token));
   if (a.exit_code != 0) return a.exit_code;
   if (json) {
     std::string body = a.body;

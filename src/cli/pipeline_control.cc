@@ -51,8 +51,7 @@ std::string setting_json(const SettingValue& v) {
             out += (first ? "" : ",") + json_quoted(k) + ":";
             if constexpr (std::is_same_v<T, std::map<std::string, double>>)
               out += fmt::format("{}", val);
-            else
-              out += credential_key(k) ? json_quoted("***") : json_quoted(redact(val));
+            else out += credential_key(k) ? json_quoted("***") : json_quoted(redact(val));
             first = false;
           }
           return out + "}";
@@ -270,12 +269,13 @@ std::string pipeline_config_json(const PipelineConfig& pc) {
     out += ",\"destinations\":[";
     for (size_t i = 0; i < pc.destinations.size(); ++i) {
       const DestinationConfig& d = pc.destinations[i];
-      out += fmt::format("{}{{\"name\":{},\"connector\":{},\"settings\":{},\"processors\":{},"
-                         "\"on_error\":{},\"dlq\":{}}}",
-                         i ? "," : "", json_quoted(d.name), json_quoted(d.connector.connector),
-                         settings_json(d.connector.settings), processors_json(d.processors),
-                         json_quoted(on_error_name(d.on_error)),
-                         d.dlq ? connector_json(*d.dlq) : std::string("null"));
+      out += fmt::format(
+          "{}{{\"name\":{},\"connector\":{},\"settings\":{},\"processors\":{},"
+          "\"on_error\":{},\"dlq\":{}}}",
+          i ? "," : "", json_quoted(d.name), json_quoted(d.connector.connector),
+          settings_json(d.connector.settings), processors_json(d.processors),
+          json_quoted(on_error_name(d.on_error)),
+          d.dlq ? connector_json(*d.dlq) : std::string("null"));
     }
     out += "]";
   }
@@ -283,12 +283,13 @@ std::string pipeline_config_json(const PipelineConfig& pc) {
       ",\"batch\":{{\"max_records\":{},\"max_bytes\":{},\"linger_ms\":{}}},\"on_error\":{},"
       "\"dlq\":{},\"stall_timeout_ms\":{}",
       pc.batch.max_records, pc.batch.max_bytes, pc.batch.linger.count(),
-      json_quoted(on_error_name(pc.on_error)), pc.dlq ? connector_json(*pc.dlq) : std::string("null"),
-      pc.stall_timeout.count());
+      json_quoted(on_error_name(pc.on_error)),
+      pc.dlq ? connector_json(*pc.dlq) : std::string("null"), pc.stall_timeout.count());
   if (pc.spool)
-    out += fmt::format(",\"spool\":{{\"type\":{},\"path\":{},\"segment_size\":{},\"max_bytes\":{}}}",
-                       json_quoted(pc.spool->type), json_quoted(pc.spool->path), pc.spool->segment_size,
-                       pc.spool->max_bytes);
+    out +=
+        fmt::format(",\"spool\":{{\"type\":{},\"path\":{},\"segment_size\":{},\"max_bytes\":{}}}",
+                    json_quoted(pc.spool->type), json_quoted(pc.spool->path),
+                    pc.spool->segment_size, pc.spool->max_bytes);
   return redact(out + "}");
 }
 
@@ -322,10 +323,8 @@ PipelineControl make_pipeline_control(const PipelineConfig& pc, CheckpointStore*
     auto path = pc.dlq->settings.values().find("path");
     const std::string* text =
         path == pc.dlq->settings.values().end() ? nullptr : std::get_if<std::string>(&path->second);
-    if (text)
-      c.dead_letters = std::make_shared<FileDeadLetterQueue>(pc, *text);
-    else
-      c.dead_letters_unsupported = "its file dead-letter queue has no path";
+    if (text) c.dead_letters = std::make_shared<FileDeadLetterQueue>(pc, *text);
+    else c.dead_letters_unsupported = "its file dead-letter queue has no path";
   }
   return c;
 }

@@ -29,10 +29,8 @@ std::string json_string(std::string_view s) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out += static_cast<char>(c);
+        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
+        else out += static_cast<char>(c);
     }
   }
   return out + "\"";
@@ -109,10 +107,9 @@ std::string snapshot_json(const Engine& engine, const PipelineStatus& s) {
   total.emplace_back("kind", "total");
   const double d = metric(engine, "sluice_snapshot_rows", done).value_or(-1);
   const double t = metric(engine, "sluice_snapshot_rows", total).value_or(-1);
-  return fmt::format(
-      "{{\"phase\":{},\"rows_done\":{},\"rows_total\":{},\"tables\":[]}}", phase,
-      d < 0 ? std::string("null") : fmt::format("{:.0f}", d),
-      t < 0 ? std::string("null") : fmt::format("{:.0f}", t));
+  return fmt::format("{{\"phase\":{},\"rows_done\":{},\"rows_total\":{},\"tables\":[]}}", phase,
+                     d < 0 ? std::string("null") : fmt::format("{:.0f}", d),
+                     t < 0 ? std::string("null") : fmt::format("{:.0f}", t));
 }
 
 std::string stalls_json(const PipelineStatus& s) {
@@ -175,8 +172,7 @@ Result<std::vector<std::string>> snapshot_tables(const httplib::Request& req) {
 
 std::string replay_json(const std::string& id, const DeadLetterReplay& r, bool was_running) {
   std::string errors = "[";
-  for (size_t i = 0; i < r.errors.size(); ++i)
-    errors += (i ? "," : "") + json_string(r.errors[i]);
+  for (size_t i = 0; i < r.errors.size(); ++i) errors += (i ? "," : "") + json_string(r.errors[i]);
   errors += "]";
   return fmt::format(
       "{{\"pipeline\":{},\"replayed\":{},\"failed\":{},\"errors\":{},\"paused_meanwhile\":{}}}",
@@ -245,12 +241,9 @@ void ApiRouter::add(httplib::Server& server, std::string method, const std::stri
   auto h = [handler](const httplib::Request& req, httplib::Response& res) {
     handler(req, req.matches, res);
   };
-  if (method == "GET")
-    server.Get(pattern, h);
-  else if (method == "POST")
-    server.Post(pattern, h);
-  else
-    server.Delete(pattern, h);
+  if (method == "GET") server.Get(pattern, h);
+  else if (method == "POST") server.Post(pattern, h);
+  else server.Delete(pattern, h);
 }
 
 bool ApiRouter::dispatch(const httplib::Request& req, httplib::Response& res) const {
@@ -269,41 +262,45 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
   const std::string p = std::string("/api/v1/pipelines/") + std::string(kId);
   Engine* eng = &engine;
 
-  router->add(server, "GET", "/api/v1/openapi.json", [](const httplib::Request&, const httplib::Match&, httplib::Response& res) {
-    res.set_content(kOpenApiJson, "application/json");
-  });
+  router->add(server, "GET", "/api/v1/openapi.json",
+              [](const httplib::Request&, const httplib::Match&, httplib::Response& res) {
+                res.set_content(kOpenApiJson, "application/json");
+              });
 
-  router->add(server, "GET", "/api/v1/pipelines", [eng](const httplib::Request&, const httplib::Match&, httplib::Response& res) {
-    std::string body = "{\"pipelines\":[";
-    bool first = true;
-    for (const PipelineStatus& s : eng->list()) {
-      body += (first ? "" : ",") + pipeline_json(*eng, s);
-      first = false;
-    }
-    reply(res, 200, body + "]}");
-  });
+  router->add(server, "GET", "/api/v1/pipelines",
+              [eng](const httplib::Request&, const httplib::Match&, httplib::Response& res) {
+                std::string body = "{\"pipelines\":[";
+                bool first = true;
+                for (const PipelineStatus& s : eng->list()) {
+                  body += (first ? "" : ",") + pipeline_json(*eng, s);
+                  first = false;
+                }
+                reply(res, 200, body + "]}");
+              });
 
-  router->add(server, "GET", p, [eng](const httplib::Request&, const httplib::Match& m, httplib::Response& res) {
-    const std::string id = m[1];
-    auto s = find_status(*eng, id, res);
-    if (!s) return;
-    std::string body = pipeline_json(*eng, *s);
-    const PipelineControl* c = eng->control(id);
-    body.pop_back();  // the closing brace
-    body += ",\"config\":" + (c ? c->config_json : std::string("{}"));
-    body += ",\"dlq\":" + std::string(c && c->dead_letters ? "{\"browsable\":true}"
-                                                           : fmt::format(
-                                                                 "{{\"browsable\":false,"
-                                                                 "\"why\":{}}}",
-                                                                 json_string(
-                                                                     c ? c->dead_letters_unsupported
-                                                                       : "")));
-    reply(res, 200, body + "}");
-  });
+  router->add(
+      server, "GET", p,
+      [eng](const httplib::Request&, const httplib::Match& m, httplib::Response& res) {
+        const std::string id = m[1];
+        auto s = find_status(*eng, id, res);
+        if (!s) return;
+        std::string body = pipeline_json(*eng, *s);
+        const PipelineControl* c = eng->control(id);
+        body.pop_back();  // the closing brace
+        body += ",\"config\":" + (c ? c->config_json : std::string("{}"));
+        body += ",\"dlq\":" +
+                std::string(c && c->dead_letters
+                                ? "{\"browsable\":true}"
+                                : fmt::format("{{\"browsable\":false,"
+                                              "\"why\":{}}}",
+                                              json_string(c ? c->dead_letters_unsupported : "")));
+        reply(res, 200, body + "}");
+      });
 
   // pause / resume / restart answer the pipeline as it is afterwards.
   auto control_call = [eng](const std::string& verb) {
-    return [eng, verb](const httplib::Request& req, const httplib::Match& m, httplib::Response& res) {
+    return [eng, verb](const httplib::Request& req, const httplib::Match& m,
+                       httplib::Response& res) {
       const std::string id = m[1];
       Status st = verb == "pause"    ? eng->pause(id)
                   : verb == "resume" ? eng->resume(id)
@@ -329,30 +326,32 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
   router->add(server, "POST", p + "/resume", control_call("resume"));
   router->add(server, "POST", p + "/restart", control_call("restart"));
 
-  router->add(server, "POST", p + "/snapshot", [eng](const httplib::Request& req, const httplib::Match& m, httplib::Response& res) {
-    const std::string id = m[1];
-    if (!find_status(*eng, id, res)) return log_call(req, res);
-    auto tables = snapshot_tables(req);
-    if (!tables.ok()) {
-      reply_error(res, tables.error());
-      return log_call(req, res);
-    }
-    const PipelineControl* c = eng->control(id);
-    if (!c || !c->request_snapshot) {
-      reply_error(res, 501, fmt::format("pipeline '{}' cannot take snapshot requests", id));
-      return log_call(req, res);
-    }
-    if (Status st = c->request_snapshot(tables.value()); !st.ok()) {
-      reply_error(res, st.error());
-      return log_call(req, res);
-    }
-    std::string list = "[";
-    for (size_t i = 0; i < tables.value().size(); ++i)
-      list += (i ? "," : "") + json_string(tables.value()[i]);
-    reply(res, 202,
-          fmt::format("{{\"pipeline\":{},\"requested\":{}]}}", json_string(id), list));
-    log_call(req, res);
-  });
+  router->add(server, "POST", p + "/snapshot",
+              [eng](const httplib::Request& req, const httplib::Match& m, httplib::Response& res) {
+                const std::string id = m[1];
+                if (!find_status(*eng, id, res)) return log_call(req, res);
+                auto tables = snapshot_tables(req);
+                if (!tables.ok()) {
+                  reply_error(res, tables.error());
+                  return log_call(req, res);
+                }
+                const PipelineControl* c = eng->control(id);
+                if (!c || !c->request_snapshot) {
+                  reply_error(res, 501,
+                              fmt::format("pipeline '{}' cannot take snapshot requests", id));
+                  return log_call(req, res);
+                }
+                if (Status st = c->request_snapshot(tables.value()); !st.ok()) {
+                  reply_error(res, st.error());
+                  return log_call(req, res);
+                }
+                std::string list = "[";
+                for (size_t i = 0; i < tables.value().size(); ++i)
+                  list += (i ? "," : "") + json_string(tables.value()[i]);
+                reply(res, 202,
+                      fmt::format("{{\"pipeline\":{},\"requested\":{}]}}", json_string(id), list));
+                log_call(req, res);
+              });
 
   // The dead-letter queue: null (after answering) when the pipeline has none that can be read.
   auto queue_of = [eng](const std::string& id, httplib::Response& res) -> DeadLetterQueue* {
@@ -367,32 +366,35 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
     return c->dead_letters.get();
   };
 
-  router->add(server, "GET", p + "/dlq", [queue_of](const httplib::Request& req, const httplib::Match& m, httplib::Response& res) {
-    const std::string id = m[1];
-    DeadLetterQueue* q = queue_of(id, res);
-    if (!q) return;
-    size_t limit = 100;
-    if (req.has_param("limit")) {
-      auto v = parse_index(req.get_param_value("limit"));
-      if (!v || *v == 0) return reply_error(res, 400, "limit must be a positive integer");
-      limit = *v;
-    }
-    auto entries = q->list();
-    if (!entries.ok()) return reply_error(res, entries.error());
-    const auto& all = entries.value();
-    std::string body =
-        fmt::format("{{\"pipeline\":{},\"total\":{},\"entries\":[", json_string(id), all.size());
-    const size_t from = all.size() > limit ? all.size() - limit : 0;
-    for (size_t i = from; i < all.size(); ++i)
-      body += fmt::format("{}{{\"index\":{},\"reason\":{},\"destination\":{},\"record\":{}}}",
-                          i > from ? "," : "", all[i].index, json_string(all[i].reason),
-                          json_string(all[i].destination), all[i].record_json);
-    reply(res, 200, body + "]}");
-  });
+  router->add(
+      server, "GET", p + "/dlq",
+      [queue_of](const httplib::Request& req, const httplib::Match& m, httplib::Response& res) {
+        const std::string id = m[1];
+        DeadLetterQueue* q = queue_of(id, res);
+        if (!q) return;
+        size_t limit = 100;
+        if (req.has_param("limit")) {
+          auto v = parse_index(req.get_param_value("limit"));
+          if (!v || *v == 0) return reply_error(res, 400, "limit must be a positive integer");
+          limit = *v;
+        }
+        auto entries = q->list();
+        if (!entries.ok()) return reply_error(res, entries.error());
+        const auto& all = entries.value();
+        std::string body = fmt::format("{{\"pipeline\":{},\"total\":{},\"entries\":[",
+                                       json_string(id), all.size());
+        const size_t from = all.size() > limit ? all.size() - limit : 0;
+        for (size_t i = from; i < all.size(); ++i)
+          body += fmt::format("{}{{\"index\":{},\"reason\":{},\"destination\":{},\"record\":{}}}",
+                              i > from ? "," : "", all[i].index, json_string(all[i].reason),
+                              json_string(all[i].destination), all[i].record_json);
+        reply(res, 200, body + "]}");
+      });
 
   // Replay or discard, with the pipeline stopped meanwhile (resumed after if it ran).
   auto dlq_edit = [eng, queue_of](bool replay, bool one) {
-    return [eng, queue_of, replay, one](const httplib::Request& req, const httplib::Match& m, httplib::Response& res) {
+    return [eng, queue_of, replay, one](const httplib::Request& req, const httplib::Match& m,
+                                        httplib::Response& res) {
       const std::string id = m[1];
       DeadLetterQueue* q = queue_of(id, res);
       if (!q) return log_call(req, res);
@@ -410,10 +412,8 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
       Status st = eng->with_pipeline_stopped(
           id,
           [&] {
-            if (replay)
-              replayed = q->replay(index);
-            else
-              discarded = q->discard(index);
+            if (replay) replayed = q->replay(index);
+            else discarded = q->discard(index);
           },
           &was_running);
       const Error* err = nullptr;
@@ -438,21 +438,23 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
   router->add(server, "DELETE", p + "/dlq", dlq_edit(false, false));
   router->add(server, "DELETE", p + "/dlq/([0-9]+)", dlq_edit(false, true));
 
-  router->add(server, "POST", "/api/v1/reload", [](const httplib::Request& req, const httplib::Match&, httplib::Response& res) {
-    reply_error(res, 501,
-                "hot reload is not built yet: restart sluice to apply an edited file (or "
-                "POST /api/v1/pipelines/{id}/restart, which rebuilds from the file as loaded)");
-    log_call(req, res);
-  });
+  router->add(server, "POST", "/api/v1/reload",
+              [](const httplib::Request& req, const httplib::Match&, httplib::Response& res) {
+                reply_error(
+                    res, 501,
+                    "hot reload is not built yet: restart sluice to apply an edited file (or "
+                    "POST /api/v1/pipelines/{id}/restart, which rebuilds from the file as loaded)");
+                log_call(req, res);
+              });
   // Anything else under /api/: a JSON 404 (or 405 for a known path and another method).
-  server.set_error_handler(httplib::Server::HandlerWithResponse(
-      [](const httplib::Request& req, httplib::Response& res) {
-    if (!req.path.starts_with("/api/") || !res.body.empty())
-      return httplib::Server::HandlerResponse::Unhandled;
-    reply_error(res, res.status,
-                fmt::format("no route {} {} (the routes: GET /api/v1/openapi.json)", req.method,
-                            req.path));
-    return httplib::Server::HandlerResponse::Handled;
+  server.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!req.path.starts_with("/api/") || !res.body.empty())
+          return httplib::Server::HandlerResponse::Unhandled;
+        reply_error(res, res.status,
+                    fmt::format("no route {} {} (the routes: GET /api/v1/openapi.json)", req.method,
+                                req.path));
+        return httplib::Server::HandlerResponse::Handled;
       }));
   return router;
 }

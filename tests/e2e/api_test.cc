@@ -180,13 +180,12 @@ TEST(Api, APausedPipelineWritesNothingAndResumesToTheExactEnd) {
   ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
   expect_exactly_every_row(dir / "out.db");
   // The resumed run read only what was left after the checkpoint.
-  EXPECT_NE(p.stderr_text().find(fmt::format("pipeline gen stopped: {} read",
-                                             thousands(kRows - at_pause))),
+  EXPECT_NE(p.stderr_text().find(
+                fmt::format("pipeline gen stopped: {} read", thousands(kRows - at_pause))),
             std::string::npos)
       << p.stderr_text();
   const std::string err = p.stderr_text();
-  EXPECT_NE(err.find("api: POST /api/v1/pipelines/gen/pause from 127.0.0.1: ok"),
-            std::string::npos)
+  EXPECT_NE(err.find("api: POST /api/v1/pipelines/gen/pause from 127.0.0.1: ok"), std::string::npos)
       << err;
   EXPECT_NE(err.find("api: POST /api/v1/pipelines/gen/resume from 127.0.0.1: 409"),
             std::string::npos)
@@ -235,8 +234,8 @@ TEST(Api, RestartKeepsThePositionsAndTheCliClientsAnswerWithTheirExitCodes) {
   EXPECT_EQ(c.rc, 0) << c.err;
   ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
   expect_exactly_every_row(dir / "out.db");
-  EXPECT_NE(p.stderr_text().find(fmt::format("pipeline gen stopped: {} read",
-                                             thousands(kRows - at_pause))),
+  EXPECT_NE(p.stderr_text().find(
+                fmt::format("pipeline gen stopped: {} read", thousands(kRows - at_pause))),
             std::string::npos)
       << p.stderr_text();
   // The run has ended: nothing answers at its address.
@@ -249,7 +248,8 @@ TEST(Api, RestartKeepsThePositionsAndTheCliClientsAnswerWithTheirExitCodes) {
 // file (followed) → SQLite with a file dead-letter queue; the table's CHECK rejects v = 'bad'.
 TEST(Api, TheDeadLetterQueueIsListedReplayedAndDiscarded) {
   auto dir = make_temp_dir("api-dlq");
-  sqlite_exec(dir / "out.db", "CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT CHECK (v <> 'bad'))");
+  sqlite_exec(dir / "out.db",
+              "CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT CHECK (v <> 'bad'))");
   auto line = [](int id, const std::string& v) {
     return fmt::format(
         "{{\"operation\":\"create\",\"metadata\":{{\"table\":\"items\"}},\"key\":{{\"id\":{}}},"
@@ -351,7 +351,8 @@ TEST(Api, EveryDocumentedRouteAnswersAndUnknownOnesAreJson404s) {
 
   const Reply spec = call(port, "GET", "/api/v1/openapi.json");
   ASSERT_EQ(spec.status, 200);
-  EXPECT_EQ(spec.body, read_file(std::filesystem::path(SLUICE_SOURCE_DIR) / "docs/api/openapi.json"));
+  EXPECT_EQ(spec.body,
+            read_file(std::filesystem::path(SLUICE_SOURCE_DIR) / "docs/api/openapi.json"));
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   ASSERT_EQ(parser.parse(spec.body).get(doc), simdjson::SUCCESS);
@@ -367,7 +368,8 @@ TEST(Api, EveryDocumentedRouteAnswersAndUnknownOnesAreJson404s) {
         concrete = std::regex_replace(concrete, std::regex("/pipelines/r"), "/pipelines/none");
       const Reply r = call(port, m, concrete);
       EXPECT_NE(r.status, 0) << m << " " << concrete;
-      EXPECT_EQ(r.body.find("no route"), std::string::npos) << m << " " << concrete << ": " << r.body;
+      EXPECT_EQ(r.body.find("no route"), std::string::npos)
+          << m << " " << concrete << ": " << r.body;
       EXPECT_EQ(field(r.body, {}).substr(0, 1), "{") << m << " " << concrete << ": " << r.body;
       ++routes;
     }
@@ -399,8 +401,10 @@ TEST(Api, TheConfigurationIsShownWithSecretsRedactedAndTheTokenIsRequired) {
   f.checkpoints_path = "cp.db";
   f.http = test::YamlMap().set("listen", "127.0.0.1:0").set("token", "tok-3456789");
   // A URL with a password in a setting that is not itself secret: masked.
-  f.pipeline("c").source("generator").set("rate", 50).set("table",
-                                                          "postgresql://u:hunter2-pw@h/db");
+  f.pipeline("c")
+      .source("generator")
+      .set("rate", 50)
+      .set("table", "postgresql://u:hunter2-pw@h/db");
   f.pipeline("c").destination("file").set("path", "out.jsonl");
   f.write(dir / "p.yaml");
   Process p({"run", "p.yaml"}, dir);
