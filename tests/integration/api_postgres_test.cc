@@ -66,9 +66,9 @@ TEST(ApiPostgres, PauseKeepsTheSlotWritesNothingAndResumeAndSnapshotEndExact) {
   ASSERT_GT(port, 0) << p.stderr_text();
   httplib::Client api("127.0.0.1", port);
   api.set_read_timeout(90, 0);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, "api_pause",
-                                  [](const std::string& c) { return c.find("cdc ") == 0; }))
-      << p.stderr_text();
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, "api_pause", [](const std::string& c) {
+    return c.find("cdc ") == 0;
+  })) << p.stderr_text();
   ASSERT_TRUE(
       db.sql().exec("INSERT INTO items SELECT g, 'v' || g FROM generate_series(61, 100) g"));
   ASSERT_TRUE(wait_until([&] { return sqlite_count(dir / "out.db") == 100; }, 60s))
@@ -85,9 +85,9 @@ TEST(ApiPostgres, PauseKeepsTheSlotWritesNothingAndResumeAndSnapshotEndExact) {
                                 std::regex("\"source_retains\":\"wal_status = [a-z]+, confirmed "
                                            "at [0-9A-F]+/[0-9A-F]+, retains ")))
       << paused->body;
-  const std::string slots =
-      db.sql().scalar("SELECT count(*) || ' ' || bool_or(active)::text FROM pg_replication_slots "
-                      "WHERE database = current_database()");
+  const std::string slots = db.sql().scalar(
+      "SELECT count(*) || ' ' || bool_or(active)::text FROM pg_replication_slots "
+      "WHERE database = current_database()");
   EXPECT_EQ(slots, "1 false") << "the slot is kept, and nobody streams from it";
 
   // The source keeps changing; the destination does not.
