@@ -16,6 +16,10 @@ int cleanup_command(const std::string& file);
 // Checks every pipeline's source, destinations and disk space without moving data: a checklist
 // with the fix of each failure; 1 when a check failed, 2 for a bad file.
 int doctor_command(const std::string& file);
+// Thin clients of a running sluice's HTTP API (exit codes: api_client_command.cc, docs/api.md).
+int status_command(const std::string& url, bool json, const std::string& token);
+int pipelines_command(const std::string& action, const std::string& id, const std::string& url,
+                      bool json, const std::string& token);
 int snapshot_command(const std::string& file, const std::string& pipeline,
                      const std::vector<std::string>& tables);
 

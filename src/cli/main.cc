@@ -122,6 +122,32 @@ int main(int argc, char** argv) {
   snapshot->add_option("PIPELINE", snapshot_pipeline, "pipeline id")->required();
   snapshot->add_option("TABLE", snapshot_tables, "tables (schema.table)")->required();
 
+  auto* status = app.add_subcommand(
+      "status",
+      "Show the pipelines of a running sluice (its HTTP API at URL); exits 1 when one failed, 3 "
+      "when nothing answers, 4 without the right token");
+  std::string status_url = "http://127.0.0.1:8080", api_token;
+  bool status_json = false;
+  status->add_option("URL", status_url, "the run's http.listen address")->capture_default_str();
+  status->add_flag("--json", status_json, "print the API's JSON answer");
+  status->add_option("--token", api_token, "http.token of the run (default: $SLUICE_HTTP_TOKEN)");
+
+  auto* pipelines = app.add_subcommand(
+      "pipelines",
+      "Pause, resume or restart a pipeline of a running sluice (its HTTP API); exits 1 when the "
+      "API refuses, 3 when nothing answers, 4 without the right token, 5 for an unknown id");
+  std::string pipelines_action, pipelines_id, pipelines_url = "http://127.0.0.1:8080";
+  bool pipelines_json = false;
+  pipelines->add_option("ACTION", pipelines_action, "pause, resume or restart")
+      ->required()
+      ->check(CLI::IsMember({"pause", "resume", "restart"}));
+  pipelines->add_option("ID", pipelines_id, "pipeline id")->required();
+  pipelines->add_option("--url", pipelines_url, "the run's http.listen address")
+      ->capture_default_str();
+  pipelines->add_flag("--json", pipelines_json, "print the API's JSON answer");
+  pipelines->add_option("--token", api_token,
+                        "http.token of the run (default: $SLUICE_HTTP_TOKEN)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -145,6 +171,10 @@ int main(int argc, char** argv) {
   if (*connectors) return sluice::connectors_command(connector_name, markdown, pipeline_file);
   if (*cleanup) return sluice::cleanup_command(cleanup_file);
   if (*doctor) return sluice::doctor_command(doctor_file);
+  if (*status) return sluice::status_command(status_url, status_json, api_token);
+  if (*pipelines)
+    return sluice::pipelines_command(pipelines_action, pipelines_id, pipelines_url, pipelines_json,
+                                     api_token);
   if (*snapshot) return sluice::snapshot_command(snapshot_file, snapshot_pipeline, snapshot_tables);
   return 2;
 }

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/logging.h"
+#include "cli/pipeline_control.h"
 #include "cli/pipeline_factory.h"
 #include "config/config.h"
 #include "engine/engine.h"
@@ -125,7 +126,8 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
       cli_error(p.error().message());
       return 2;
     }
-    if (Status st = engine.add(std::move(p.value())); !st.ok()) {
+    if (Status st = engine.add(std::move(p.value()), make_pipeline_control(pc, checkpoints.get()));
+        !st.ok()) {
       cli_error(st.error().message());
       return 2;
     }

@@ -33,7 +33,7 @@ const Engine::Entry* Engine::find(std::string_view id) const {
   return nullptr;
 }
 
-Status Engine::add(std::unique_ptr<Pipeline> pipeline) {
+Status Engine::add(std::unique_ptr<Pipeline> pipeline, PipelineControl control) {
   std::lock_guard lock(mu_);
   if (find(pipeline->options().id))
     return Error(Errc::invalid_argument,
@@ -41,6 +41,7 @@ Status Engine::add(std::unique_ptr<Pipeline> pipeline) {
   pipeline->register_metrics(metrics_);
   auto e = std::make_unique<Entry>();
   e->pipeline = std::move(pipeline);
+  e->control = std::move(control);
   entries_.push_back(std::move(e));
   return ok_status();
 }
@@ -52,16 +53,153 @@ Status Engine::start(std::string_view id) {
   if (e->started)
     return Error(Errc::invalid_argument, fmt::format("pipeline '{}' was started already", id));
   e->started = true;
+  launch(e);
+  return ok_status();
+}
+
+void Engine::launch(Entry* e) {
+  ++e->runs;
+  e->samples.clear();
   e->thread = std::thread([this, e] {
     Status result = e->pipeline->run();
     if (!result.ok())
       spdlog::error("pipeline {}: {}", e->pipeline->options().id, result.error().message());
     std::lock_guard lock(mu_);
+    if (!result.ok()) e->last_error = result.error().message();
     e->result = std::move(result);
     e->ended = true;
     ended_cv_.notify_all();
   });
+}
+
+Status Engine::stop_and_wait(Entry* e, std::chrono::milliseconds timeout, bool pause) {
+  std::unique_lock lock(mu_);
+  const std::string id = e->pipeline->options().id;
+  if (!e->started || e->ended)
+    return Error(Errc::conflict, fmt::format("pipeline '{}' is not running", id));
+  if (stopping_all_ || finished_)
+    return Error(Errc::conflict, "sluice is shutting down: its pipelines are stopping");
+  e->paused = pause;
+  e->pipeline->request_stop();
+  if (!ended_cv_.wait_for(lock, timeout, [&] { return e->ended; }))
+    return Error(Errc::timeout,
+                 fmt::format("pipeline '{}' did not finish draining within {} s; it is still "
+                             "stopping, ask again later",
+                             id, timeout.count() / 1000));
+  if (e->result && !e->result->ok()) {
+    e->paused = false;
+    return Error(Errc::internal, fmt::format("pipeline '{}' failed while stopping: {}", id,
+                                             e->result->error().message()));
+  }
   return ok_status();
+}
+
+Status Engine::relaunch(Entry* e) {
+  const std::string id = [&] {
+    std::lock_guard lock(mu_);
+    return e->pipeline->options().id;
+  }();
+  if (!e->control.rebuild)
+    return Error(Errc::unsupported,
+                 fmt::format("pipeline '{}' cannot be started again in this process", id));
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_all_ || finished_)
+      return Error(Errc::conflict, "sluice is shutting down: its pipelines are stopping");
+    if (e->started && !e->ended)
+      return Error(Errc::conflict, fmt::format("pipeline '{}' is running", id));
+  }
+  // Built outside the lock: constructing connectors opens nothing, but may take a moment.
+  auto fresh = e->control.rebuild();
+  if (!fresh.ok()) return std::move(fresh).error();
+  std::lock_guard lock(mu_);
+  if (stopping_all_ || finished_)
+    return Error(Errc::conflict, "sluice is shutting down: its pipelines are stopping");
+  // The old run ended (under mu_, which it released): its thread only has to return.
+  if (e->thread.joinable()) e->thread.join();
+  // Its probes go with it before the fresh one registers the same series.
+  e->pipeline.reset();
+  e->pipeline = std::move(fresh.value());
+  e->pipeline->register_metrics(metrics_);
+  e->result.reset();
+  e->ended = false;
+  e->paused = false;
+  e->started = true;
+  launch(e);
+  return ok_status();
+}
+
+Status Engine::pause(std::string_view id, std::chrono::milliseconds timeout) {
+  std::lock_guard control(control_mu_);
+  Entry* e = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    e = find(id);
+    if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+    if (e->paused) return Error(Errc::conflict, fmt::format("pipeline '{}' is paused already", id));
+  }
+  return stop_and_wait(e, timeout, true);
+}
+
+Status Engine::resume(std::string_view id) {
+  std::lock_guard control(control_mu_);
+  Entry* e = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    e = find(id);
+    if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+    if (!e->paused) return Error(Errc::conflict, fmt::format("pipeline '{}' is not paused", id));
+  }
+  return relaunch(e);
+}
+
+Status Engine::restart(std::string_view id, std::chrono::milliseconds timeout) {
+  std::lock_guard control(control_mu_);
+  Entry* e = nullptr;
+  bool running = false;
+  {
+    std::lock_guard lock(mu_);
+    e = find(id);
+    if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+    running = e->started && !e->ended;
+  }
+  if (!e->control.rebuild)
+    return Error(Errc::unsupported,
+                 fmt::format("pipeline '{}' cannot be started again in this process", id));
+  // Marked paused while it drains: wait() must not take its end for the end of the run.
+  if (running) SLUICE_TRY(stop_and_wait(e, timeout, true));
+  return relaunch(e);
+}
+
+Status Engine::with_pipeline_stopped(std::string_view id, const std::function<void()>& fn,
+                                     bool* was_running, std::chrono::milliseconds timeout) {
+  std::lock_guard control(control_mu_);
+  Entry* e = nullptr;
+  bool running = false;
+  {
+    std::lock_guard lock(mu_);
+    e = find(id);
+    if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+    running = e->started && !e->ended;
+  }
+  if (was_running) *was_running = running;
+  if (running) SLUICE_TRY(stop_and_wait(e, timeout, true));
+  fn();
+  if (running) return relaunch(e);
+  return ok_status();
+}
+
+const PipelineControl* Engine::control(std::string_view id) const {
+  std::lock_guard lock(mu_);
+  const Entry* e = find(id);
+  return e ? &e->control : nullptr;
+}
+
+std::vector<std::string> Engine::ids() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& e : entries_) out.push_back(e->pipeline->options().id);
+  return out;
 }
 
 void Engine::start_all() {
@@ -84,7 +222,9 @@ Status Engine::stop(std::string_view id) {
 
 void Engine::stop_all() noexcept {
   std::lock_guard lock(mu_);
+  stopping_all_ = true;
   for (auto& e : entries_) e->pipeline->request_stop();
+  ended_cv_.notify_all();  // a paused pipeline now counts as ended
 }
 
 PipelineStatus Engine::status_of(const Entry& e) const {
@@ -105,9 +245,22 @@ PipelineStatus Engine::status_of(const Entry& e) const {
   s.records_dead_lettered = p.destination_dlq_records();
   s.records_in_flight = p.in_flight_records();
   s.checkpoint = p.checkpoint_position();
+  s.read_position = p.read_position();
+  s.written_position = p.written_position();
   s.source_server_state = p.source_server_state();
   s.idle_since = p.idle_since();
   s.stalls = p.stalls();
+  s.paused = e.paused;
+  s.runs = e.runs;
+  s.write_errors = p.destination_metrics().write_errors.load();
+  s.write_retries = p.destination_metrics().write_retries.load();
+  s.last_error = e.last_error;
+  if (e.samples.size() >= 2 && !e.ended) {
+    const auto& [t0, w0] = e.samples.front();
+    const auto& [t1, w1] = e.samples.back();
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
+    if (dt > 0 && w1 >= w0) s.records_per_second = double(w1 - w0) / dt;
+  }
   return s;
 }
 
@@ -156,19 +309,37 @@ void Engine::check_idle() {
   }
 }
 
+void Engine::sample_rates() {
+  constexpr auto kWindow = std::chrono::seconds(5);
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  for (auto& e : entries_) {
+    if (!e->started || e->ended) continue;
+    e->samples.emplace_back(now, e->pipeline->destination_metrics().records_written.load());
+    while (e->samples.size() > 2 && now - e->samples.front().first > kWindow)
+      e->samples.pop_front();
+  }
+}
+
 bool Engine::wait(const std::function<void()>& tick) {
+  // A paused pipeline has ended its run but is still supervised (it may resume), until
+  // stop_all().
   auto all_ended = [this] {
     for (const auto& e : entries_)
-      if (e->started && !e->ended) return false;
+      if (e->started && (!e->ended || (e->paused && !stopping_all_))) return false;
     return true;
   };
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      if (all_ended()) break;
+      if (all_ended()) {
+        finished_ = true;
+        break;
+      }
       ended_cv_.wait_for(lock, options_.tick, all_ended);
     }
     check_idle();
+    sample_rates();
     if (tick) tick();
   }
   bool ok = true;

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/pipeline_control.h"
 #include "runtime/pipeline.h"
 #include "sluice/metrics.h"
 #include "sluice/result.h"
@@ -36,11 +38,23 @@ struct PipelineStatus {
   uint64_t records_dead_lettered = 0;
   uint64_t records_in_flight = 0;
   std::string checkpoint;           // last checkpointed position (opaque bytes)
+  std::string read_position;        // of the last batch read (this run)
+  std::string written_position;     // of the last batch written (this run)
   std::string source_server_state;  // Source::server_state(): a failed run names it
   // Since when the source has had nothing to read with everything acknowledged.
   std::optional<std::chrono::steady_clock::time_point> idle_since;
   // The sides stalled now (PipelineOptions::stall_timeout): /healthz shows them as degraded.
   std::vector<Stall> stalls;
+  // Paused through pause(): ended, its source's server state (slot) kept, resumable.
+  bool paused = false;
+  // Runs of this pipeline so far (resume and restart start a new one; its counters start at 0).
+  uint64_t runs = 0;
+  uint64_t write_errors = 0;
+  uint64_t write_retries = 0;
+  // Records written per second over the last few seconds (the supervisor samples it).
+  double records_per_second = 0;
+  // The last error of any run (kept after a restart cleared `error`).
+  std::string last_error;
 };
 
 struct EngineOptions {
@@ -61,8 +75,9 @@ class Engine {
   MetricsRegistry& metrics() noexcept { return metrics_; }
   const MetricsRegistry& metrics() const noexcept { return metrics_; }
 
-  // Takes a pipeline (not started) and registers its probes. Fails on a duplicate id.
-  Status add(std::unique_ptr<Pipeline> pipeline);
+  // Takes a pipeline (not started) and registers its probes. Fails on a duplicate id. `control`
+  // is what pause/resume/restart/snapshot/the DLQ need (pipeline_control.h).
+  Status add(std::unique_ptr<Pipeline> pipeline, PipelineControl control = {});
   // Starts pipeline `id` (one thread running Pipeline::run()); an error if unknown or started.
   Status start(std::string_view id);
   // Starts every pipeline not started yet.
@@ -71,6 +86,28 @@ class Engine {
   Status stop(std::string_view id);
   // Graceful stop of every pipeline. Thread-safe (the signal thread calls it).
   void stop_all() noexcept;
+
+  // Operating one pipeline (the HTTP API). Each is serialised with the others; errors:
+  // not_found (unknown id), conflict (not in a state that allows it), timeout, unsupported.
+  //
+  // pause: graceful stop (drain, checkpoint, close the connectors) that keeps the source's
+  // server state (slot, consumer group offsets); wait() keeps supervising a paused pipeline.
+  // Returns once the pipeline has ended (within `timeout`).
+  Status pause(std::string_view id, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // A paused pipeline runs again: a fresh one from its configuration, from its checkpoint.
+  Status resume(std::string_view id);
+  // Stops a running pipeline (as pause) and starts it again from its checkpoint; a stopped,
+  // failed or paused one just starts again.
+  Status restart(std::string_view id, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Runs `fn` with the pipeline not running: pauses a running one first and resumes it after
+  // (the DLQ is edited so, with nothing appending to it). `was_running` says whether it ran.
+  Status with_pipeline_stopped(std::string_view id, const std::function<void()>& fn,
+                               bool* was_running = nullptr,
+                               std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // What add() was given for `id` (null: unknown). Stable for the engine's life.
+  const PipelineControl* control(std::string_view id) const;
+  // Ids in add() order.
+  std::vector<std::string> ids() const;
 
   std::vector<PipelineStatus> list() const;
   std::optional<PipelineStatus> status(std::string_view id) const;
@@ -92,11 +129,24 @@ class Engine {
     bool started = false;
     bool ended = false;
     std::optional<Status> result;
+    PipelineControl control;
+    bool paused = false;
+    uint64_t runs = 0;
+    std::string last_error;
+    // (time, records written) samples of the last seconds, for records_per_second.
+    std::deque<std::pair<std::chrono::steady_clock::time_point, uint64_t>> samples;
   };
   Entry* find(std::string_view id);
   const Entry* find(std::string_view id) const;
   PipelineStatus status_of(const Entry& e) const;  // mu_ held
   void check_idle();
+  void sample_rates();
+  // Starts the entry's thread running its pipeline (mu_ held).
+  void launch(Entry* e);
+  // Requests the stop of a running entry and waits until it ended; control_mu_ held.
+  Status stop_and_wait(Entry* e, std::chrono::milliseconds timeout, bool pause);
+  // Replaces an ended entry's pipeline with a fresh one and starts it; control_mu_ held.
+  Status relaunch(Entry* e);
 
   EngineOptions options_;
   const std::chrono::steady_clock::time_point started_at_;
@@ -106,6 +156,10 @@ class Engine {
   std::condition_variable ended_cv_;
   std::vector<std::unique_ptr<Entry>> entries_;  // in add() order; entries never move
   bool idle_stop_ = false;
+  bool stopping_all_ = false;  // stop_all() was called: paused pipelines count as ended
+  bool finished_ = false;      // wait() saw every pipeline end: nothing starts again
+  // Serialises pause/resume/restart (taken before mu_, never while holding it).
+  std::mutex control_mu_;
 };
 
 }  // namespace sluice

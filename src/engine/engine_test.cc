@@ -139,6 +139,59 @@ TEST(Engine, StartsListsAndStopsPipelines) {
   EXPECT_EQ(cps.saved["a"], "30");
 }
 
+TEST(Engine, APausedPipelineIsSupervisedUntilResumedOrStoppedAndRunsAgainFromItsControl) {
+  MemoryCheckpoints cps;
+  Engine engine;
+  PipelineControl control;
+  std::atomic<int> rebuilt{0};
+  control.rebuild = [&]() -> Result<std::unique_ptr<Pipeline>> {
+    ++rebuilt;
+    return pipeline("p", std::make_unique<TickingSource>(-1), std::make_unique<NullDestination>(),
+                    &cps);
+  };
+  ASSERT_TRUE(engine
+                  .add(pipeline("p", std::make_unique<TickingSource>(-1),
+                                std::make_unique<NullDestination>(), &cps),
+                       control)
+                  .ok());
+  ASSERT_TRUE(engine
+                  .add(pipeline("fixed", std::make_unique<TickingSource>(-1),
+                                std::make_unique<NullDestination>(), &cps))
+                  .ok());
+  EXPECT_EQ(engine.pause("p").error().code(), Errc::conflict) << "not started yet";
+  engine.start_all();
+  std::atomic<bool> waited{false};
+  std::thread supervisor([&] {
+    EXPECT_TRUE(engine.wait());
+    waited = true;
+  });
+  ASSERT_TRUE(engine.pause("p").ok());
+  auto s = engine.status("p");
+  EXPECT_TRUE(s->paused);
+  EXPECT_TRUE(s->ended);
+  EXPECT_EQ(engine.pause("p").error().code(), Errc::conflict);
+  EXPECT_EQ(engine.pause("nope").error().code(), Errc::not_found);
+  // No rebuild given: the other pipeline cannot run again.
+  ASSERT_TRUE(engine.pause("fixed").ok());
+  EXPECT_EQ(engine.resume("fixed").error().code(), Errc::unsupported);
+  std::this_thread::sleep_for(200ms);
+  EXPECT_FALSE(waited) << "wait() returned while pipelines were paused";
+  ASSERT_TRUE(engine.resume("p").ok());
+  EXPECT_EQ(rebuilt, 1);
+  EXPECT_EQ(engine.status("p")->runs, 2u);
+  EXPECT_FALSE(engine.status("p")->paused);
+  EXPECT_EQ(engine.resume("p").error().code(), Errc::conflict);
+  ASSERT_TRUE(engine.restart("p").ok());
+  EXPECT_EQ(rebuilt, 2);
+  EXPECT_EQ(engine.status("p")->runs, 3u);
+  ASSERT_TRUE(engine.pause("p").ok());
+  // A graceful stop of the run ends the supervision of the paused ones too.
+  engine.stop_all();
+  supervisor.join();
+  EXPECT_TRUE(waited);
+  EXPECT_EQ(engine.resume("p").error().code(), Errc::conflict);
+}
+
 TEST(Engine, IdleExitStopsOnceEveryRunningPipelineIsIdle) {
   MemoryCheckpoints cps;
   EngineOptions o;

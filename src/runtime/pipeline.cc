@@ -471,6 +471,16 @@ std::string Pipeline::checkpoint_position() const {
   return checkpoint_position_;
 }
 
+std::string Pipeline::read_position() const {
+  std::lock_guard lock(pos_mu_);
+  return read_position_;
+}
+
+std::string Pipeline::written_position() const {
+  std::lock_guard lock(pos_mu_);
+  return written_position_;
+}
+
 Status Pipeline::run() {
   LogScope log_scope(options_.id, {});
   if (!spool_) return run_stages();
@@ -791,6 +801,10 @@ void Pipeline::reader_loop(std::stop_token stop) {
       // Nothing was pending: the destination's wait for this batch starts now.
       if (acker_.pending() == 0) note_destination_progress();
       acker_.begin(seq, batch->position());
+      if (batch->has_position()) {
+        std::lock_guard lock(pos_mu_);
+        read_position_.assign(batch->position());
+      }
       if (!queue_.push(batch)) {
         release_batch(batch);
         break;
@@ -1145,6 +1159,10 @@ void Pipeline::on_written(Batch* batch, std::chrono::steady_clock::time_point st
     metrics_.bytes_written.fetch_add(batch->bytes(), std::memory_order_relaxed);
     // A position-only write of an emptied batch is not a batch of records.
     if (!batch->empty()) metrics_.batches_written.fetch_add(1, std::memory_order_relaxed);
+    if (batch->has_position()) {
+      std::lock_guard lock(pos_mu_);
+      written_position_.assign(batch->position());
+    }
   } else if (status.error().code() == Errc::cancelled && stop_.stop_requested()) {
     // A write the stop interrupted (a wait for room in a full spool): not acknowledged, so the
     // next run writes it again; a graceful stop, not a failure.

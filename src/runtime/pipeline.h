@@ -149,6 +149,10 @@ class Pipeline {
   // The sides stalled now (empty when none is, or stall_timeout is 0). Thread-safe.
   std::vector<Stall> stalls() const;
   std::string checkpoint_position() const;
+  // The position of the last batch read from the source, and of the last one the destination
+  // completed (with a spool: the last one spooled), in this run. Empty: none yet. Thread-safe.
+  std::string read_position() const;
+  std::string written_position() const;
   // The spool's depth (records, bytes, oldest), when the pipeline has a spool.
   std::optional<spool::SpoolDepth> spool_depth() const;
   // Source::server_state(): what the source holds on its server between runs.
@@ -278,6 +282,8 @@ class Pipeline {
 
   mutable std::mutex pos_mu_;
   std::string checkpoint_position_;
+  std::string read_position_;
+  std::string written_position_;
 };
 
 }  // namespace sluice

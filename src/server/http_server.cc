@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/api.h"
 #include "server/prometheus_text.h"
 #include "sluice/secrets.h"
 
@@ -112,7 +113,7 @@ std::string_view bearer_token(const httplib::Request& req) {
 
 }  // namespace
 
-HttpServer::HttpServer(const Engine& engine) : engine_(engine) {}
+HttpServer::HttpServer(Engine& engine) : engine_(engine) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -137,16 +138,19 @@ Status HttpServer::start(const std::string& listen, std::string token) {
   // An idle client gives its worker back after this long (a scraper reconnects at no cost).
   server_->set_keep_alive_timeout(2);
   server_->set_read_timeout(5, 0);
-  if (!token_.empty()) {
-    server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (req.path == "/healthz" || token_matches(token_, bearer_token(req)))
-        return httplib::Server::HandlerResponse::Unhandled;
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!token_.empty() && req.path != "/healthz" && !token_matches(token_, bearer_token(req))) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer realm=\"sluice\"");
       res.set_content("unauthorized: send Authorization: Bearer <http.token>\n", "text/plain");
       return httplib::Server::HandlerResponse::Handled;
-    });
-  }
+    }
+    // httplib refuses a body-less POST/DELETE without Content-Length before routing it.
+    if (req.method != "GET" && !req.has_header("Content-Length") &&
+        !req.has_header("Transfer-Encoding") && api_ && api_->dispatch(req, res))
+      return httplib::Server::HandlerResponse::Handled;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(redact(render_prometheus(engine_.metrics())),
                     "text/plain; version=0.0.4; charset=utf-8");
@@ -175,6 +179,7 @@ Status HttpServer::start(const std::string& listen, std::string token) {
     res.status = healthy ? 200 : 503;
     res.set_content(redact(body), "text/plain");
   });
+  api_ = register_api_routes(*server_, engine_);
   if (port == 0) {
     port_ = server_->bind_to_any_port(host.c_str());
     if (port_ < 0) port_ = 0;

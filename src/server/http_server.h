@@ -1,5 +1,6 @@
-// The HTTP endpoint: /metrics (Prometheus text, from the engine's metrics registry) and /healthz
-// (the engine's pipeline list). One listener thread; handlers only read the engine. With a bearer
+// The HTTP endpoint: /metrics (Prometheus text, from the engine's metrics registry), /healthz
+// (the engine's pipeline list) and the API under /api/v1/ (server/api.h: reads and operates the
+// engine). One listener thread. With a bearer
 // token, every request but /healthz (liveness probes carry no credentials) must present it
 // (`Authorization: Bearer TOKEN`), else 401; the token is compared in constant time and never
 // logged.
@@ -19,9 +20,11 @@ class Server;
 
 namespace sluice {
 
+class ApiRouter;
+
 class HttpServer {
  public:
-  explicit HttpServer(const Engine& engine);
+  explicit HttpServer(Engine& engine);
   ~HttpServer();
   // `listen` is host:port; port 0 picks a free port (see port()). `token` empty: no token asked.
   Status start(const std::string& listen, std::string token = {});
@@ -29,9 +32,10 @@ class HttpServer {
   int port() const noexcept { return port_; }
 
  private:
-  const Engine& engine_;
+  Engine& engine_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::shared_ptr<ApiRouter> api_;
   std::string token_;
   int port_ = 0;
 };

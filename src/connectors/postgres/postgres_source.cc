@@ -411,12 +411,13 @@ Status PostgresDriver::plan_start(State& s) {
   if (pos.phase == LogPhase::none) pos.phase = LogPhase::stream;
   if (mode_ == "never" && pos.phase == LogPhase::snapshot) pos.phase = LogPhase::stream;
 
+  // Before the snapshot transaction (read only): it may add the signal table to the publication.
+  if (!snapshot_only) SLUICE_TRY(plan_incremental(s, resumed_stream));
   if (pos.phase == LogPhase::snapshot) SLUICE_TRY(begin_snapshot(exported));
   // Streaming without a snapshot in this run: tables no earlier run stored a shape of (a slot
   // created by a run that stopped before, a table that was never snapshotted) get one now.
   if (!snapshot_only && !ddl_capture_ && pos.phase == LogPhase::stream && !baseline_read)
     SLUICE_TRY(record_catalog_shapes(std::nullopt));
-  if (!snapshot_only) SLUICE_TRY(plan_incremental(s, resumed_stream));
   return ok_status();
 }
 
