@@ -1,7 +1,7 @@
 // `sluice run`: loads the file (or the embedded quickstart), hands every pipeline to the engine,
-// serves /metrics, shows live progress on a terminal, stops gracefully on the first
-// SIGINT/SIGTERM/SIGHUP (SIGHUP drains too until configuration reload exists) and aborts on the
-// second (thread model: docs/development/engine.md).
+// serves /metrics, shows live progress on a terminal, reloads FILE when it changes or on SIGHUP
+// (cli/reloader.h), stops gracefully on the first SIGINT/SIGTERM and aborts on the second (thread
+// model: docs/development/engine.md).
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/logging.h"
 #include "cli/pipeline_factory.h"
+#include "cli/reloader.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/progress.h"
@@ -38,8 +39,8 @@ std::string printable_position(const std::string& p) {
   return p.size() > 80 ? p.substr(0, 77) + "..." : p;
 }
 
-// Blocks SIGINT/SIGTERM/SIGHUP in every thread and handles them on one: first = graceful stop,
-// second = abort.
+// Blocks SIGINT/SIGTERM/SIGHUP in every thread and handles them on one: SIGHUP = reload (when
+// there is a file), SIGINT/SIGTERM: first = graceful stop, second = abort.
 class SignalWatcher {
  public:
   explicit SignalWatcher(Engine* engine) : state_(std::make_shared<State>()) {
@@ -56,7 +57,13 @@ class SignalWatcher {
   ~SignalWatcher() {
     std::lock_guard lock(state_->mu);
     state_->engine = nullptr;
+    state_->reloader = nullptr;
   }
+  void set_reloader(Reloader* reloader) {
+    std::lock_guard lock(state_->mu);
+    state_->reloader = reloader;
+  }
+  bool stopping() const { return state_->count.load() > 0; }
   SignalWatcher(const SignalWatcher&) = delete;
   SignalWatcher& operator=(const SignalWatcher&) = delete;
 
@@ -64,18 +71,27 @@ class SignalWatcher {
   struct State {
     std::mutex mu;
     Engine* engine = nullptr;
+    Reloader* reloader = nullptr;
     std::atomic<int> count{0};
   };
   static void loop(sigset_t set, std::shared_ptr<State> state) {
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        std::lock_guard lock(state->mu);
+        if (state->reloader && state->count.load() == 0) {
+          spdlog::info("received SIGHUP: reloading the pipeline file");
+          state->reloader->request();
+        } else {
+          spdlog::info("received SIGHUP: nothing to reload (no pipeline file, or stopping)");
+        }
+        continue;
+      }
       if (state->count.fetch_add(1) == 0) {
         spdlog::info(
             "received {}: draining in-flight batches and checkpointing (send again to abort)",
-            sig == SIGINT   ? "SIGINT"
-            : sig == SIGHUP ? "SIGHUP"
-                            : "SIGTERM");
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
         std::lock_guard lock(state->mu);
         if (state->engine) state->engine->stop_all();
       } else {
@@ -132,6 +148,12 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   }
 
   SignalWatcher signals(&engine);  // before any other thread starts, so all inherit the mask
+  // Watches FILE and reloads it on edits and SIGHUP (the quickstart has no file to watch).
+  std::unique_ptr<Reloader> reloader;
+  if (file) {
+    reloader = std::make_unique<Reloader>(*file, engine, checkpoints.get(), config);
+    signals.set_reloader(reloader.get());
+  }
 
   std::unique_ptr<HttpServer> http;
   if (config.http_enabled) {
@@ -164,6 +186,10 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   auto last_progress = Clock::now();
   bool progress_shown = false;
   engine.wait([&] {
+    if (reloader) {
+      if (signals.stopping()) reloader->shutdown();
+      else reloader->poll();
+    }
     const auto now = Clock::now();
     if (!tty || now - last_progress < std::chrono::seconds(1)) return;
     last_progress = now;
@@ -171,6 +197,8 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
         progress.render(std::chrono::duration<double>(now - started).count()));
     progress_shown = true;
   });
+  if (reloader) reloader->shutdown();
+  signals.set_reloader(nullptr);
   if (http) http->stop();
   if (progress_shown) StatusLine::stderr_line().clear();
 

@@ -72,6 +72,17 @@ class Engine {
   // Graceful stop of every pipeline. Thread-safe (the signal thread calls it).
   void stop_all() noexcept;
 
+  // Hot reload (src/cli/reloader.h). Not thread-safe against wait()'s final joins: call them from
+  // wait()'s tick (the reloader does), or before wait().
+  // Drains, checkpoints and stops `id`, joins its thread and forgets it (its probes go too).
+  // Returns how its run ended (an error if unknown).
+  Status remove(std::string_view id);
+  // remove(id) and then add() + start() of `pipeline` (same id) in its place, started when the old
+  // one was started: it resumes from the checkpoint the old one saved.
+  Status replace(std::string_view id, std::unique_ptr<Pipeline> pipeline);
+  // Pipeline::replace_processors() of `id`: the source keeps running.
+  Status replace_processors(std::string_view id, std::vector<std::unique_ptr<Processor>> chain);
+
   std::vector<PipelineStatus> list() const;
   std::optional<PipelineStatus> status(std::string_view id) const;
   // True while a started pipeline has not ended.

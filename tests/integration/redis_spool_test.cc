@@ -84,7 +84,8 @@ TEST_F(RedisSpoolTest, ReadersResumeAfterTheirOwnReleaseAndTrimmingWaitsForTheSl
     RedisSpool s(options());
     ASSERT_TRUE(s.open().ok());
     EXPECT_FALSE(s.last_position().has_value());
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(s.append(batches_.make(i * 10, 10, "p" + std::to_string(i)), {}).ok());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(s.append(batches_.make(i * 10, 10, "p" + std::to_string(i)), {}).ok());
     EXPECT_EQ(s.last_position().value_or(""), "p4");
     auto a = s.open_reader("a", std::nullopt);
     auto b = s.open_reader("b", std::nullopt);

@@ -97,7 +97,8 @@ Result<std::vector<Entry>> parse_entries(const redisReply* r, std::string_view k
   std::vector<Entry> out;
   if (!r || r->type == REDIS_REPLY_NIL) return out;
   if (r->type != REDIS_REPLY_ARRAY)
-    return Error(Errc::data, fmt::format("redis spool {}: unexpected reply {}", key, reply_text(r)));
+    return Error(Errc::data,
+                 fmt::format("redis spool {}: unexpected reply {}", key, reply_text(r)));
   out.reserve(r->elements);
   for (size_t i = 0; i < r->elements; ++i) {
     auto e = parse_entry(r->element[i], key);
@@ -183,8 +184,8 @@ class RedisSpool::Reader final : public spool::SpoolReader {
     if (entries.value().empty() && wait.count() > 0 && !stop.stop_requested()) {
       // Nothing yet: block for new entries (bounded by `wait`, so a stop is seen soon).
       const std::string ms = std::to_string(std::min<int64_t>(wait.count(), 2000));
-      auto x = conn_->command(
-          {"XREAD", "COUNT", "16", "BLOCK", ms, "STREAMS", key, entry_id(last_)});
+      auto x =
+          conn_->command({"XREAD", "COUNT", "16", "BLOCK", ms, "STREAMS", key, entry_id(last_)});
       if (!x.ok()) return std::move(x).error();
       block = std::move(x.value());
       const redisReply* streams = block.get();
@@ -273,8 +274,7 @@ Status RedisSpool::check_durability(RedisConnection& c) const {
 
 Status RedisSpool::open() {
   auto u = parse_redis_url(options_.url);
-  if (!u.ok())
-    return Error(Errc::config, fmt::format("spool.url: {}", u.error().message()));
+  if (!u.ok()) return Error(Errc::config, fmt::format("spool.url: {}", u.error().message()));
   url_ = std::move(u.value());
   std::scoped_lock locks(append_mu_, ctl_mu_);
   auto c = connect("appender");
@@ -367,7 +367,8 @@ Status RedisSpool::append(const Batch& batch, std::stop_token stop) {
   if (!r.ok()) {
     // A reply lost after the server added the entry: the retry finds its id already there.
     const std::string& m = r.error().message();
-    const bool exists = m.find("equal or smaller than the target stream top item") != std::string::npos;
+    const bool exists =
+        m.find("equal or smaller than the target stream top item") != std::string::npos;
     if (!exists) {
       return Error(r.error().code(), fmt::format("{}: {}", where(), m), r.error().retriable());
     }

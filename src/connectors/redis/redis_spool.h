@@ -34,8 +34,8 @@
 namespace sluice::redis {
 
 struct RedisSpoolOptions {
-  std::string url;  // redis://[user:password@]host:port[/db]
-  std::string key;  // the stream
+  std::string url;         // redis://[user:password@]host:port[/db]
+  std::string key;         // the stream
   uint64_t max_bytes = 0;  // 0: unbounded (payload bytes not yet released by every reader)
   bool fail_when_full = false;
   bool fsync = true;  // require appendonly yes + appendfsync always
