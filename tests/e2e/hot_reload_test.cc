@@ -60,9 +60,7 @@ TEST(HotReload, EditsApplyToTheirPipelinesOnly) {
   const auto file = dir / "p.yaml";
   write_file(file, std::string(kHeader) + kA + kS);
   Process p({"run", "p.yaml"}, dir.path());
-  auto log_has = [&](const std::string& s) {
-    return p.stderr_text().find(s) != std::string::npos;
-  };
+  auto log_has = [&](const std::string& s) { return p.stderr_text().find(s) != std::string::npos; };
   auto applied = [&](size_t n) {
     return wait_until([&] { return count_of(p.stderr_text(), "reload applied:") >= n; }, 20s);
   };
@@ -72,8 +70,8 @@ TEST(HotReload, EditsApplyToTheirPipelinesOnly) {
   // An invalid edit: rejected with file:line:col, everything runs on.
   replace_file(file, std::string(kHeader) + kA + kS + "    no_such_key: 1\n");
   ASSERT_TRUE(wait_until([&] { return log_has("reload rejected"); }, 20s)) << p.stderr_text();
-  EXPECT_TRUE(std::regex_search(p.stderr_text(),
-                                std::regex("reload rejected.*p\\.yaml:[0-9]+:[0-9]+: ")))
+  EXPECT_TRUE(
+      std::regex_search(p.stderr_text(), std::regex("reload rejected.*p\\.yaml:[0-9]+:[0-9]+: ")))
       << p.stderr_text();
   const size_t a_lines = lines_of(read_file(dir / "a.jsonl")).size();
   ASSERT_TRUE(
@@ -84,9 +82,8 @@ TEST(HotReload, EditsApplyToTheirPipelinesOnly) {
   ASSERT_TRUE(applied(1)) << p.stderr_text();
   EXPECT_TRUE(log_has("reload applied: added b; restarted s; processors replaced in a"))
       << p.stderr_text();
-  ASSERT_TRUE(wait_until([&] { return read_file(dir / "a.jsonl").find("reloaded") !=
-                                      std::string::npos; },
-                         20s))
+  ASSERT_TRUE(wait_until(
+      [&] { return read_file(dir / "a.jsonl").find("reloaded") != std::string::npos; }, 20s))
       << p.stderr_text();
   ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir / "b.jsonl"); }, 20s));
   EXPECT_EQ(count_of(p.stderr_text(), "pipeline a: started"), 1u) << p.stderr_text();
