@@ -77,7 +77,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", log_format, "text or json")->capture_default_str();
 
   auto* run =
-      app.add_subcommand("run", "Run the pipelines of FILE (no FILE: the embedded quickstart)");
+      app.add_subcommand("run",
+                         "Run the pipelines of FILE (no FILE: the embedded quickstart). FILE is "
+                         "watched: an edit (or SIGHUP) applies to the pipelines it adds, removes "
+                         "or changes; an invalid edit is logged and ignored");
   std::optional<std::string> run_file;
   double idle_exit = 0;
   run->add_option("FILE", run_file, "pipeline file (YAML)");

@@ -1,7 +1,7 @@
 // `sluice run`: loads the file (or the embedded quickstart), hands every pipeline to the engine,
-// serves /metrics, shows live progress on a terminal, stops gracefully on the first
-// SIGINT/SIGTERM/SIGHUP (SIGHUP drains too until configuration reload exists) and aborts on the
-// second (thread model: docs/development/engine.md).
+// serves /metrics, shows live progress on a terminal, reloads FILE when it changes or on SIGHUP
+// (cli/reloader.h), stops gracefully on the first SIGINT/SIGTERM and aborts on the second (thread
+// model: docs/development/engine.md).
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +18,7 @@
 #include "cli/logging.h"
 #include "cli/pipeline_control.h"
 #include "cli/pipeline_factory.h"
+#include "cli/reloader.h"
 #include "config/config.h"
 #include "engine/engine.h"
 #include "engine/progress.h"
@@ -39,8 +40,8 @@ std::string printable_position(const std::string& p) {
   return p.size() > 80 ? p.substr(0, 77) + "..." : p;
 }
 
-// Blocks SIGINT/SIGTERM/SIGHUP in every thread and handles them on one: first = graceful stop,
-// second = abort.
+// Blocks SIGINT/SIGTERM/SIGHUP in every thread and handles them on one: SIGHUP = reload (when
+// there is a file), SIGINT/SIGTERM: first = graceful stop, second = abort.
 class SignalWatcher {
  public:
   explicit SignalWatcher(Engine* engine) : state_(std::make_shared<State>()) {
@@ -57,7 +58,13 @@ class SignalWatcher {
   ~SignalWatcher() {
     std::lock_guard lock(state_->mu);
     state_->engine = nullptr;
+    state_->reloader = nullptr;
   }
+  void set_reloader(Reloader* reloader) {
+    std::lock_guard lock(state_->mu);
+    state_->reloader = reloader;
+  }
+  bool stopping() const { return state_->count.load() > 0; }
   SignalWatcher(const SignalWatcher&) = delete;
   SignalWatcher& operator=(const SignalWatcher&) = delete;
 
@@ -65,18 +72,27 @@ class SignalWatcher {
   struct State {
     std::mutex mu;
     Engine* engine = nullptr;
+    Reloader* reloader = nullptr;
     std::atomic<int> count{0};
   };
   static void loop(sigset_t set, std::shared_ptr<State> state) {
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
+      if (sig == SIGHUP) {
+        std::lock_guard lock(state->mu);
+        if (state->reloader && state->count.load() == 0) {
+          spdlog::info("received SIGHUP: reloading the pipeline file");
+          state->reloader->request();
+        } else {
+          spdlog::info("received SIGHUP: nothing to reload (no pipeline file, or stopping)");
+        }
+        continue;
+      }
       if (state->count.fetch_add(1) == 0) {
         spdlog::info(
             "received {}: draining in-flight batches and checkpointing (send again to abort)",
-            sig == SIGINT   ? "SIGINT"
-            : sig == SIGHUP ? "SIGHUP"
-                            : "SIGTERM");
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
         std::lock_guard lock(state->mu);
         if (state->engine) state->engine->stop_all();
       } else {
@@ -134,6 +150,25 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   }
 
   SignalWatcher signals(&engine);  // before any other thread starts, so all inherit the mask
+  // Watches FILE and reloads it on edits and SIGHUP (the quickstart has no file to watch).
+  std::unique_ptr<Reloader> reloader;
+  if (file) {
+    reloader = std::make_unique<Reloader>(*file, engine, checkpoints.get(), config);
+    signals.set_reloader(reloader.get());
+    engine.set_reload_handler([r = reloader.get()] {
+      ReloadResult res = r->reload();
+      ReloadOutcome out;
+      out.applied = res.applied;
+      out.error = res.error;
+      out.added = res.added;
+      out.removed = res.removed;
+      out.restarted = res.restarted;
+      out.processors_replaced = res.processors_replaced;
+      out.refused = res.refused;
+      out.summary = res.summary();
+      return out;
+    });
+  }
 
   std::unique_ptr<HttpServer> http;
   if (config.http_enabled) {
@@ -166,6 +201,10 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
   auto last_progress = Clock::now();
   bool progress_shown = false;
   engine.wait([&] {
+    if (reloader) {
+      if (signals.stopping()) reloader->shutdown();
+      else reloader->poll();
+    }
     const auto now = Clock::now();
     if (!tty || now - last_progress < std::chrono::seconds(1)) return;
     last_progress = now;
@@ -173,6 +212,9 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
         progress.render(std::chrono::duration<double>(now - started).count()));
     progress_shown = true;
   });
+  if (reloader) reloader->shutdown();
+  engine.set_reload_handler(nullptr);
+  signals.set_reloader(nullptr);
   if (http) http->stop();
   if (progress_shown) StatusLine::stderr_line().clear();
 

@@ -189,6 +189,21 @@ Status Engine::with_pipeline_stopped(std::string_view id, const std::function<vo
   return ok_status();
 }
 
+void Engine::set_reload_handler(std::function<ReloadOutcome()> handler) {
+  std::lock_guard lock(mu_);
+  reload_handler_ = std::move(handler);
+}
+
+std::optional<ReloadOutcome> Engine::reload() {
+  std::function<ReloadOutcome()> handler;
+  {
+    std::lock_guard lock(mu_);
+    handler = reload_handler_;
+  }
+  if (!handler) return std::nullopt;
+  return handler();
+}
+
 const PipelineControl* Engine::control(std::string_view id) const {
   std::lock_guard lock(mu_);
   const Entry* e = find(id);
@@ -225,6 +240,66 @@ void Engine::stop_all() noexcept {
   stopping_all_ = true;
   for (auto& e : entries_) e->pipeline->request_stop();
   ended_cv_.notify_all();  // a paused pipeline now counts as ended
+}
+
+Status Engine::remove(std::string_view id) {
+  // Serialised with the API's pause/resume/restart, which hold an entry while they work on it.
+  std::lock_guard control(control_mu_);
+  return remove_entry(id);
+}
+
+Status Engine::remove_entry(std::string_view id) {
+  Entry* e = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    e = find(id);
+    if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+    e->pipeline->request_stop();
+  }
+  // Only this thread joins or erases an entry while the engine runs (see the header).
+  if (e->thread.joinable()) e->thread.join();
+  std::unique_ptr<Entry> gone;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if (it->get() == e) {
+        gone = std::move(*it);
+        entries_.erase(it);
+        break;
+      }
+  }
+  Status result = gone->result ? std::move(*gone->result) : ok_status();
+  gone.reset();  // destroys the pipeline outside the lock: its connectors close, probes unregister
+  ended_cv_.notify_all();
+  return result;
+}
+
+Status Engine::replace(std::string_view id, std::unique_ptr<Pipeline> pipeline,
+                       PipelineControl control) {
+  if (pipeline->options().id != id)
+    return Error(Errc::invalid_argument,
+                 fmt::format("replace: pipeline '{}' is not '{}'", pipeline->options().id, id));
+  std::lock_guard serial(control_mu_);
+  bool was_started = false;
+  {
+    std::lock_guard lock(mu_);
+    const Entry* e = find(id);
+    if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+    was_started = e->started;
+  }
+  if (Status st = remove_entry(id); !st.ok())
+    spdlog::warn("pipeline {}: the run replaced ended with: {}", id, st.error().message());
+  SLUICE_TRY(add(std::move(pipeline), std::move(control)));
+  return was_started ? start(id) : ok_status();
+}
+
+Status Engine::replace_processors(std::string_view id,
+                                  std::vector<std::unique_ptr<Processor>> chain) {
+  std::lock_guard lock(mu_);
+  Entry* e = find(id);
+  if (!e) return Error(Errc::not_found, fmt::format("no pipeline '{}'", id));
+  e->pipeline->replace_processors(std::move(chain));
+  return ok_status();
 }
 
 PipelineStatus Engine::status_of(const Entry& e) const {

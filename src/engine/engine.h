@@ -57,6 +57,14 @@ struct PipelineStatus {
   std::string last_error;
 };
 
+// What a reload applied (Engine::reload), or why it was rejected.
+struct ReloadOutcome {
+  bool applied = false;
+  std::string error;  // rejected: the one-line error (file:line:col …)
+  std::vector<std::string> added, removed, restarted, processors_replaced, refused;
+  std::string summary;  // one line
+};
+
 struct EngineOptions {
   // Stop every pipeline once all running ones have been idle this long (0: never).
   std::chrono::duration<double> idle_exit{0};
@@ -104,10 +112,26 @@ class Engine {
   Status with_pipeline_stopped(std::string_view id, const std::function<void()>& fn,
                                bool* was_running = nullptr,
                                std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // POST /api/v1/reload: the run installs how its file is reloaded (`sluice run FILE`:
+  // cli/reloader.h); reload() runs it on the caller's thread (it waits for the reload to apply)
+  // and is nullopt when nothing is installed (no file to reload).
+  void set_reload_handler(std::function<ReloadOutcome()> handler);
+  std::optional<ReloadOutcome> reload();
   // What add() was given for `id` (null: unknown). Stable for the engine's life.
   const PipelineControl* control(std::string_view id) const;
   // Ids in add() order.
   std::vector<std::string> ids() const;
+  // Hot reload (src/cli/reloader.h). Not thread-safe against wait()'s final joins: call them from
+  // wait()'s tick (the reloader does), or before wait().
+  // Drains, checkpoints and stops `id`, joins its thread and forgets it (its probes go too).
+  // Returns how its run ended (an error if unknown).
+  Status remove(std::string_view id);
+  // remove(id) and then add() + start() of `pipeline` (same id) in its place, started when the old
+  // one was started: it resumes from the checkpoint the old one saved.
+  Status replace(std::string_view id, std::unique_ptr<Pipeline> pipeline,
+                 PipelineControl control = {});
+  // Pipeline::replace_processors() of `id`: the source keeps running.
+  Status replace_processors(std::string_view id, std::vector<std::unique_ptr<Processor>> chain);
 
   std::vector<PipelineStatus> list() const;
   std::optional<PipelineStatus> status(std::string_view id) const;
@@ -160,6 +184,8 @@ class Engine {
   bool finished_ = false;      // wait() saw every pipeline end: nothing starts again
   // Serialises pause/resume/restart (taken before mu_, never while holding it).
   std::mutex control_mu_;
+  std::function<ReloadOutcome()> reload_handler_;  // guarded by mu_
+  Status remove_entry(std::string_view id);        // remove() with control_mu_ held
 };
 
 }  // namespace sluice

@@ -772,6 +772,13 @@ void Pipeline::reader_loop(std::stop_token stop) {
         batch->set_position(batch->records().back().position);
       idle_since_ns_ = steady_ns();
       bool ok = true;
+      if (processors_pending_.load(std::memory_order_acquire)) {
+        if (Status st = swap_pending_processors(); !st.ok()) {
+          fail(std::move(st).error());
+          release_batch(batch);
+          break;
+        }
+      }
       for (auto& p : processors_) {
         if (Status st = p->process(*batch); !st.ok()) {
           fail(st.error().with_context("processor: "));
@@ -1201,6 +1208,33 @@ void Pipeline::acker_loop(std::stop_token stop) {
   if (auto pos = acker_.take_advanced()) persist(*pos);
   std::lock_guard lock(stall_mu_);
   stalls_.clear();  // a pipeline that stopped is not stalled
+}
+
+void Pipeline::replace_processors(std::vector<std::unique_ptr<Processor>> processors) {
+  std::lock_guard lock(pending_processors_mu_);
+  pending_processors_ = std::move(processors);
+  processors_pending_.store(true, std::memory_order_release);
+}
+
+Status Pipeline::swap_pending_processors() {
+  std::vector<std::unique_ptr<Processor>> next;
+  {
+    std::lock_guard lock(pending_processors_mu_);
+    processors_pending_.store(false, std::memory_order_release);
+    if (!pending_processors_) return ok_status();
+    next = std::move(*pending_processors_);
+    pending_processors_.reset();
+  }
+  for (auto& p : next) {
+    ConnectorContext processor_ctx{options_.id, "processor", nullptr, registry_};
+    if (Status st = p->open(processor_ctx); !st.ok())
+      return st.error().with_context("reloaded processor: ");
+  }
+  // The old chain (and its probes) goes here, on the thread that ran it.
+  processors_ = std::move(next);
+  spdlog::info("pipeline {}: processors replaced ({} processor{})", options_.id, processors_.size(),
+               processors_.size() == 1 ? "" : "s");
+  return ok_status();
 }
 
 }  // namespace sluice

@@ -115,6 +115,10 @@ class Pipeline {
   Status run();
   // Graceful stop: stop reading, finish and checkpoint what was read. Thread-safe, idempotent.
   void request_stop();
+  // Hot reload of a processor-only edit: the read loop opens `processors` and puts them in place
+  // of the current chain between two batches (a batch is processed wholly by one chain); the
+  // source keeps running. Thread-safe; a later call before the swap replaces the pending chain.
+  void replace_processors(std::vector<std::unique_ptr<Processor>> processors);
 
   const PipelineOptions& options() const noexcept { return options_; }
   const PipelineMetrics& metrics() const noexcept { return metrics_; }
@@ -262,6 +266,11 @@ class Pipeline {
   std::string last_position_written_;
 
   MetricsRegistry* registry_ = nullptr;
+  // replace_processors(): the chain waiting to be swapped in by the read loop.
+  std::mutex pending_processors_mu_;
+  std::optional<std::vector<std::unique_ptr<Processor>>> pending_processors_;
+  std::atomic<bool> processors_pending_{false};
+  Status swap_pending_processors();  // on the read loop
   std::vector<MetricsRegistry::Registration> probes_;
 
   mutable std::mutex fail_mu_;

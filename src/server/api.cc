@@ -438,14 +438,31 @@ std::shared_ptr<ApiRouter> register_api_routes(httplib::Server& server, Engine& 
   router->add(server, "DELETE", p + "/dlq", dlq_edit(false, false));
   router->add(server, "DELETE", p + "/dlq/([0-9]+)", dlq_edit(false, true));
 
-  router->add(server, "POST", "/api/v1/reload",
-              [](const httplib::Request& req, const httplib::Match&, httplib::Response& res) {
-                reply_error(
-                    res, 501,
-                    "hot reload is not built yet: restart sluice to apply an edited file (or "
-                    "POST /api/v1/pipelines/{id}/restart, which rebuilds from the file as loaded)");
-                log_call(req, res);
-              });
+  router->add(
+      server, "POST", "/api/v1/reload",
+      [&engine](const httplib::Request& req, const httplib::Match&, httplib::Response& res) {
+        std::optional<ReloadOutcome> r = engine.reload();
+        if (!r) {
+          reply_error(res, 501,
+                      "this run has no pipeline file to reload (the quickstart): restart "
+                      "sluice with a file");
+        } else if (!r->applied) {
+          reply_error(res, 400, r->error);
+        } else {
+          auto list = [](const std::vector<std::string>& v) {
+            std::string out = "[";
+            for (size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + json_string(v[i]);
+            return out + "]";
+          };
+          reply(
+              res, 200,
+              fmt::format("{{\"applied\":true,\"added\":{},\"removed\":{},\"restarted\":{},"
+                          "\"processors_replaced\":{},\"refused\":{},\"summary\":{}}}",
+                          list(r->added), list(r->removed), list(r->restarted),
+                          list(r->processors_replaced), list(r->refused), json_string(r->summary)));
+        }
+        log_call(req, res);
+      });
   // Anything else under /api/: a JSON 404 (or 405 for a known path and another method).
   server.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {

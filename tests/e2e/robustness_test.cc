@@ -221,22 +221,35 @@ TEST(Robustness, HealthzAnswersWithManyIdleClients) {
   EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
 }
 
-// Item 9: SIGHUP drains and checkpoints like SIGTERM (exit 0), never kills the process.
-TEST(Robustness, SighupDrainsLikeSigterm) {
+// SIGHUP reloads the pipeline file (as daemons do, `systemctl reload`): the run goes on, an
+// unchanged file changes nothing, and SIGTERM then drains and checkpoints as before.
+TEST(Robustness, SighupReloadsAndKeepsRunning) {
   TempDir dir("sighup");
   generator_to_file(500).write(dir / "p.yaml");
   Process p({"run", "p.yaml"}, dir.path());
   ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(dir / "out.jsonl"); }, 10s));
-  std::this_thread::sleep_for(300ms);
   p.signal(SIGHUP);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return p.stderr_text().find("reload applied: no pipeline changed") != std::string::npos;
+      },
+      20s))
+      << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("received SIGHUP: reloading"), std::string::npos);
+  const size_t before = lines_of(read_file(dir / "out.jsonl")).size();
+  ASSERT_TRUE(
+      wait_until([&] { return lines_of(read_file(dir / "out.jsonl")).size() > before; }, 20s))
+      << "the pipeline stopped on SIGHUP: " << p.stderr_text();
+  p.terminate();
   ASSERT_EQ(p.wait_for(30s), 0) << p.stderr_text();
   const std::string err = p.stderr_text();
-  EXPECT_NE(err.find("received SIGHUP: draining"), std::string::npos) << err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       err, m, std::regex("pipeline g stopped: ([0-9,]+) read, ([0-9,]+) written")))
       << err;
   EXPECT_EQ(m[1], m[2]);
+  EXPECT_EQ(err.find("pipeline g: started", err.find("pipeline g: started") + 1), std::string::npos)
+      << "SIGHUP restarted an unchanged pipeline: " << err;
   EXPECT_EQ(lines_of(read_file(dir / "out.jsonl")).size(),
             static_cast<size_t>(std::stoll(std::regex_replace(m[2].str(), std::regex(","), ""))));
 }
