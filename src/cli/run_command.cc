@@ -151,11 +151,12 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
 
   SignalWatcher signals(&engine);  // before any other thread starts, so all inherit the mask
   // Watches FILE and reloads it on edits and SIGHUP (the quickstart has no file to watch).
-  std::unique_ptr<Reloader> reloader;
+  // Shared with the API's reload handler: a call in flight on the HTTP thread keeps it alive.
+  std::shared_ptr<Reloader> reloader;
   if (file) {
-    reloader = std::make_unique<Reloader>(*file, engine, checkpoints.get(), config);
+    reloader = std::make_shared<Reloader>(*file, engine, checkpoints.get(), config);
     signals.set_reloader(reloader.get());
-    engine.set_reload_handler([r = reloader.get()] {
+    engine.set_reload_handler([r = reloader] {
       ReloadResult res = r->reload();
       ReloadOutcome out;
       out.applied = res.applied;
@@ -176,6 +177,8 @@ int run_command(const std::optional<std::string>& file, double idle_exit_seconds
     if (Status st = http->start(config.http_listen, config.http_token); !st.ok()) {
       if (config.http_listen_set) {
         cli_error(st.error().message());
+        signals.set_reloader(nullptr);  // before the reloader goes
+        engine.set_reload_handler(nullptr);
         return 2;
       }
       // The default address taken (another sluice, another tool): this run goes on without
