@@ -32,6 +32,17 @@ class MemoryCheckpoints final : public CheckpointStore {
     saved.erase(std::string(id));
     return ok_status();
   }
+  // The position saved under `id` ("" when none), read under the lock: a running pipeline's acker
+  // may be saving meanwhile.
+  std::string value(const std::string& id) {
+    std::lock_guard l(mu);
+    auto it = saved.find(id);
+    return it == saved.end() ? std::string() : it->second;
+  }
+  bool has(const std::string& id) {
+    std::lock_guard l(mu);
+    return saved.count(id) != 0;
+  }
   // Every position saved so far, in order (any pipeline id).
   std::vector<std::string> saves() {
     std::lock_guard l(mu);
