@@ -188,8 +188,9 @@ constexpr auto kFileSettings = settings_table<Config>(
     setting<&Config::http_enabled>("http.enabled", "Serve HTTP at all.").with_default("true"),
     setting<&Config::http_token>(
         "http.token",
-        "Bearer token every HTTP request but /healthz must carry (`Authorization: Bearer TOKEN`; "
-        "401 otherwise); `${ENV_VAR}` keeps it out of the file. Default: none (no token asked).")
+        "Bearer token every HTTP request but /healthz and the console's static files (/, "
+        "/console/…) must carry (`Authorization: Bearer TOKEN`; 401 otherwise; the console asks "
+        "for it); `${ENV_VAR}` keeps it out of the file. Default: none (no token asked).")
         .secret_value(),
     setting<&Config::http_token_file>(
         "http.token_file",

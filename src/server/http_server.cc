@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "console_assets.h"
 #include "server/api.h"
 #include "server/prometheus_text.h"
 #include "sluice/secrets.h"
@@ -111,6 +112,24 @@ std::string_view bearer_token(const httplib::Request& req) {
   return v.substr(kScheme.size());
 }
 
+struct ConsoleAsset {
+  const char* path;
+  const char* type;
+  const char* body;
+};
+constexpr ConsoleAsset kConsoleAssets[] = {
+    {"/", "text/html; charset=utf-8", kConsoleIndexHtml},
+    {"/console/console.js", "text/javascript; charset=utf-8", kConsoleJs},
+    {"/console/console.css", "text/css; charset=utf-8", kConsoleCss},
+};
+
+bool is_console_asset(const httplib::Request& req) {
+  if (req.method != "GET" && req.method != "HEAD") return false;
+  for (const ConsoleAsset& a : kConsoleAssets)
+    if (req.path == a.path) return true;
+  return false;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(Engine& engine) : engine_(engine) {}
@@ -139,7 +158,8 @@ Status HttpServer::start(const std::string& listen, std::string token) {
   server_->set_keep_alive_timeout(2);
   server_->set_read_timeout(5, 0);
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (!token_.empty() && req.path != "/healthz" && !token_matches(token_, bearer_token(req))) {
+    if (!token_.empty() && req.path != "/healthz" && !is_console_asset(req) &&
+        !token_matches(token_, bearer_token(req))) {
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer realm=\"sluice\"");
       res.set_content("unauthorized: send Authorization: Bearer <http.token>\n", "text/plain");
@@ -151,6 +171,18 @@ Status HttpServer::start(const std::string& listen, std::string token) {
       return httplib::Server::HandlerResponse::Handled;
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  // The web console: static files that hold no data (the page reads everything through the API,
+  // with the token when there is one), so they are served without it; nothing is loaded from
+  // anywhere else (the policy says so to the browser).
+  for (const ConsoleAsset& a : kConsoleAssets) {
+    server_->Get(a.path, [&a](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Cache-Control", "no-cache");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+      res.set_content(a.body, a.type);
+    });
+  }
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(redact(render_prometheus(engine_.metrics())),
                     "text/plain; version=0.0.4; charset=utf-8");

@@ -1,9 +1,10 @@
 // The HTTP endpoint: /metrics (Prometheus text, from the engine's metrics registry), /healthz
-// (the engine's pipeline list) and the API under /api/v1/ (server/api.h: reads and operates the
-// engine). One listener thread. With a bearer
-// token, every request but /healthz (liveness probes carry no credentials) must present it
-// (`Authorization: Bearer TOKEN`), else 401; the token is compared in constant time and never
-// logged.
+// (the engine's pipeline list), the API under /api/v1/ (server/api.h: reads and operates the
+// engine) and the web console at / (src/server/console/, embedded at build time; it reads and
+// operates through the API only). One listener thread. With a bearer token, every request but
+// /healthz (liveness probes carry no credentials) and the console's static files (no data in them)
+// must present it (`Authorization: Bearer TOKEN`), else 401; the token is compared in constant
+// time and never logged.
 #pragma once
 
 #include <memory>
