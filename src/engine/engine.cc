@@ -319,6 +319,7 @@ PipelineStatus Engine::status_of(const Entry& e) const {
   s.records_filtered = m.records_filtered.load();
   s.records_dead_lettered = p.destination_dlq_records();
   s.records_in_flight = p.in_flight_records();
+  s.snapshot_tables = p.snapshot_rows_by_table();
   s.checkpoint = p.checkpoint_position();
   s.read_position = p.read_position();
   s.written_position = p.written_position();

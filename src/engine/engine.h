@@ -55,6 +55,8 @@ struct PipelineStatus {
   double records_per_second = 0;
   // The last error of any run (kept after a restart cleared `error`).
   std::string last_error;
+  // Snapshot rows read per table in this run (Pipeline::snapshot_rows_by_table()).
+  std::vector<std::pair<std::string, uint64_t>> snapshot_tables;
 };
 
 // What a reload applied (Engine::reload), or why it was rejected.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <functional>
 #include <future>
 
@@ -466,6 +467,38 @@ void Pipeline::check_stalls() {
   stalls_ = std::move(now_stalled);
 }
 
+void Pipeline::count_snapshot_rows(const Batch& batch) {
+  const auto& records = batch.records();
+  size_t i = 0;
+  while (i < records.size()) {
+    if (records[i].op != Operation::snapshot) {
+      ++i;
+      continue;
+    }
+    // A run of one table's snapshot rows (a snapshot reads a table at a time).
+    const std::string_view schema = records[i].meta(meta::kSchema);
+    const std::string_view table = records[i].meta(meta::kTable);
+    uint64_t rows = 0;
+    while (i < records.size() && records[i].op == Operation::snapshot &&
+           records[i].meta(meta::kTable) == table && records[i].meta(meta::kSchema) == schema) {
+      ++rows;
+      ++i;
+    }
+    std::string name =
+        schema.empty() ? std::string(table) : std::string(schema) + "." + std::string(table);
+    std::lock_guard lock(snapshot_tables_mu_);
+    auto it = std::find_if(snapshot_tables_.begin(), snapshot_tables_.end(),
+                           [&](const auto& e) { return e.first == name; });
+    if (it == snapshot_tables_.end()) snapshot_tables_.emplace_back(std::move(name), rows);
+    else it->second += rows;
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> Pipeline::snapshot_rows_by_table() const {
+  std::lock_guard lock(snapshot_tables_mu_);
+  return snapshot_tables_;
+}
+
 std::string Pipeline::checkpoint_position() const {
   std::lock_guard lock(pos_mu_);
   return checkpoint_position_;
@@ -766,6 +799,7 @@ void Pipeline::reader_loop(std::stop_token stop) {
     const size_t n = batch->size() - control_read;  // data records read
     batch->set_read_count(n);
     metrics_.records_read.fetch_add(n, std::memory_order_relaxed);
+    count_snapshot_rows(*batch);
     if (batch->size() > 0) {
       // A source that tracks positions per record may leave the batch's own unset.
       if (!batch->has_position() && !batch->records().back().position.empty())

@@ -153,6 +153,10 @@ class Pipeline {
   // The sides stalled now (empty when none is, or stall_timeout is 0). Thread-safe.
   std::vector<Stall> stalls() const;
   std::string checkpoint_position() const;
+  // Snapshot rows read per table in this run ("schema.table", or the table alone when the source
+  // names no schema), in the order the tables were first seen: the snapshot's progress per table
+  // (initial and incremental snapshots alike). Thread-safe.
+  std::vector<std::pair<std::string, uint64_t>> snapshot_rows_by_table() const;
   // The position of the last batch read from the source, and of the last one the destination
   // completed (with a spool: the last one spooled), in this run. Empty: none yet. Thread-safe.
   std::string read_position() const;
@@ -290,6 +294,10 @@ class Pipeline {
   uint64_t next_seq_ = 1;
 
   mutable std::mutex pos_mu_;
+  // snapshot_rows_by_table(): counted by the reader, a lookup per run of one table's rows.
+  void count_snapshot_rows(const Batch& batch);
+  mutable std::mutex snapshot_tables_mu_;
+  std::vector<std::pair<std::string, uint64_t>> snapshot_tables_;
   std::string checkpoint_position_;
   std::string read_position_;
   std::string written_position_;

@@ -107,9 +107,14 @@ std::string snapshot_json(const Engine& engine, const PipelineStatus& s) {
   total.emplace_back("kind", "total");
   const double d = metric(engine, "sluice_snapshot_rows", done).value_or(-1);
   const double t = metric(engine, "sluice_snapshot_rows", total).value_or(-1);
-  return fmt::format("{{\"phase\":{},\"rows_done\":{},\"rows_total\":{},\"tables\":[]}}", phase,
+  std::string tables = "[";
+  for (size_t i = 0; i < s.snapshot_tables.size(); ++i)
+    tables += fmt::format("{}{{\"table\":{},\"rows\":{}}}", i ? "," : "",
+                          json_string(s.snapshot_tables[i].first), s.snapshot_tables[i].second);
+  tables += "]";
+  return fmt::format("{{\"phase\":{},\"rows_done\":{},\"rows_total\":{},\"tables\":{}}}", phase,
                      d < 0 ? std::string("null") : fmt::format("{:.0f}", d),
-                     t < 0 ? std::string("null") : fmt::format("{:.0f}", t));
+                     t < 0 ? std::string("null") : fmt::format("{:.0f}", t), tables);
 }
 
 std::string stalls_json(const PipelineStatus& s) {

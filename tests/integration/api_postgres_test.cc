@@ -75,6 +75,12 @@ TEST(ApiPostgres, PauseKeepsTheSlotWritesNothingAndResumeAndSnapshotEndExact) {
       << p.stderr_text();
   ASSERT_TRUE(db.sql().exec("INSERT INTO items VALUES (101, 'streamed')"));
   ASSERT_TRUE(wait_until([&] { return sqlite_count(dir / "out.db") == 101; }, 60s));
+  // The snapshot's progress per table: the 60 rows the initial snapshot read.
+  auto first = api.Get("/api/v1/pipelines/api_pause");
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->body.find("\"tables\":[{\"table\":\"public.items\",\"rows\":60}]"),
+            std::string::npos)
+      << first->body;
 
   auto paused = api.Post("/api/v1/pipelines/api_pause/pause", "", "application/json");
   ASSERT_TRUE(paused);
@@ -138,6 +144,12 @@ TEST(ApiPostgres, PauseKeepsTheSlotWritesNothingAndResumeAndSnapshotEndExact) {
       },
       60s))
       << p.stderr_text();
+  // This run's incremental snapshot read the table's 290 rows (a run after resume counts anew).
+  auto after = api.Get("/api/v1/pipelines/api_pause");
+  ASSERT_TRUE(after);
+  EXPECT_NE(after->body.find("\"tables\":[{\"table\":\"public.items\",\"rows\":290}]"),
+            std::string::npos)
+      << after->body;
   p.signal(SIGTERM);
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
   EXPECT_TRUE(same());

@@ -294,6 +294,13 @@ function renderDetail(p) {
     ? el('div', {}, `phase: ${p.snapshot.phase} `, p.snapshot.phase === 'snapshot' ? snapshotCell(p.snapshot)
       : `(${fmtInt(p.snapshot.rows_done)} rows snapshotted)`)
     : el('div', {}, 'this source reports no snapshot'));
+  const tables = (p.snapshot && p.snapshot.tables) || [];
+  if (tables.length) {
+    snap.append(el('table', { class: 'snapshot-tables' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'table'), el('th', { class: 'num' }, 'snapshot rows read'))),
+      el('tbody', {}, ...tables.map((t) => el('tr', { 'data-table': t.table },
+        el('td', {}, t.table), el('td', { class: 'num', 'data-value': t.rows }, fmtInt(t.rows)))))));
+  }
   dl($('#d-errors'), [
     ['error', p.errors.error, 'error'],
     ['last error', p.errors.last_error, 'last-error'],
