@@ -1,5 +1,5 @@
 // Fault suite, PostgreSQL → MongoDB (FerretDB, scripts/services start mongodb): a writer keeps
-// changing the source table (varied types, multi-hundred-row transactions) while sluice is killed
+// changing the source table (varied types, transactions of 20–40 rows) while sluice is killed
 // with -9 at seeded random moments across the snapshot and the stream, and while the fault proxy
 // between sluice and FerretDB adds latency, resets, refuses (a restart as seen from sluice) and
 // blackholes longer than the destination's socket timeout (socketTimeoutMS 4 s). After each: every
@@ -27,6 +27,9 @@ class PostgresToMongodb : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(src_.ok() && dst_.ok());
     writer_ = std::make_unique<SourceWriter>(SourceWriter::Db::postgres, src_.url(), kTable, seed_);
+    // Transactions of 20–40 rows: at FerretDB's cost per upsert (a scan of the collection), one
+    // of 400 rows took ~20 s to apply, longer than a fault window under load.
+    writer_->set_transaction_rows(20, 40);
     ASSERT_TRUE(writer_->create(kRows));
   }
   // `dst_url`: the destination database's URL, perhaps through the proxy.

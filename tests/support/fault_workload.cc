@@ -758,7 +758,8 @@ struct SourceWriter::Impl {
   std::map<int64_t, int> live;
   std::vector<int64_t> live_keys;  // for random picks; may hold deleted keys (skipped)
   int64_t next_id = 1;
-  int64_t ops = 0;  // operations begun (for the first transaction's deadline)
+  int64_t ops = 0;                 // operations begun (for the first transaction's deadline)
+  int tx_min = 200, tx_max = 400;  // rows per transaction (set_transaction_rows)
   Stats stats;
 
   std::string ident(const std::string& s) const {
@@ -872,6 +873,11 @@ bool SourceWriter::create(int64_t rows) {
   return true;
 }
 
+void SourceWriter::set_transaction_rows(int min, int max) {
+  impl_->tx_min = std::max(1, min);
+  impl_->tx_max = std::max(impl_->tx_min, max);
+}
+
 void SourceWriter::one_op() {
   Impl& m = *impl_;
   // One in ten operations is a transaction; the first comes within the first eight operations at
@@ -917,7 +923,7 @@ void SourceWriter::one_op() {
     return;
   }
   // A transaction of 200–400 rows; keys touched once each, so the model stays simple.
-  const int n = 200 + int(m.rng() % 201);
+  const int n = m.tx_min + int(m.rng() % uint64_t(m.tx_max - m.tx_min + 1));
   std::map<int64_t, int> changed;  // rev, or 0 for deleted
   std::string sql = m.db == Db::postgres ? "BEGIN; " : "START TRANSACTION; ";
   int64_t ins = 0, upd = 0, del = 0;

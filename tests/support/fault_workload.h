@@ -121,6 +121,9 @@ class SourceWriter {
   bool create(int64_t rows);
   void start(std::chrono::milliseconds pause = std::chrono::milliseconds(10));
   void stop();  // returns after the statement in flight committed or failed
+  // Rows per transaction (default 200–400); before start(). For a destination whose cost per
+  // row grows with the table (FerretDB), so one transaction does not outlast a fault window.
+  void set_transaction_rows(int min, int max);
   // Runs `n` operations on the calling thread (between faults, when no writer thread runs).
   void run_ops(int n);
 
