@@ -922,7 +922,8 @@ void SourceWriter::one_op() {
     }
     return;
   }
-  // A transaction of 200–400 rows; keys touched once each, so the model stays simple.
+  // A transaction of tx_min–tx_max rows (200–400 unless set_transaction_rows); keys touched once
+  // each, so the model stays simple.
   const int n = m.tx_min + int(m.rng() % uint64_t(m.tx_max - m.tx_min + 1));
   std::map<int64_t, int> changed;  // rev, or 0 for deleted
   std::string sql = m.db == Db::postgres ? "BEGIN; " : "START TRANSACTION; ";
