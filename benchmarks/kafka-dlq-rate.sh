@@ -3,9 +3,11 @@
 # queue (issue 13): a topic with max.message.bytes=2048 (the producer's own limit stays at its
 # 1 MB default, so sluice does not refuse them by its client limit), RECORDS records of which
 # every EVERY-th is 2,500 bytes, on_error: dlq into a file. Prints rejects/s for one mode.
-# Usage: benchmarks/kafka-dlq-rate.sh [plain|transactions] [RECORDS] [EVERY] [sluice|broker]
-# broker: lz4 compression and random hex values, so sluice cannot know a batch's size and the
-# broker itself refuses each oversize record (the slow path: an epoch bump per refusal).
+# Usage: benchmarks/kafka-dlq-rate.sh [plain|transactions] [RECORDS] [EVERY] [sluice|compressed|broker]
+# compressed: lz4 compression and random hex values lz4 cannot shrink: sluice compresses each
+# oversize message on its own to know it is still too large. broker: the same with
+# compression.size_check off, so the broker itself refuses each oversize record (the slow path:
+# an epoch bump per refusal).
 # Needs: build/sluice, a broker at $SLUICE_TEST_KAFKA_BROKERS (scripts/services start kafka), java
 # with the Kafka jars scripts/services downloaded (for kafka-topics).
 set -euo pipefail
@@ -24,13 +26,15 @@ with open(path, "w") as f:
     for i in range(1, n + 1):
         v = "v" * 20
         if i % every == 0:
-            v = "".join(random.choice("0123456789abcdef") for _ in range(2500)) if who == "broker" else "v" * 2500
+            v = "".join(random.choice("0123456789abcdef") for _ in range(2500)) if who != "sluice" else "v" * 2500
         f.write('{"operation":"create","metadata":{"table":"t"},"key":{"id":%d},'
                 '"payload":{"after":{"id":%d,"v":"%s"}}}\n' % (i, i, v))
 PY
 txn=""
-[ "$who" = broker ] && txn="        compression: lz4
+[ "$who" != sluice ] && txn="        compression: lz4
         batch.size: 1500B
+"
+[ "$who" = broker ] && txn="$txn        compression.size_check: false
 "
 [ "$mode" = transactions ] && txn="$txn        transactions: true
         positions.topic: ${topic}_positions"

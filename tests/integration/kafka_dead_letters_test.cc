@@ -20,11 +20,12 @@ using namespace std::chrono_literals;
 
 // Where the limit is enforced: by sluice before producing, against the producer's own
 // rdkafka.message.max.bytes (client) or against the topic's max.message.bytes read from the
-// broker at the topic's first use (topic; the fast paths: 1,000 refusals in 3,000 records), or by
-// the broker itself (broker: with compression sluice cannot know the batch's size, so lz4 and
-// values that do not compress; each refusal costs librdkafka's idempotent producer an epoch bump,
-// and a transaction its abort, so fewer records).
-enum class Where { client, topic, broker };
+// broker at the topic's first use (topic; the fast paths: 1,000 refusals in 3,000 records), or
+// against that limit after compressing the message on its own with the topic's codec (compressed:
+// lz4, values that do not compress, and large ones that do, which must land), or by the broker
+// itself (broker: the same with compression.size_check off; each refusal costs librdkafka's
+// idempotent producer an epoch bump, and a transaction its abort, so fewer records).
+enum class Where { client, topic, compressed, broker };
 struct Case {
   int records;
   int every;  // every n-th record is too large (2,500 bytes)
@@ -49,9 +50,10 @@ constexpr size_t kMaxRecords = 1000;  // per batch
 void write_input(const std::filesystem::path& path, const Case& c) {
   std::string lines;
   for (int id = 1; id <= c.records; ++id) {
-    std::string v = id % c.every != 0          ? std::string(20, 'v')
-                    : c.where == Where::broker ? incompressible(id)
-                                               : std::string(2500, 'v');
+    const bool lz4 = c.where == Where::broker || c.where == Where::compressed;
+    std::string v = id % c.every != 0 ? std::string(lz4 && id % c.every == 1 ? 2500 : 20, 'v')
+                    : lz4             ? incompressible(id)
+                                      : std::string(2500, 'v');
     lines += opencdc_json("create", "t", id, v) + "\n";
   }
   write_file(path, lines);
@@ -74,7 +76,8 @@ Outcome run_pipeline(const Case& c, const std::string& topic, const std::string&
   // lowers batch.size itself, otherwise batches are kept below it here.
   if (c.where != Where::topic) d.set("batch.size", "1500B");
   if (c.where == Where::client) d.set("rdkafka.message.max.bytes", "2048");
-  if (c.where == Where::broker) d.set("compression", "lz4");
+  if (c.where == Where::broker || c.where == Where::compressed) d.set("compression", "lz4");
+  if (c.where == Where::broker) d.set("compression.size_check", false);
   // Its own transactional.id: cases running at the same time (ctest -j) must not fence each other.
   if (c.transactions)
     d.set("transactions", true)
@@ -117,9 +120,10 @@ void run_case(const Case& c) {
     const size_t at = line.find("\"key\":{\"id\":");
     ASSERT_NE(at, std::string::npos) << line.substr(0, 300);
     dead.insert(std::stoll(line.substr(at + 12)));
-    const char* why = c.where == Where::broker  ? "MSG_SIZE_TOO_LARGE"
-                      : c.where == Where::topic ? "above the topic's max.message.bytes"
-                                                : "above message.max.bytes";
+    const char* why = c.where == Where::broker       ? "MSG_SIZE_TOO_LARGE"
+                      : c.where == Where::compressed ? "after lz4 compression, above the topic's"
+                      : c.where == Where::topic      ? "above the topic's max.message.bytes"
+                                                     : "above message.max.bytes";
     EXPECT_NE(line.find(why), std::string::npos) << line.substr(0, 300);
   }
   EXPECT_EQ(out.dead.size(), want_dead.size());
@@ -147,6 +151,16 @@ TEST(KafkaDeadLetters, RecordsAboveTheTopicsLimitAreRefusedBeforeProducing) {
 
 TEST(KafkaDeadLetters, RecordsAboveTheTopicsLimitWithTransactionsLandExactlyOnce) {
   run_case({3000, 3, Where::topic, true});
+}
+
+// With compression the broker checks the compressed batch: a message too large even compressed
+// on its own is refused before producing; a large one that compresses below the limit lands.
+TEST(KafkaDeadLetters, RecordsTooLargeEvenCompressedAreRefusedBeforeProducing) {
+  run_case({3000, 3, Where::compressed, false});
+}
+
+TEST(KafkaDeadLetters, RecordsTooLargeEvenCompressedWithTransactionsLandExactlyOnce) {
+  run_case({3000, 3, Where::compressed, true});
 }
 
 TEST(KafkaDeadLetters, RecordsTheBrokerRefusesAreIsolatedByTheirOwnDeliveryReports) {

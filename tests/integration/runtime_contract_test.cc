@@ -232,9 +232,10 @@ TEST(RuntimeContract, ARecordTheKafkaBrokerRefusesAsynchronouslyGoesToTheDeadLet
   f.pg_url = db.url();
   f.tables = {"public.t"};
   f.source_settings = {{"snapshot.mode", "initial_only"}};
-  // With compression sluice cannot know the batch's size, so it does not refuse the record by
-  // the topic's limit itself; 5,120 hex digits of md5 do not compress below 2,000 bytes.
-  f.destination_settings = {{"topic", topic}, {"compression", "lz4"}};
+  // With compression and its size check off, sluice does not refuse the record by the topic's
+  // limit itself; 5,120 hex digits of md5 do not compress below 2,000 bytes.
+  f.destination_settings = {
+      {"topic", topic}, {"compression", "lz4"}, {"compression.size_check", "false"}};
   f.pipeline_extra = {{"on_error", "dlq"},
                       {"dlq", "{connector: file, settings: {path: dead.jsonl}}"}};
   auto dir = make_temp_dir("rc-kafka-dlq");

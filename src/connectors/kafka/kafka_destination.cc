@@ -25,6 +25,7 @@
 
 #include "connectors/common/debezium_json.h"
 #include "connectors/kafka/kafka_common.h"
+#include "connectors/kafka/kafka_compression.h"
 #include "connectors/record_template.h"
 #include "sluice/json.h"
 #include "sluice/log_context.h"
@@ -48,6 +49,7 @@ struct Options {
   std::string format;
   bool debezium = false;  // derived by finalize: format is debezium
   std::string compression;
+  bool compression_size_check = true;
   std::string acks;
   std::chrono::milliseconds linger{};
   uint64_t batch_size = 0;
@@ -83,6 +85,15 @@ constexpr auto kSettings = settings_table<Options>(
     setting<&Options::compression>("compression", "Compression of message batches.")
         .one_of("none,lz4,zstd,snappy,gzip")
         .with_default("none"),
+    setting<&Options::compression_size_check>(
+        "compression.size_check",
+        "With compression: a message above a topic's max.message.bytes before compression is "
+        "compressed on its own with the topic's codec (as librdkafka would, "
+        "rdkafka.compression.level included), and one still above the limit by more than 32 bytes "
+        "is refused before producing (a data error: the dead-letter queue with on_error: dlq); "
+        "false: the broker decides (each message it refuses costs the idempotent producer an epoch "
+        "bump, and a transaction its abort).")
+        .with_default("true"),
     setting<&Options::acks>(
         "acks",
         "Acknowledgements the leader waits for. all: every in-sync replica (with the idempotent producer: no "
@@ -165,6 +176,13 @@ void sanitize_topic(std::string& t) {
 // attributes, timestamp and offset deltas, key and value lengths, header count and lengths).
 constexpr size_t kRecordBatchOverhead = 61 + 40;
 
+// A compressed record batch of one message: the batch header, outside the compressed part; the
+// record's own framing (a few varints) is inside it. A message is refused before producing only
+// when its batch, estimated without that framing, is above the topic's limit by more than the
+// margin, so an estimate a few bytes off never refuses a message the broker would take.
+constexpr size_t kCompressedBatchHeader = 61;
+constexpr size_t kCompressedMargin = 32;
+
 // Encoded messages live in 1 MiB chunks; a chunk is freed as soon as the last message in it is
 // delivered, so a batch's memory shrinks while the broker acknowledges it.
 struct Chunk {
@@ -190,7 +208,19 @@ struct Msg {
 // librdkafka's own log: connection failures it retries by itself are warnings (a delivery that
 // finally fails stops the pipeline with one error line); during open() only critical lines show,
 // so unreachable brokers give exactly one error, from check_reachable.
-void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+// The producer handle's opaque: what its callbacks report to the destination.
+struct ProducerEvents {
+  ConnectionProbe* probe = nullptr;
+  // Times librdkafka put the current transaction in its abortable error state (its TXNERR log
+  // line, the only sign of it: a message behind a refused one may never get a delivery report
+  // before the abort).
+  std::atomic<uint64_t> txn_errors{0};
+};
+
+void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  if (std::strcmp(fac, "TXNERR") == 0)
+    if (auto* ev = static_cast<ProducerEvents*>(rd_kafka_opaque(rk)))
+      ev->txn_errors.fetch_add(1, std::memory_order_acq_rel);
   if (level <= 4) spdlog::warn("kafka destination: librdkafka {}: {}", fac, buf);
   else if (level <= 6) spdlog::info("kafka destination: librdkafka {}: {}", fac, buf);
   else spdlog::debug("kafka destination: librdkafka {}: {}", fac, buf);
@@ -198,7 +228,8 @@ void log_cb(const rd_kafka_t*, int level, const char* fac, const char* buf) {
 // The handle's opaque is the destination's connection probe (kafka_common.h: what librdkafka's
 // error and statistics callbacks say about the brokers); both are served by the poller thread.
 void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
-  if (opaque != nullptr) kafka::report_broker_error(*static_cast<ConnectionProbe*>(opaque), err);
+  if (opaque != nullptr)
+    kafka::report_broker_error(*static_cast<ProducerEvents*>(opaque)->probe, err);
   if (err == RD_KAFKA_RESP_ERR__FATAL) {
     char why[512];
     rd_kafka_fatal_error(rk, why, sizeof why);
@@ -210,7 +241,7 @@ void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
 
 int stats_cb(rd_kafka_t*, char* json, size_t json_len, void* opaque) {
   if (opaque != nullptr)
-    kafka::report_broker_stats(*static_cast<ConnectionProbe*>(opaque),
+    kafka::report_broker_stats(*static_cast<ProducerEvents*>(opaque)->probe,
                                std::string_view(json, json_len));
   return 0;  // librdkafka frees the document
 }
@@ -318,6 +349,8 @@ class KafkaDestination final : public Destination {
   const TopicLimits& topic_limits(const std::string& name);
   // The topic of `r`, in topic_buf_.
   void render_topic(const Record& r);
+  // The size of `r`'s message (key, value, headers) under the compression codec; 0 if unknown.
+  size_t compressed_message_size(const Record& r, std::string_view key, std::string_view value);
   // Before a batch is encoded: each of its topics' limits known, and the producer re-created
   // with a smaller batch.size when a topic needs one (between batches, never inside a
   // transaction).
@@ -344,7 +377,8 @@ class KafkaDestination final : public Destination {
   std::atomic<bool> waiting_for_space_{false};  // write() waits for librdkafka's queue to drain
   std::string scratch_;                         // one message being encoded (writer thread)
   bool closed_ = false;
-  ConnectionProbe probe_;  // sluice_destination_connected{…,connector="kafka"}, …
+  ConnectionProbe probe_;           // sluice_destination_connected{…,connector="kafka"}, …
+  ProducerEvents events_{&probe_};  // the producer's opaque
 };
 
 Status KafkaDestination::open(const ConnectorContext& ctx) {
@@ -566,6 +600,20 @@ Result<std::vector<DoctorCheck>> KafkaDestination::doctor(const ConnectorContext
   return out;
 }
 
+size_t KafkaDestination::compressed_message_size(const Record& r, std::string_view key,
+                                                 std::string_view value) {
+  std::vector<std::string_view> parts{key, value};
+  if (o_.headers && r.metadata.is_object())
+    for (const Field& f : r.metadata.fields()) {
+      parts.push_back(f.name);
+      parts.push_back(f.value.as_text());
+    }
+  int level = -1;
+  if (auto it = o_.rdkafka.find("compression.level"); it != o_.rdkafka.end())
+    level = std::atoi(it->second.c_str());
+  return kafka::compressed_size(o_.compression, level, parts).value_or(0);
+}
+
 Status KafkaDestination::create_producer() {
   auto conf = kafka::make_conf(o_.brokers, "kafka destination", producer_defaults_, o_.rdkafka);
   if (!conf.ok()) return std::move(conf).error();
@@ -581,7 +629,7 @@ Status KafkaDestination::create_producer() {
   rd_kafka_conf_set_stats_cb(conf->get(), &stats_cb);
   // The opaque (make_conf's connector name, read only by its log callback, replaced by log_cb
   // above) becomes the probe for the error and statistics callbacks.
-  rd_kafka_conf_set_opaque(conf->get(), &probe_);
+  rd_kafka_conf_set_opaque(conf->get(), &events_);
   if (!o_.rdkafka.count("log_level")) (void)kafka::set_property(conf->get(), "log_level", "2");
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf->get(), err, sizeof err);
@@ -882,6 +930,24 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
       if (!record_problem(i, e)) return e;
       continue;
     }
+    // With compression the broker checks the compressed batch: a message too large before
+    // compression is compressed on its own (alone in its batch, as it is above batch.size), and
+    // refused here when even that is above the limit, beyond a margin for the record's framing.
+    if (limits && limits->max_message_bytes != 0 && o_.compression != "none" &&
+        o_.compression_size_check && size + framing > limits->max_message_bytes) {
+      if (size_t c = compressed_message_size(r, std::string_view(scratch_).substr(0, key_len),
+                                             std::string_view(scratch_).substr(key_len));
+          c != 0 && kCompressedBatchHeader + c > limits->max_message_bytes + kCompressedMargin) {
+        Error e(Errc::data,
+                fmt::format("the message for topic '{}' is {} bytes, about {} after {} "
+                            "compression, above the topic's max.message.bytes ({}): raise the "
+                            "topic's max.message.bytes, or route such records with on_error: dlq",
+                            topic_buf_, size, kCompressedBatchHeader + c, o_.compression,
+                            limits->max_message_bytes));
+        if (!record_problem(i, e)) return e;
+        continue;
+      }
+    }
     if (limits && limits->compacted && !keyed) {
       Error e(Errc::data,
               fmt::format("topic '{}' is compacted (cleanup.policy compact) and refuses a message "
@@ -1081,9 +1147,15 @@ void KafkaDestination::write(Batch& batch, WriteDone done) {
 
 // Waits until every delivery report of a transaction's batch is in (true), or one message was
 // refused (false): the transaction must then be aborted before the rest can be reported.
-bool delivered_or_refused(std::future<Status>& delivered, const std::atomic<bool>& refused) {
+// Waits for every delivery report of a transaction; false as soon as one of its messages was
+// refused or the transaction failed otherwise (`txn_errors` moved past `txn_errors_at_begin`): a
+// message librdkafka holds back behind a refused one gets no report before the abort.
+bool delivered_or_refused(std::future<Status>& delivered, const std::atomic<bool>& refused,
+                          const std::atomic<uint64_t>& txn_errors, uint64_t txn_errors_at_begin) {
   while (delivered.wait_for(5ms) != std::future_status::ready)
-    if (refused.load(std::memory_order_acquire)) return false;
+    if (refused.load(std::memory_order_acquire) ||
+        txn_errors.load(std::memory_order_acquire) != txn_errors_at_begin)
+      return false;
   return true;
 }
 
@@ -1101,6 +1173,7 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
     done(ok_status());
     return;
   }
+  const uint64_t txn_errors = events_.txn_errors.load(std::memory_order_acquire);
   if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get())) {
     release_state(st);
     done(txn_error(e, "beginning a transaction"));
@@ -1123,8 +1196,10 @@ void KafkaDestination::write_transaction(Batch& batch, WriteDone done) {
     finish(st);
   Status result = ok_status();
   if (not_produced == 0) {
-    if (!delivered_or_refused(all_delivered, *refused))
-      result = Error(Errc::data, "a message of the transaction was refused");
+    if (!delivered_or_refused(all_delivered, *refused, events_.txn_errors, txn_errors))
+      result = Error(Errc::data,
+                     "a message of the transaction was refused, or the transaction "
+                     "failed");
     else if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
       result = txn_error(e, "committing");
   } else {
@@ -1242,6 +1317,7 @@ Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
   std::vector<RejectedRecord> refused_all;
   int fruitless = 0;
   for (;;) {
+    const uint64_t txn_errors = events_.txn_errors.load(std::memory_order_acquire);
     if (rd_kafka_error_t* e = rd_kafka_begin_transaction(rk_.get())) {
       Status why = txn_error(e, "beginning a transaction");
       // A transaction still open or an abort still in progress: recover once, then fail.
@@ -1259,8 +1335,10 @@ Status KafkaDestination::write_isolating(Batch& batch, bool commit_position,
     }
     Status commit = ok_status();
     if (!run->all_produced) commit = Error(Errc::internal, "producing in a transaction failed");
-    else if (!delivered_or_refused(run->delivered, *run->refused))
-      commit = Error(Errc::data, "a message of the transaction was refused");
+    else if (!delivered_or_refused(run->delivered, *run->refused, events_.txn_errors, txn_errors))
+      commit = Error(Errc::data,
+                     "a message of the transaction was refused, or the transaction "
+                     "failed");
     else if (rd_kafka_error_t* e = rd_kafka_commit_transaction(rk_.get(), -1))
       commit = txn_error(e, "committing");
     // Aborted before the reports are awaited: the abort purges what a refusal left queued.
