@@ -12,9 +12,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
+#include "support/fault_proxy.h"
 #include "support/kafka.h"
 #include "support/process.h"
 
@@ -28,21 +30,28 @@ inline int services(const std::string& args) {
 
 class PrivateKafka {
  public:
-  PrivateKafka() {
-    dir_ = e2e::make_temp_dir("private-kafka");
+  // Behind a proxy: every client connection (sluice's, the test's, the broker's own to itself)
+  // goes through a fault proxy in front of the broker, which advertises the proxy's address.
+  enum class Via { direct, fault_proxy };
+  explicit PrivateKafka(Via via = Via::direct) {
+    dir_ = make_temp_dir("private-kafka");
     port_ = free_port_pair();
     if (port_ == 0) {
       ADD_FAILURE() << "no two free adjacent loopback ports for a private Kafka broker";
       return;
     }
+    if (via == Via::fault_proxy) proxy_ = std::make_unique<FaultProxy>("127.0.0.1", port_);
     setenv("SLUICE_SERVICES_DIR", dir_.c_str(), 1);
     setenv("SLUICE_KAFKA_PORT", std::to_string(port_).c_str(), 1);
+    if (proxy_) setenv("SLUICE_KAFKA_ADVERTISED_PORT", std::to_string(proxy_->port()).c_str(), 1);
     setenv("SLUICE_TEST_KAFKA_BROKERS", brokers().c_str(), 1);
     ok_ = services("start kafka") == 0;
+    unsetenv("SLUICE_KAFKA_ADVERTISED_PORT");
     if (!ok_) ADD_FAILURE() << "cannot start a private Kafka broker on port " << port_;
     if (ok_) ok_ = coordinator_ready();
   }
   ~PrivateKafka() {
+    if (proxy_) proxy_->set_normal();
     if (port_ != 0) (void)services("stop kafka");
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -51,7 +60,11 @@ class PrivateKafka {
   PrivateKafka& operator=(const PrivateKafka&) = delete;
 
   bool ok() const { return ok_; }
-  std::string brokers() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string brokers() const {
+    return "127.0.0.1:" + std::to_string(proxy_ ? proxy_->port() : port_);
+  }
+  // Via::fault_proxy: the proxy in front of the broker.
+  FaultProxy& proxy() { return *proxy_; }
 
  private:
   // A new broker answers metadata before its group coordinator (__consumer_offsets) is loaded:
@@ -104,6 +117,7 @@ class PrivateKafka {
   }
 
   std::filesystem::path dir_;
+  std::unique_ptr<FaultProxy> proxy_;
   int port_ = 0;
   bool ok_ = false;
 };
