@@ -1,14 +1,18 @@
-// PostgreSQL → disk spool → {PostgreSQL, SQLite} against the real servers: one source read (one
-// slot) feeds both destinations, each with its own spool reader and checkpoint. The PostgreSQL
-// destination (behind a fault proxy) goes down mid-stream: the SQLite one keeps up with the
-// source row by row and the slot's confirmed_flush_lsn keeps advancing; it comes back and
-// converges. And a destination added to the file later starts from the spool's history.
+// PostgreSQL → disk spool → {PostgreSQL, Kafka, SQLite} against the real servers: one source read
+// (one slot) feeds the three destinations, each with its own spool reader and checkpoint. The
+// PostgreSQL destination (behind a fault proxy) goes down mid-stream: the Kafka and SQLite ones
+// keep up with the source row by row (Kafka: each key's last message) and the slot's
+// confirmed_flush_lsn keeps advancing; it comes back and converges. And a destination added to the
+// file later starts from the spool's history.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
+#include <map>
 #include <string>
 
 #include "integration/pg_harness.h"
 #include "support/fault_proxy.h"
+#include "support/kafka.h"
 #include "support/sqlite.h"
 
 namespace sluice::pgtest {
@@ -33,8 +37,9 @@ class SpoolFanOut : public ::testing::Test {
         "INSERT INTO t SELECT g, 0, md5(g::text) FROM generate_series(1, 2000) g"));
     proxy_ = std::make_unique<test::FaultProxy>("127.0.0.1", port_of(dst_->url()));
     dir_ = e2e::make_temp_dir(id);
+    topic_ = kafka_.topic(id);
   }
-  // The pipeline file with the destinations `which` ("pg", "lite"), in that order.
+  // The pipeline file with the destinations `which` ("pg", "kafka", "lite"), in that order.
   void write_file(const std::vector<std::string>& which) {
     test::PipelineFile f;
     test::PipelineYaml& pl = f.pipeline(id_);
@@ -50,6 +55,12 @@ class SpoolFanOut : public ::testing::Test {
              {"connector", "postgres"},
              {"settings", test::Yaml::map({{"url", url_with_port(dst_->url(), proxy_->port())},
                                            {"checkpoint_in_destination", true}})}}));
+      else if (w == "kafka")
+        dests.push_back(test::Yaml::map(
+            {{"name", "kafka"},
+             {"connector", "kafka"},
+             {"settings",
+              test::Yaml::map({{"brokers", test::kafka_brokers()}, {"topic", topic_}})}}));
       else
         dests.push_back(test::Yaml::map(
             {{"name", "lite"},
@@ -113,6 +124,39 @@ class SpoolFanOut : public ::testing::Test {
     }
   }
 
+  // Each key's last message in the topic (OpenCDC: a delete removes the key) against the source.
+  bool kafka_same() {
+    const test::Rows want = source_rows();
+    std::map<int64_t, test::Row> state;
+    simdjson::dom::parser parser;
+    for (const test::KafkaMessage& m : test::consume_all(topic_, want.size(), 5s)) {
+      const std::optional<int64_t> id = test::key_id(m);
+      if (!id || !m.value) return false;
+      simdjson::dom::element doc;
+      if (parser.parse(*m.value).get(doc)) return false;
+      std::string_view op;
+      if (doc["operation"].get(op)) return false;
+      if (op == "delete") {
+        state.erase(*id);
+        continue;
+      }
+      simdjson::dom::element after;
+      int64_t rev = 0;
+      std::string_view text;
+      if (doc["payload"]["after"].get(after) || after["rev"].get(rev) || after["s"].get(text))
+        return false;
+      state[*id] = {std::to_string(*id), std::to_string(rev), std::string(text)};
+    }
+    test::Rows got;
+    for (auto& [id, row] : state) got.push_back(std::move(row));
+    if (got == want) return true;
+    last_kafka_diff_ = std::to_string(got.size()) + " keys, source " + std::to_string(want.size());
+    return false;
+  }
+
+  test::KafkaScope kafka_;
+  std::string topic_;
+  std::string last_kafka_diff_;   // why kafka_same() last said no
   std::string last_sqlite_diff_;  // why sqlite_same() last said no
   std::string id_;
   std::unique_ptr<TestDb> src_, dst_;
@@ -122,11 +166,12 @@ class SpoolFanOut : public ::testing::Test {
 
 TEST_F(SpoolFanOut, ADestinationDownMidStreamHoldsBackNeitherTheOtherNorTheSlotThenConverges) {
   make("spool_fan_down");
-  write_file({"pg", "lite"});
+  write_file({"pg", "kafka", "lite"});
   Process p({"run", "p.yaml"}, dir_);
-  // Both have the snapshot and a first round.
+  // All three have the snapshot and a first round.
   write_round(0);
-  ASSERT_TRUE(wait_until([&] { return pg_same() && sqlite_same(); }, 60s, 100ms))
+  ASSERT_TRUE(wait_until([&] { return pg_same() && sqlite_same() && kafka_same(); }, 60s, 100ms))
+      << last_kafka_diff_ << "\n"
       << p.stderr_text();
   // The PostgreSQL destination goes away mid-stream.
   proxy_->set_outage(true);
@@ -136,12 +181,13 @@ TEST_F(SpoolFanOut, ADestinationDownMidStreamHoldsBackNeitherTheOtherNorTheSlotT
     const std::string lsn = src_->sql().scalar("SELECT pg_current_wal_lsn()::text");
     write_round(round);
     if (wait_until([&] { return confirmed_past(lsn); }, 20s, 50ms)) ++advanced;
-    // The SQLite destination has every round while the other one is down.
-    if (wait_until([&] { return sqlite_same(); }, 20s, 50ms)) ++kept_up;
+    // The SQLite and Kafka destinations have every round while the other one is down.
+    if (wait_until([&] { return sqlite_same() && kafka_same(); }, 20s, 50ms)) ++kept_up;
   }
   EXPECT_EQ(advanced, 4) << "the slot stopped confirming while a destination was down\n"
                          << p.stderr_text();
-  EXPECT_EQ(kept_up, 4) << "the SQLite destination waited for the PostgreSQL one\n"
+  EXPECT_EQ(kept_up, 4) << "the SQLite or Kafka destination waited for the PostgreSQL one ("
+                        << last_kafka_diff_ << ")\n"
                         << p.stderr_text();
   EXPECT_FALSE(pg_same()) << "the PostgreSQL destination was reachable during the outage";
   EXPECT_TRUE(p.running()) << p.stderr_text();
@@ -150,6 +196,7 @@ TEST_F(SpoolFanOut, ADestinationDownMidStreamHoldsBackNeitherTheOtherNorTheSlotT
   const bool pg_equal = wait_until([&] { return pg_same(); }, 60s, 100ms);
   EXPECT_TRUE(pg_equal) << p.stderr_text();
   EXPECT_TRUE(sqlite_same());
+  EXPECT_TRUE(kafka_same()) << last_kafka_diff_;
   p.terminate();
   EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
   EXPECT_EQ(dst_->sql().scalar("SELECT count(DISTINCT id) FROM t"),
