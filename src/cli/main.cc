@@ -78,19 +78,21 @@ int main(int argc, char** argv) {
 
   auto* run =
       app.add_subcommand("run",
-                         "Run the pipelines of FILE (no FILE: the embedded quickstart). FILE is "
-                         "watched: an edit (or SIGHUP) applies to the pipelines it adds, removes "
+                         "Run the pipelines of FILE, or of every *.yaml file of directory FILE "
+                         "(no FILE: the embedded quickstart). FILE is watched: an edit, a file "
+                         "added or removed, or SIGHUP applies to the pipelines it adds, removes "
                          "or changes; an invalid edit is logged and ignored");
   std::optional<std::string> run_file;
   double idle_exit = 0;
-  run->add_option("FILE", run_file, "pipeline file (YAML)");
+  run->add_option("FILE", run_file, "pipeline file (YAML), or a directory of them");
   run->add_option(
       "--idle-exit", idle_exit,
       "exit 0 once every source has been idle this many seconds and everything read is acknowledged");
 
   auto* validate = app.add_subcommand("validate", "Check a pipeline file without running it");
   std::string validate_file;
-  validate->add_option("FILE", validate_file, "pipeline file (YAML)")->required();
+  validate->add_option("FILE", validate_file, "pipeline file (YAML), or a directory of them")
+      ->required();
 
   auto* connectors =
       app.add_subcommand("connectors", "List connectors and processors, or show one's settings");

@@ -66,6 +66,7 @@ class Reloader {
     int64_t size = 0;
     uint64_t inode = 0;
     uint64_t device = 0;
+    uint64_t files = 0;  // a directory: a hash of its pipeline files' names, sizes and times
     bool operator==(const FileSig&) const = default;
   };
   FileSig stat_file() const;

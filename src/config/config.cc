@@ -11,6 +11,7 @@
 #include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -464,6 +465,8 @@ class Loader {
     resolve_paths(file_level);
     bind(kFileSettings, file_level, root, &config);
     config.http_listen_set = file_level.has("http.listen");
+    for (const SettingSpec& spec : std::span<const SettingSpec>(kFileSettings))
+      if (file_level.has(spec.name)) config.file_keys_set.emplace_back(spec.name);
     check_http(config, top, root);
     return config;
   }
@@ -1113,7 +1116,9 @@ Config load_config_string(std::string_view yaml, const std::string& name,
   return config;
 }
 
-Config load_config_file(const std::string& path, const Registry& registry) {
+namespace {
+
+Config load_one_config_file(const std::string& path, const Registry& registry) {
   struct Close {
     void operator()(std::FILE* f) const { std::fclose(f); }
   };
@@ -1132,6 +1137,75 @@ Config load_config_file(const std::string& path, const Registry& registry) {
   if (!ec) dir = absolute.lexically_normal().string();
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return Loader(path, registry, dir).load(text);
+}
+
+// Moves file-level key `key` of `from` into `to`.
+void take_file_key(const std::string& key, Config& from, Config& to) {
+  if (key == "checkpoints.path") to.checkpoints_path = std::move(from.checkpoints_path);
+  else if (key == "http.listen") {
+    to.http_listen = std::move(from.http_listen);
+    to.http_listen_set = true;
+  } else if (key == "http.enabled") to.http_enabled = from.http_enabled;
+  else if (key == "http.token") to.http_token = std::move(from.http_token);
+  else if (key == "http.token_file") {
+    to.http_token_file = std::move(from.http_token_file);
+    to.http_token = std::move(from.http_token);  // read from the file by the loader
+  } else if (key == "http.allow_unauthenticated")
+    to.http_allow_unauthenticated = from.http_allow_unauthenticated;
+  to.file_keys_set.push_back(key);
+}
+
+}  // namespace
+
+std::vector<std::string> pipeline_files_in(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    if (!name.ends_with(".yaml") && !name.ends_with(".yml")) continue;
+    std::error_code fec;
+    if (!e.is_regular_file(fec)) continue;
+    files.push_back(e.path().string());
+  }
+  if (ec) throw ConfigError(dir + ": cannot list the directory: " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Config load_config_file(const std::string& path, const Registry& registry) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return load_one_config_file(path, registry);
+  const std::vector<std::string> files = pipeline_files_in(path);
+  if (files.empty())
+    throw ConfigError(path +
+                      ": no pipeline files in this directory: put one or more *.yaml files in it");
+  Config merged;
+  std::map<std::string, std::string> pipeline_file;  // id -> the file defining it
+  std::map<std::string, std::string> key_file;       // file-level key -> the file setting it
+  for (size_t i = 0; i < files.size(); ++i) {
+    Config c = load_one_config_file(files[i], registry);
+    for (const PipelineConfig& pc : c.pipelines)
+      if (auto [it, fresh] = pipeline_file.emplace(pc.id, files[i]); !fresh)
+        throw ConfigError(files[i] + ": pipeline id '" + pc.id + "' is also defined in " +
+                          it->second + ": give each pipeline of the directory its own id");
+    if (i == 0) {
+      merged = std::move(c);
+      for (const std::string& k : merged.file_keys_set) key_file[k] = files[i];
+      continue;
+    }
+    for (PipelineConfig& pc : c.pipelines) merged.pipelines.push_back(std::move(pc));
+    for (const std::string& k : c.file_keys_set) {
+      if (auto it = key_file.find(k); it != key_file.end())
+        throw ConfigError(files[i] + ": " + k + " is also set in " + it->second +
+                          ": set the file-level keys (checkpoints, http) in one file of the "
+                          "directory");
+      key_file[k] = files[i];
+      take_file_key(k, c, merged);
+    }
+  }
+  merged.file = path;
+  return merged;
 }
 
 }  // namespace sluice

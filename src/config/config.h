@@ -92,6 +92,8 @@ struct Config {
   std::string http_token;        // http.token, or the content of http.token_file ("": none)
   std::string http_token_file;   // http.token_file
   bool http_allow_unauthenticated = false;  // http.allow_unauthenticated
+  std::vector<std::string>
+      file_keys_set;  // the file-level keys the file gave (checkpoints.path, …)
 };
 
 // Whether `host` (of http.listen: an IPv4 address, a bracketed or bare IPv6 address, a name) is
@@ -110,8 +112,12 @@ std::span<const SettingSpec> pipeline_settings() noexcept;
 std::span<const SettingSpec> batch_settings() noexcept;
 std::span<const SettingSpec> spool_settings() noexcept;
 
-// Throws ConfigError.
+// Throws ConfigError. `path` may be a directory of pipeline files: every `*.yaml` / `*.yml` in it
+// (not hidden, in name order) is loaded and their pipelines run together; a pipeline id defined in
+// two files, or a file-level key (checkpoints.*, http.*) set in two files, is an error.
 Config load_config_file(const std::string& path, const Registry& registry);
+// The pipeline files `load_config_file(dir)` reads from directory `dir`, in order.
+std::vector<std::string> pipeline_files_in(const std::string& dir);
 Config load_config_string(std::string_view yaml, const std::string& name, const Registry& registry);
 
 // Replaces ${VAR} and ${VAR:-default} (and $$ -> $) in a scalar. Returns the name of an unset

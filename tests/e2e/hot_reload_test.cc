@@ -116,5 +116,79 @@ TEST(HotReload, EditsApplyToTheirPipelinesOnly) {
   EXPECT_EQ(db.scalar("SELECT min(id) FROM employees"), 1);
 }
 
+// `sluice run DIR`: every *.yaml file of the directory, watched as a whole. A file added, edited
+// in place, or removed applies to its pipelines only; a file that repeats another's pipeline id or
+// file-level key is rejected naming both files, and everything runs on.
+TEST(HotReload, ADirectoryOfPipelineFiles) {
+  TempDir dir("hot-reload-dir");
+  const auto conf = dir / "conf";
+  std::filesystem::create_directories(conf);
+  write_file(conf / "00-a.yaml", std::string(kHeader) + kA);
+  write_file(conf / "10-s.yaml", std::string("pipelines:\n") + kS);
+  write_file(conf / "notes.txt", "not a pipeline file");
+  {
+    Process v({"validate", "conf"}, dir.path());
+    EXPECT_EQ(v.wait_for(30s), 0) << v.stderr_text();
+  }
+  Process p({"run", "conf"}, dir.path());
+  auto log_has = [&](const std::string& s) { return p.stderr_text().find(s) != std::string::npos; };
+  auto applied = [&](size_t n) {
+    return wait_until([&] { return count_of(p.stderr_text(), "reload applied:") >= n; }, 20s);
+  };
+  auto rejected = [&](size_t n) {
+    return wait_until([&] { return count_of(p.stderr_text(), "reload rejected") >= n; }, 20s);
+  };
+  // Relative paths resolve against the files' folder.
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(conf / "a.jsonl"); }, 10s))
+      << p.stderr_text();
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(conf / "out.db"); }, 10s))
+      << p.stderr_text();
+
+  // A file added (renamed into place: its .tmp name is not a pipeline file).
+  replace_file(conf / "20-b.yaml", std::string("pipelines:\n") + kB);
+  ASSERT_TRUE(applied(1)) << p.stderr_text();
+  EXPECT_TRUE(log_has("reload applied: added b")) << p.stderr_text();
+
+  // A file edited in place (same inode, the directory's own times unchanged).
+  write_file(conf / "10-s.yaml", std::string("pipelines:\n") + kSChanged);
+  ASSERT_TRUE(applied(2)) << p.stderr_text();
+  EXPECT_TRUE(log_has("reload applied: restarted s")) << p.stderr_text();
+
+  // A pipeline id of another file, then a file-level key of another file: rejected.
+  replace_file(conf / "30-dup.yaml", std::string("pipelines:\n") + kA);
+  ASSERT_TRUE(rejected(1)) << p.stderr_text();
+  EXPECT_TRUE(log_has("30-dup.yaml: pipeline id 'a' is also defined in")) << p.stderr_text();
+  replace_file(conf / "30-dup.yaml",
+               "checkpoints:\n  path: other.db\npipelines:\n"
+               "  - id: c\n"
+               "    source: {connector: generator, settings: {rate: 300}}\n"
+               "    destination: {connector: file, settings: {path: c.jsonl}}\n");
+  ASSERT_TRUE(rejected(2)) << p.stderr_text();
+  EXPECT_TRUE(log_has("30-dup.yaml: checkpoints.path is also set in")) << p.stderr_text();
+  EXPECT_FALSE(std::filesystem::exists(conf / "c.jsonl"));
+
+  // Removed: b and the rejected file go; b stops with its checkpoint, the others run on.
+  std::filesystem::remove(conf / "30-dup.yaml");
+  std::filesystem::remove(conf / "20-b.yaml");
+  ASSERT_TRUE(applied(3)) << p.stderr_text();
+  EXPECT_TRUE(log_has("reload applied: removed b")) << p.stderr_text();
+  const size_t a_lines = lines_of(read_file(conf / "a.jsonl")).size();
+  ASSERT_TRUE(
+      wait_until([&] { return lines_of(read_file(conf / "a.jsonl")).size() > a_lines; }, 20s));
+  p.terminate();
+  ASSERT_EQ(p.wait_for(30s), 0) << p.stderr_text();
+  Db cp(conf / "cp.db");
+  EXPECT_GT(cp.scalar("SELECT count(*) FROM checkpoints WHERE pipeline = 'b'"), 0);
+}
+
+TEST(HotReload, ADirectoryWithoutPipelineFilesIsAnError) {
+  TempDir dir("reload-empty-dir");
+  std::filesystem::create_directories(dir / "conf");
+  Process v({"validate", "conf"}, dir.path());
+  EXPECT_NE(v.wait_for(30s), 0);
+  EXPECT_NE(v.stderr_text().find("no pipeline files in this directory"), std::string::npos)
+      << v.stderr_text();
+}
+
 }  // namespace
 }  // namespace sluice::e2e
