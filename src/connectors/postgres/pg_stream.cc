@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -51,6 +53,7 @@ Status PostgresDriver::start_stream(State&) {
     auto repl = PgConn::connect(url_, true, net_);
     if (!repl.ok()) return std::move(repl).error();
     repl_ = std::move(repl.value());
+    rcvlowat_ = 0;  // a new socket: its default low-water mark
   }
   if (!conn_.ok()) {
     auto c = PgConn::connect(url_, false, net_);
@@ -315,14 +318,24 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
         idle = true;
         break;
       }
-      pollfd pfd{PQsocket(repl_.get()), POLLIN, 0};
+      const int fd = PQsocket(repl_.get());
+      // Poll wakes when 64 KiB are in (or at the timeout, at most the batch's linger) while a
+      // batch fills; at once for the first change of a batch.
+      const int lowat = batch.empty() ? 1 : 64 << 10;
+      if (lowat != rcvlowat_ &&
+          ::setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat) == 0)
+        rcvlowat_ = lowat;
+      pollfd pfd{fd, POLLIN, 0};
       const int wait_ms = int(std::min<int64_t>(
           100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1));
       request_keepalive_if_silent();
       const int ready = ::poll(&pfd, 1, wait_ms);
       // Only after a poll that found nothing: a reply already in the socket is not silence (the
-      // reader may have been away, blocked on the destination, for longer than the timeout).
-      if (ready == 0 && stream_silent_too_long()) {
+      // reader may have been away, blocked on the destination, for longer than the timeout),
+      // nor are bytes below the low-water mark.
+      int queued = 0;
+      if (ready == 0 && stream_silent_too_long() &&
+          !(::ioctl(fd, FIONREAD, &queued) == 0 && queued > 0)) {
         const auto silent =
             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_packet_);
         spdlog::warn(

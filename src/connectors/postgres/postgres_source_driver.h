@@ -376,6 +376,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::chrono::milliseconds stream_timeout_{60000};      // effective: setting or the server's
   std::chrono::steady_clock::time_point last_packet_{};  // the stream's last message
   std::optional<std::chrono::steady_clock::time_point> reply_requested_at_;  // unanswered
+  // SO_RCVLOWAT of the replication socket (0: not set on this connection): 64 KiB while a batch
+  // fills, so a busy stream wakes the reader per 64 KiB, not per message (the walsender's cost
+  // per change halves); 1 while waiting for a first change, so a lone change is read at once.
+  int rcvlowat_ = 0;
   Message msg_;
   std::jthread status_thread_;
   SlotHealthMonitor slot_health_;  // pg_slot_health.cc: lag figures, warning, heartbeats
