@@ -475,12 +475,20 @@ void Pipeline::count_snapshot_rows(const Batch& batch) {
       ++i;
       continue;
     }
-    // A run of one table's snapshot rows (a snapshot reads a table at a time).
+    // A run of one table's snapshot rows (a snapshot reads a table at a time). Rows whose
+    // metadata is the very object of the run's first row (sources share one per table and batch)
+    // belong to it without a lookup.
     const std::string_view schema = records[i].meta(meta::kSchema);
     const std::string_view table = records[i].meta(meta::kTable);
+    const Field* const shared =
+        records[i].metadata.is_object() ? records[i].metadata.fields().data() : nullptr;
+    auto same_table = [&](const Record& r) {
+      if (shared != nullptr && r.metadata.is_object() && r.metadata.fields().data() == shared)
+        return true;
+      return r.meta(meta::kTable) == table && r.meta(meta::kSchema) == schema;
+    };
     uint64_t rows = 0;
-    while (i < records.size() && records[i].op == Operation::snapshot &&
-           records[i].meta(meta::kTable) == table && records[i].meta(meta::kSchema) == schema) {
+    while (i < records.size() && records[i].op == Operation::snapshot && same_table(records[i])) {
       ++rows;
       ++i;
     }

@@ -293,14 +293,15 @@ class Pipeline {
   std::vector<Stall> stalls_;  // the sides stalled now (acker thread writes, anyone reads)
   uint64_t next_seq_ = 1;
 
-  mutable std::mutex pos_mu_;
+  mutable std::mutex pos_mu_;  // guards the three positions below
+  std::string checkpoint_position_;
+  std::string read_position_;
+  std::string written_position_;
+
   // snapshot_rows_by_table(): counted by the reader, a lookup per run of one table's rows.
   void count_snapshot_rows(const Batch& batch);
   mutable std::mutex snapshot_tables_mu_;
   std::vector<std::pair<std::string, uint64_t>> snapshot_tables_;
-  std::string checkpoint_position_;
-  std::string read_position_;
-  std::string written_position_;
 };
 
 }  // namespace sluice
