@@ -42,7 +42,7 @@ TEST(KafkaDestination, DebeziumEnvelopesFromSnapshotAndChanges) {
   f.id = "kd_debezium";
   f.pg_url = db.url();
   f.tables = {"public.items"};
-  f.destination_settings = {{"format", "debezium"}, {"topic.prefix", prefix}};
+  f.destination_settings = {{"format", "debezium"}, {"topic.prefix", prefix}, {"headers", "true"}};
   auto dir = e2e::make_temp_dir("kd-debezium");
   e2e::write_file(dir / "p.yaml", f.yaml());
 
@@ -218,6 +218,8 @@ TEST(KafkaDestination, AnOversizedRecordGoesToTheDeadLetterQueueAndTheRestLands)
   for (const auto& m : msgs) ids.insert(test::key_id(m).value_or(-1));
   EXPECT_EQ(ids.size(), 99u);
   EXPECT_EQ(ids.count(37), 0u);
+  // format debezium writes no headers unless asked, as Debezium does.
+  for (const auto& m : msgs) EXPECT_TRUE(m.headers.empty()) << m.headers.size();
   const auto dlq = lines_of(e2e::read_file(dir / "dlq.jsonl"));
   ASSERT_EQ(dlq.size(), 1u);
   EXPECT_TRUE(has(dlq[0], "\"id\":37")) << dlq[0].substr(0, 300);

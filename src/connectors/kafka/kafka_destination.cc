@@ -127,8 +127,9 @@ constexpr auto kSettings = settings_table<Options>(
         .with_default("30s")
         .at_least(10),
     setting<&Options::headers>(
-        "headers", "Write the record's metadata as message headers (one header per metadata key).")
-        .with_default("true"),
+        "headers",
+        "Write the record's metadata as message headers (one header per metadata key). Default: "
+        "true with format opencdc, false with format debezium (Debezium writes none)."),
     setting<&Options::tombstones>(
         "debezium.tombstones",
         "format debezium: after each delete, a tombstone (same key, null value) so log compaction can drop "
@@ -1487,6 +1488,7 @@ Status finalize(Options& o) {
 
 Result<Options> options_from(const Settings& s) {
   SLUICE_TRY_ASSIGN(Options o, bind_settings(kSettings, s));
+  if (!s.has("headers")) o.headers = o.format != "debezium";
   SLUICE_TRY(finalize(o));
   return o;
 }
