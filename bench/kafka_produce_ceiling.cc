@@ -8,6 +8,11 @@
 //       linger.ms=5, batch.size=1MiB, batch.num.messages=10000, queue.buffering.max.kbytes=65536,
 //       no compression; name=value pairs override), waits for every delivery report and prints
 //       {"messages":N,"seconds":S,"failed":F} (S: first produce to last delivery report).
+//   sluice_kafka_produce_ceiling replay BROKERS FROM_TOPIC TO_TOPIC [name=value ...]
+//       Reads every message of FROM_TOPIC (read_committed) into memory first, then produces them
+//       to TO_TOPIC with the same producer configuration as `produce`: the very keys, values and
+//       headers sluice wrote (a header set built per message, as a producer must), so the ceiling
+//       pays for what sluice's messages cost the producer and the broker. Prints the same JSON.
 //   sluice_kafka_produce_ceiling count BROKERS TOPIC
 //       Reads the whole topic (read_committed) and prints {"messages":N,"bytes":B,"key_bytes":K}.
 //   sluice_kafka_produce_ceiling delete BROKERS TOPIC...
@@ -97,6 +102,129 @@ int produce(const char* brokers, const char* topic, long count, size_t value_byt
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"failed\":%ld}\n", count, s, failed.load());
   rd_kafka_topic_destroy(t);
+  rd_kafka_destroy(rk);
+  return failed.load() ? 1 : 0;
+}
+
+struct Stored {
+  std::string key, value;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Every message of `topic` (read_committed), or an error message.
+std::string read_all(const char* brokers, const char* topic, std::vector<Stored>& out) {
+  rd_kafka_conf_t* c = conf_for(brokers, {{"group.id", "sluice-bench-replay"},
+                                          {"enable.auto.commit", "false"},
+                                          {"enable.partition.eof", "true"},
+                                          {"isolation.level", "read_committed"}});
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
+  if (!rk) return err;
+  rd_kafka_poll_set_consumer(rk);
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
+  int partitions = 0;
+  if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (md->topic_cnt == 1 && md->topics[0].err == 0) partitions = md->topics[0].partition_cnt;
+    rd_kafka_metadata_destroy(md);
+  }
+  rd_kafka_topic_destroy(t);
+  if (partitions == 0) {
+    rd_kafka_destroy(rk);
+    return std::string("topic ") + topic + " does not exist";
+  }
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p)
+    rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, parts);
+  rd_kafka_topic_partition_list_destroy(parts);
+  int at_end = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(600);
+  while (at_end < partitions && std::chrono::steady_clock::now() < until) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 500);
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      ++at_end;
+    } else if (!m->err) {
+      Stored st;
+      if (m->key) st.key.assign(static_cast<const char*>(m->key), m->key_len);
+      if (m->payload) st.value.assign(static_cast<const char*>(m->payload), m->len);
+      rd_kafka_headers_t* hs = nullptr;
+      if (rd_kafka_message_headers(m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR && hs) {
+        const char* name = nullptr;
+        const void* v = nullptr;
+        size_t vlen = 0;
+        for (size_t i = 0;
+             rd_kafka_header_get_all(hs, i, &name, &v, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+          st.headers.emplace_back(name, v ? std::string(static_cast<const char*>(v), vlen) : "");
+      }
+      out.push_back(std::move(st));
+    }
+    rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return at_end < partitions ? std::string("timed out reading ") + topic : std::string();
+}
+
+int replay(const char* brokers, const char* from, const char* to,
+           std::vector<std::pair<std::string, std::string>> props) {
+  std::vector<Stored> msgs;
+  if (std::string e = read_all(brokers, from, msgs); !e.empty()) {
+    std::fprintf(stderr, "%s\n", e.c_str());
+    return 1;
+  }
+  std::vector<std::pair<std::string, std::string>> all = {{"enable.idempotence", "true"},
+                                                          {"acks", "all"},
+                                                          {"linger.ms", "5"},
+                                                          {"batch.size", "1048576"},
+                                                          {"batch.num.messages", "10000"},
+                                                          {"queue.buffering.max.kbytes", "65536"},
+                                                          {"compression.codec", "none"},
+                                                          {"message.timeout.ms", "300000"}};
+  for (auto& p : props) all.push_back(p);
+  rd_kafka_conf_t* c = conf_for(brokers, all);
+  rd_kafka_conf_set_dr_msg_cb(c, dr);
+  char err[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
+  if (!rk) {
+    std::fprintf(stderr, "%s\n", err);
+    return 2;
+  }
+  {
+    rd_kafka_topic_t* t = rd_kafka_topic_new(rk, to, nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+  }
+  const long count = long(msgs.size());
+  const auto start = std::chrono::steady_clock::now();
+  for (const Stored& m : msgs) {
+    for (;;) {
+      rd_kafka_headers_t* hs = nullptr;
+      if (!m.headers.empty()) {
+        hs = rd_kafka_headers_new(m.headers.size());
+        for (const auto& [k, v] : m.headers)
+          rd_kafka_header_add(hs, k.data(), ssize_t(k.size()), v.data(), ssize_t(v.size()));
+      }
+      const rd_kafka_resp_err_t e =
+          rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(to), RD_KAFKA_V_KEY(m.key.data(), m.key.size()),
+                            RD_KAFKA_V_VALUE(const_cast<char*>(m.value.data()), m.value.size()),
+                            RD_KAFKA_V_HEADERS(hs), RD_KAFKA_V_END);
+      if (e == RD_KAFKA_RESP_ERR_NO_ERROR) break;
+      if (hs) rd_kafka_headers_destroy(hs);
+      if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        std::fprintf(stderr, "produce: %s\n", rd_kafka_err2str(e));
+        return 1;
+      }
+      rd_kafka_poll(rk, 1);
+    }
+    rd_kafka_poll(rk, 0);
+  }
+  while (delivered.load() < count) rd_kafka_poll(rk, 10);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"failed\":%ld}\n", count, s, failed.load());
   rd_kafka_destroy(rk);
   return failed.load() ? 1 : 0;
 }
@@ -220,13 +348,21 @@ int main(int argc, char** argv) {
     return produce(argv[2], argv[3], std::atol(argv[4]), std::strtoul(argv[5], nullptr, 10),
                    key_bytes, props);
   }
+  if (argc >= 5 && std::strcmp(argv[1], "replay") == 0) {
+    std::vector<std::pair<std::string, std::string>> props;
+    for (int i = 5; i < argc; ++i)
+      if (const char* eq = std::strchr(argv[i], '='))
+        props.emplace_back(std::string(argv[i], size_t(eq - argv[i])), std::string(eq + 1));
+    return replay(argv[2], argv[3], argv[4], std::move(props));
+  }
   if (argc == 4 && std::strcmp(argv[1], "count") == 0) return count_topic(argv[2], argv[3]);
   if (argc >= 4 && std::strcmp(argv[1], "delete") == 0)
     return delete_topics(argv[2], argc - 3, argv + 3);
   if (argc == 4 && std::strcmp(argv[1], "create") == 0) return create_topic(argv[2], argv[3]);
   std::fprintf(
       stderr,
-      "usage: %s produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value...] | count BROKERS TOPIC | "
+      "usage: %s produce BROKERS TOPIC COUNT VALUE_BYTES [KEY_BYTES] [name=value...] | replay BROKERS "
+      "FROM_TOPIC TO_TOPIC [name=value...] | count BROKERS TOPIC | "
       "delete BROKERS TOPIC... | create BROKERS TOPIC\n",
       argv[0]);
   return 2;
