@@ -283,9 +283,11 @@ class KafkaDestination final : public Destination {
                                           const std::vector<SourceTable>& tables) override;
   void write(Batch& batch, WriteDone done) override;
   size_t max_in_flight() const noexcept override { return o_.transactions ? 1 : 2; }
-  // librdkafka batches messages on its own (batch.num.messages, linger): 5,000-record batches hold
-  // half the memory in flight of the runtime's default 10,000 at the same rate.
-  size_t preferred_max_records() const noexcept override { return 5000; }
+  // librdkafka batches messages on its own (batch.num.messages, linger), so the runtime's batches
+  // only hold memory: 1,000 records keep the rate of 5,000 at a little over half the peak RSS and
+  // less CPU (PostgreSQL CDC 1 M rows → Kafka: 35–37 MB vs 67 MB; generator: 30 MB vs 55 MB, 2.9
+  // vs 4.8 CPU-s). With transactions each batch is a commit that waits for the broker: 5,000.
+  size_t preferred_max_records() const noexcept override { return o_.transactions ? 5000 : 1000; }
   Status flush(std::chrono::milliseconds timeout) override;
   void close() noexcept override;
   bool stores_positions() const noexcept override { return o_.transactions; }
