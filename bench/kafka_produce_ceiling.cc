@@ -6,7 +6,8 @@
 //       Produces COUNT messages (distinct {"id":N} keys padded to KEY_BYTES, values of VALUE_BYTES)
 //       with the kafka destination's default producer configuration (idempotent, acks=all,
 //       linger.ms=5, batch.size=1MiB, batch.num.messages=10000, queue.buffering.max.kbytes=65536,
-//       no compression; name=value pairs override), waits for every delivery report and prints
+//       lz4 compression, the destination's default; name=value pairs override), waits for every
+//       delivery report and prints
 //       {"messages":N,"seconds":S,"failed":F} (S: first produce to last delivery report).
 //   sluice_kafka_produce_ceiling replay BROKERS FROM_TOPIC TO_TOPIC [name=value ...]
 //       Reads every message of FROM_TOPIC (read_committed) into memory first, then produces them
@@ -59,7 +60,7 @@ int produce(const char* brokers, const char* topic, long count, size_t value_byt
                                                           {"batch.size", "1048576"},
                                                           {"batch.num.messages", "10000"},
                                                           {"queue.buffering.max.kbytes", "65536"},
-                                                          {"compression.codec", "none"},
+                                                          {"compression.codec", "lz4"},
                                                           {"message.timeout.ms", "300000"}};
   for (auto& p : props) all.push_back(p);
   rd_kafka_conf_t* c = conf_for(brokers, all);
@@ -180,7 +181,7 @@ int replay(const char* brokers, const char* from, const char* to,
                                                           {"batch.size", "1048576"},
                                                           {"batch.num.messages", "10000"},
                                                           {"queue.buffering.max.kbytes", "65536"},
-                                                          {"compression.codec", "none"},
+                                                          {"compression.codec", "lz4"},
                                                           {"message.timeout.ms", "300000"}};
   for (auto& p : props) all.push_back(p);
   rd_kafka_conf_t* c = conf_for(brokers, all);

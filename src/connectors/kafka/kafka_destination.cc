@@ -82,9 +82,13 @@ constexpr auto kSettings = settings_table<Options>(
         "Debezium's JsonConverter writes it with schemas.enable=false (before, after, source, op, ts_ms).")
         .one_of("opencdc,debezium")
         .with_default("opencdc"),
-    setting<&Options::compression>("compression", "Compression of message batches.")
+    setting<&Options::compression>(
+        "compression",
+        "Compression of message batches. lz4 by default: measured against none (1 M rows, "
+        "2026-12-04) it cut the broker's CPU by about two thirds and sluice's by a quarter, at the "
+        "same or a higher rate.")
         .one_of("none,lz4,zstd,snappy,gzip")
-        .with_default("none"),
+        .with_default("lz4"),
     setting<&Options::compression_size_check>(
         "compression.size_check",
         "With compression: a message above a topic's max.message.bytes before compression is "
