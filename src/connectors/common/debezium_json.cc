@@ -69,7 +69,11 @@ void encode_debezium_value(const Value& v, std::string& out) {
     case ValueKind::timetz:
       append_string(out, timetz_utc(v.as_micros(), v.tz_offset_seconds()));
       return;
-    case ValueKind::timestamptz: append_string(out, format_timestamptz(v.as_micros())); return;
+    case ValueKind::timestamptz:  // ISO 8601 in UTC: nothing to escape, written in place
+      out += '"';
+      temporal::append_timestamptz(out, v.as_micros());
+      out += '"';
+      return;
     case ValueKind::interval: append_int(out, interval_micros(v.as_interval())); return;
     case ValueKind::json:
       append_string(out, v.as_text());
