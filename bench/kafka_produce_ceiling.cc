@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,8 +53,10 @@ rd_kafka_conf_t* conf_for(const char* brokers,
   return c;
 }
 
-int produce(const char* brokers, const char* topic, long count, size_t value_bytes,
-            size_t key_bytes, std::vector<std::pair<std::string, std::string>> props) {
+// A producer with the kafka destination's default configuration (`props` override it), counting
+// delivery reports; nullptr (after a message) when it cannot be made.
+rd_kafka_t* make_producer(const char* brokers,
+                          const std::vector<std::pair<std::string, std::string>>& props) {
   std::vector<std::pair<std::string, std::string>> all = {{"enable.idempotence", "true"},
                                                           {"acks", "all"},
                                                           {"linger.ms", "5"},
@@ -62,15 +65,27 @@ int produce(const char* brokers, const char* topic, long count, size_t value_byt
                                                           {"queue.buffering.max.kbytes", "65536"},
                                                           {"compression.codec", "lz4"},
                                                           {"message.timeout.ms", "300000"}};
-  for (auto& p : props) all.push_back(p);
+  for (const auto& p : props) all.push_back(p);
   rd_kafka_conf_t* c = conf_for(brokers, all);
   rd_kafka_conf_set_dr_msg_cb(c, dr);
   char err[512];
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-  if (!rk) {
-    std::fprintf(stderr, "%s\n", err);
-    return 2;
-  }
+  if (!rk) std::fprintf(stderr, "%s\n", err);
+  return rk;
+}
+
+// Waits for COUNT delivery reports, then prints the figures; the exit status.
+int finish_run(rd_kafka_t* rk, long count, std::chrono::steady_clock::time_point start) {
+  while (delivered.load() < count) rd_kafka_poll(rk, 10);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"failed\":%ld}\n", count, s, failed.load());
+  return failed.load() ? 1 : 0;
+}
+
+int produce(const char* brokers, const char* topic, long count, size_t value_bytes,
+            size_t key_bytes, std::vector<std::pair<std::string, std::string>> props) {
+  rd_kafka_t* rk = make_producer(brokers, props);
+  if (!rk) return 2;
   rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
   // One buffer of values, messages point into it without copying (as the destination does; keys
   // are always copied by librdkafka).
@@ -99,12 +114,10 @@ int produce(const char* brokers, const char* topic, long count, size_t value_byt
     }
     rd_kafka_poll(rk, 0);
   }
-  while (delivered.load() < count) rd_kafka_poll(rk, 10);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"failed\":%ld}\n", count, s, failed.load());
+  const int rc = finish_run(rk, count, start);
   rd_kafka_topic_destroy(t);
   rd_kafka_destroy(rk);
-  return failed.load() ? 1 : 0;
+  return rc;
 }
 
 struct Stored {
@@ -112,9 +125,11 @@ struct Stored {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
-// Every message of `topic` (read_committed), or an error message.
-std::string read_all(const char* brokers, const char* topic, std::vector<Stored>& out) {
-  rd_kafka_conf_t* c = conf_for(brokers, {{"group.id", "sluice-bench-replay"},
+// Calls `fn` with every message of `topic` (read_committed, from the beginning of every
+// partition until each reports its end); an error message, or "".
+std::string for_each_message(const char* brokers, const char* topic, const char* group,
+                             const std::function<void(const rd_kafka_message_t*)>& fn) {
+  rd_kafka_conf_t* c = conf_for(brokers, {{"group.id", group},
                                           {"enable.auto.commit", "false"},
                                           {"enable.partition.eof", "true"},
                                           {"isolation.level", "read_committed"}});
@@ -144,28 +159,32 @@ std::string read_all(const char* brokers, const char* topic, std::vector<Stored>
   while (at_end < partitions && std::chrono::steady_clock::now() < until) {
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 500);
     if (!m) continue;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-      ++at_end;
-    } else if (!m->err) {
-      Stored st;
-      if (m->key) st.key.assign(static_cast<const char*>(m->key), m->key_len);
-      if (m->payload) st.value.assign(static_cast<const char*>(m->payload), m->len);
-      rd_kafka_headers_t* hs = nullptr;
-      if (rd_kafka_message_headers(m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR && hs) {
-        const char* name = nullptr;
-        const void* v = nullptr;
-        size_t vlen = 0;
-        for (size_t i = 0;
-             rd_kafka_header_get_all(hs, i, &name, &v, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
-          st.headers.emplace_back(name, v ? std::string(static_cast<const char*>(v), vlen) : "");
-      }
-      out.push_back(std::move(st));
-    }
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) ++at_end;
+    else if (!m->err) fn(m);
     rd_kafka_message_destroy(m);
   }
   rd_kafka_consumer_close(rk);
   rd_kafka_destroy(rk);
   return at_end < partitions ? std::string("timed out reading ") + topic : std::string();
+}
+
+// Every message of `topic`, in memory; an error message, or "".
+std::string read_all(const char* brokers, const char* topic, std::vector<Stored>& out) {
+  return for_each_message(brokers, topic, "sluice-bench-replay", [&](const rd_kafka_message_t* m) {
+    Stored st;
+    if (m->key) st.key.assign(static_cast<const char*>(m->key), m->key_len);
+    if (m->payload) st.value.assign(static_cast<const char*>(m->payload), m->len);
+    rd_kafka_headers_t* hs = nullptr;
+    if (rd_kafka_message_headers(m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR && hs) {
+      const char* name = nullptr;
+      const void* v = nullptr;
+      size_t vlen = 0;
+      for (size_t i = 0;
+           rd_kafka_header_get_all(hs, i, &name, &v, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+        st.headers.emplace_back(name, v ? std::string(static_cast<const char*>(v), vlen) : "");
+    }
+    out.push_back(std::move(st));
+  });
 }
 
 int replay(const char* brokers, const char* from, const char* to,
@@ -175,23 +194,8 @@ int replay(const char* brokers, const char* from, const char* to,
     std::fprintf(stderr, "%s\n", e.c_str());
     return 1;
   }
-  std::vector<std::pair<std::string, std::string>> all = {{"enable.idempotence", "true"},
-                                                          {"acks", "all"},
-                                                          {"linger.ms", "5"},
-                                                          {"batch.size", "1048576"},
-                                                          {"batch.num.messages", "10000"},
-                                                          {"queue.buffering.max.kbytes", "65536"},
-                                                          {"compression.codec", "lz4"},
-                                                          {"message.timeout.ms", "300000"}};
-  for (auto& p : props) all.push_back(p);
-  rd_kafka_conf_t* c = conf_for(brokers, all);
-  rd_kafka_conf_set_dr_msg_cb(c, dr);
-  char err[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, err, sizeof err);
-  if (!rk) {
-    std::fprintf(stderr, "%s\n", err);
-    return 2;
-  }
+  rd_kafka_t* rk = make_producer(brokers, props);
+  if (!rk) return 2;
   {
     rd_kafka_topic_t* t = rd_kafka_topic_new(rk, to, nullptr);
     const rd_kafka_metadata_t* md = nullptr;
@@ -223,58 +227,23 @@ int replay(const char* brokers, const char* from, const char* to,
     }
     rd_kafka_poll(rk, 0);
   }
-  while (delivered.load() < count) rd_kafka_poll(rk, 10);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("{\"messages\":%ld,\"seconds\":%.4f,\"failed\":%ld}\n", count, s, failed.load());
+  const int rc = finish_run(rk, count, start);
   rd_kafka_destroy(rk);
-  return failed.load() ? 1 : 0;
+  return rc;
 }
 
 int count_topic(const char* brokers, const char* topic) {
-  rd_kafka_conf_t* c = conf_for(brokers, {{"group.id", "sluice-bench-count"},
-                                          {"enable.auto.commit", "false"},
-                                          {"enable.partition.eof", "true"},
-                                          {"isolation.level", "read_committed"}});
-  char err[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, err, sizeof err);
-  if (!rk) return 2;
-  rd_kafka_poll_set_consumer(rk);
-  const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic, nullptr);
-  int partitions = 0;
-  if (rd_kafka_metadata(rk, 0, t, &md, 30000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-    if (md->topic_cnt == 1 && md->topics[0].err == 0) partitions = md->topics[0].partition_cnt;
-    rd_kafka_metadata_destroy(md);
-  }
-  rd_kafka_topic_destroy(t);
-  if (partitions == 0) {
-    std::fprintf(stderr, "topic %s does not exist\n", topic);
-    return 1;
-  }
-  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(partitions);
-  for (int p = 0; p < partitions; ++p)
-    rd_kafka_topic_partition_list_add(parts, topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_assign(rk, parts);
-  rd_kafka_topic_partition_list_destroy(parts);
-  int at_end = 0;
   long n = 0;
   long long bytes = 0, key_bytes = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (at_end < partitions && std::chrono::steady_clock::now() < until) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 500);
-    if (!m) continue;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) ++at_end;
-    else if (!m->err) {
-      ++n;
-      bytes += long(m->len);
-      key_bytes += long(m->key_len);
-    }
-    rd_kafka_message_destroy(m);
-  }
+  const std::string e =
+      for_each_message(brokers, topic, "sluice-bench-count", [&](const rd_kafka_message_t* m) {
+        ++n;
+        bytes += long(m->len);
+        key_bytes += long(m->key_len);
+      });
+  if (!e.empty()) std::fprintf(stderr, "%s\n", e.c_str());
   std::printf("{\"messages\":%ld,\"bytes\":%lld,\"key_bytes\":%lld}\n", n, bytes, key_bytes);
-  rd_kafka_consumer_close(rk);
-  rd_kafka_destroy(rk);
-  return at_end < partitions ? 1 : 0;
+  return e.empty() ? 0 : 1;
 }
 
 int delete_topics(const char* brokers, int n, char** topics) {

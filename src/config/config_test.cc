@@ -552,11 +552,47 @@ TEST(LoadConfigFile, ReadsFileAndNamesItInErrors) {
     EXPECT_EQ(std::string(e.what()),
               bad + ":7:16: pipelines[0].source.settings.count: expected an integer, got 'ten'");
   }
+  // A directory is read file by file: the invalid one is named, line and column.
   try {
     load_config_file(dir.string(), registry());
     ADD_FAILURE() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_EQ(std::string(e.what()), dir.string() + ": cannot read: Is a directory");
+    EXPECT_EQ(std::string(e.what()),
+              bad + ":7:16: pipelines[0].source.settings.count: expected an integer, got 'ten'");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoadConfigFile, ADirectoryJoinsItsFilesAndRefusesRepeatedIdsAndKeys) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("sluice_config_dir_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "a.yaml") << kBase;
+  std::ofstream(dir / "notes.md") << "not read";
+  std::ofstream(dir / ".hidden.yaml") << "not: read";
+  std::ofstream(dir / "b.yml") << replace(kBase, "id: p1", "id: p2");
+  const Config c = load_config_file(dir.string(), registry());
+  EXPECT_EQ(c.file, dir.string());
+  ASSERT_EQ(c.pipelines.size(), 2u);
+  EXPECT_EQ(c.pipelines[0].id, "p1");
+  EXPECT_EQ(c.pipelines[1].id, "p2");
+  std::ofstream(dir / "c.yaml") << kBase;  // p1 again
+  try {
+    load_config_file(dir.string(), registry());
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.yaml: pipeline id 'p1' is also defined in"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  try {
+    load_config_file(dir.string(), registry());
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("no pipeline files in this directory"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 
 #include <iostream>
 
+#include "fault/fault_kafka.h"
 #include "fault/fault_suite.h"
 #include "support/kafka.h"
 #include "support/sql.h"
@@ -38,19 +39,7 @@ class PostgresToKafka : public ::testing::Test {
     p.max_records(500).linger_ms(20);
     f.write(dir_ / "p.yaml");
   }
-  Checker checker() {
-    return [this] {
-      const TableImage source = read_pg_image(src_.url(), kTable);
-      const auto messages = consume_all(topic_, 1, 10s, /*read_committed=*/true);
-      const KafkaExactlyOnce k = check_kafka_exactly_once(messages, source);
-      Check c;
-      c.verified = k.snapshot_rows + k.changes;
-      c.lost = k.lost + k.gaps + k.differing;
-      c.duplicated = k.duplicated;
-      if (!k.exact()) c.problem = k.str();
-      return c;
-    };
-  }
+  Checker checker() { return kafka_exactly_once_checker(src_.url(), kTable, topic_); }
   int port_of(const std::string& url) {
     const std::string hp = PgUrl::parse(url).hostport;
     return std::stoi(hp.substr(hp.rfind(':') + 1));

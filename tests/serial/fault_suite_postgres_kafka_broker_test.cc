@@ -8,6 +8,7 @@
 // change exactly once. Serial: the private broker is a JVM of its own.
 #include <iostream>
 
+#include "fault/fault_kafka.h"
 #include "fault/fault_suite.h"
 #include "serial/private_kafka.h"
 #include "support/kafka.h"
@@ -47,17 +48,7 @@ TEST(PostgresToKafkaBroker, ProxyFaultsInFrontOfTheBroker) {
       .set("socket_timeout", "10s");
   p.max_records(500).linger_ms(20);
   f.write(dir / "p.yaml");
-  const Checker check = [&] {
-    const TableImage source = read_pg_image(src.url(), kTable);
-    const auto messages = consume_all(topic, 1, 10s, /*read_committed=*/true);
-    const KafkaExactlyOnce k = check_kafka_exactly_once(messages, source);
-    Check c;
-    c.verified = k.snapshot_rows + k.changes;
-    c.lost = k.lost + k.gaps + k.differing;
-    c.duplicated = k.duplicated;
-    if (!k.exact()) c.problem = k.str();
-    return c;
-  };
+  const Checker check = kafka_exactly_once_checker(src.url(), kTable, topic);
 
   Process run({"run", "p.yaml"}, dir.path());
   FaultResult r{"postgres->kafka", "broker proxy faults", 0, 0, 0, 0, 0, 0, seed};

@@ -210,9 +210,6 @@ struct Msg {
   uint32_t rec;  // record index (headers)
 };
 
-// librdkafka's own log: connection failures it retries by itself are warnings (a delivery that
-// finally fails stops the pipeline with one error line); during open() only critical lines show,
-// so unreachable brokers give exactly one error, from check_reachable.
 // The producer handle's opaque: what its callbacks report to the destination.
 struct ProducerEvents {
   ConnectionProbe* probe = nullptr;
@@ -222,6 +219,9 @@ struct ProducerEvents {
   std::atomic<uint64_t> txn_errors{0};
 };
 
+// librdkafka's own log: connection failures it retries by itself are warnings (a delivery that
+// finally fails stops the pipeline with one error line); during open() only critical lines show,
+// so unreachable brokers give exactly one error, from check_reachable.
 void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   if (std::strcmp(fac, "TXNERR") == 0)
     if (auto* ev = static_cast<ProducerEvents*>(rd_kafka_opaque(rk)))
@@ -230,8 +230,9 @@ void log_cb(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
   else if (level <= 6) spdlog::info("kafka destination: librdkafka {}: {}", fac, buf);
   else spdlog::debug("kafka destination: librdkafka {}: {}", fac, buf);
 }
-// The handle's opaque is the destination's connection probe (kafka_common.h: what librdkafka's
-// error and statistics callbacks say about the brokers); both are served by the poller thread.
+// The handle's opaque is the destination's ProducerEvents: its connection probe (kafka_common.h:
+// what librdkafka's error and statistics callbacks say about the brokers), served by the poller
+// thread, and the transaction errors log_cb counts.
 void error_cb(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
   if (opaque != nullptr)
     kafka::report_broker_error(*static_cast<ProducerEvents*>(opaque)->probe, err);
@@ -635,7 +636,7 @@ Status KafkaDestination::create_producer() {
   rd_kafka_conf_set_error_cb(conf->get(), &error_cb);
   rd_kafka_conf_set_stats_cb(conf->get(), &stats_cb);
   // The opaque (make_conf's connector name, read only by its log callback, replaced by log_cb
-  // above) becomes the probe for the error and statistics callbacks.
+  // above) becomes the ProducerEvents the callbacks report to.
   rd_kafka_conf_set_opaque(conf->get(), &events_);
   if (!o_.rdkafka.count("log_level")) (void)kafka::set_property(conf->get(), "log_level", "2");
   char err[512];
@@ -1152,8 +1153,6 @@ void KafkaDestination::write(Batch& batch, WriteDone done) {
     finish(st);
 }
 
-// Waits until every delivery report of a transaction's batch is in (true), or one message was
-// refused (false): the transaction must then be aborted before the rest can be reported.
 // Waits for every delivery report of a transaction; false as soon as one of its messages was
 // refused or the transaction failed otherwise (`txn_errors` moved past `txn_errors_at_begin`): a
 // message librdkafka holds back behind a refused one gets no report before the abort.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 
 #include "connectors/mongodb/mongodb_bson.h"
 #include "connectors/mongodb/mongodb_change_event.h"
@@ -163,6 +164,10 @@ class MongodbSource final : public Source {
   void ack(std::string_view) override {}
 
   void close() noexcept override {
+    if (estimator_.joinable()) {
+      estimator_.request_stop();
+      estimator_.join();
+    }
     stream_.reset();
     cursor_.reset();
     collection_.reset();
@@ -216,19 +221,27 @@ class MongodbSource final : public Source {
     return ok_status();
   }
 
+  // The snapshot's size for progress and ETA, counted on a connection and thread of its own: a
+  // server without collection metadata counts every document (FerretDB: as long as reading half
+  // the collection), and the snapshot must not wait for that.
   void estimate_total() {
     if (!stats_) return;
-    int64_t total = 0;
-    for (const Namespace& n : list_) {
-      mongodb::CollectionPtr c(
-          mongoc_client_get_collection(conn_.client.get(), n.db.c_str(), n.coll.c_str()));
-      bson_error_t err;
-      int64_t count =
-          mongoc_collection_estimated_document_count(c.get(), nullptr, nullptr, nullptr, &err);
-      if (count > 0) total += count;
-    }
-    stats_->snapshot_rows_total.store(total);
     if (stats_->snapshot_rows_done.load() < 0) stats_->snapshot_rows_done.store(0);
+    estimator_ = std::jthread([this, url = o_.url, list = list_](std::stop_token stop) {
+      auto c = mongodb::connect(url, kWhat);
+      if (!c) return;
+      int64_t total = 0;
+      for (const Namespace& n : list) {
+        if (stop.stop_requested()) return;
+        mongodb::CollectionPtr coll(
+            mongoc_client_get_collection(c->client.get(), n.db.c_str(), n.coll.c_str()));
+        bson_error_t err;
+        const int64_t count =
+            mongoc_collection_estimated_document_count(coll.get(), nullptr, nullptr, nullptr, &err);
+        if (count > 0) total += count;
+      }
+      stats_->snapshot_rows_total.store(total);
+    });
   }
 
   Status resume_from(const std::string& checkpoint) {
@@ -588,6 +601,7 @@ class MongodbSource final : public Source {
 
   MongodbSourceOptions o_;
   ConnectorStats* stats_ = nullptr;
+  std::jthread estimator_;  // estimate_total()
   mongodb::Connection conn_;
   std::vector<Namespace> list_;
   std::string fp_;
