@@ -221,9 +221,9 @@ class MongodbSource final : public Source {
     return ok_status();
   }
 
-  // The snapshot's size for progress and ETA, counted on a connection and thread of its own: a
-  // server without collection metadata counts every document (FerretDB: as long as reading half
-  // the collection), and the snapshot must not wait for that.
+  // The snapshot's size for progress and ETA, on a connection and thread of its own, so the
+  // snapshot never waits for it: collStats' count, else estimatedDocumentCount (which a server
+  // without collection metadata answers by counting every document).
   void estimate_total() {
     if (!stats_) return;
     if (stats_->snapshot_rows_done.load() < 0) stats_->snapshot_rows_done.store(0);
@@ -235,9 +235,21 @@ class MongodbSource final : public Source {
         if (stop.stop_requested()) return;
         mongodb::CollectionPtr coll(
             mongoc_client_get_collection(c->client.get(), n.db.c_str(), n.coll.c_str()));
+        // collStats' count first: FerretDB answers it from its storage's metadata (0.05 s for
+        // 50,000 documents) but counts every document for estimatedDocumentCount (2 s).
+        int64_t count = -1;
         bson_error_t err;
-        const int64_t count =
-            mongoc_collection_estimated_document_count(coll.get(), nullptr, nullptr, nullptr, &err);
+        BsonPtr cmd(BCON_NEW("collStats", BCON_UTF8(n.coll.c_str())));
+        bson_t reply;
+        if (mongoc_collection_command_simple(coll.get(), cmd.get(), nullptr, &reply, &err)) {
+          bson_iter_t it;
+          if (bson_iter_init_find(&it, &reply, "count") && BSON_ITER_HOLDS_NUMBER(&it))
+            count = bson_iter_as_int64(&it);
+        }
+        bson_destroy(&reply);
+        if (count < 0)
+          count = mongoc_collection_estimated_document_count(coll.get(), nullptr, nullptr, nullptr,
+                                                             &err);
         if (count > 0) total += count;
       }
       stats_->snapshot_rows_total.store(total);
