@@ -92,41 +92,28 @@ Reloader::Reloader(std::string file, Engine& engine, CheckpointStore* checkpoint
 
 Reloader::~Reloader() { shutdown(); }
 
-Reloader::FileSig Reloader::stat_file() const {
+Reloader::FileSig Reloader::stat_path(const std::string& path) {
   struct stat st {};
   FileSig sig;
-  if (::stat(file_.c_str(), &st) != 0) return sig;
+  if (::stat(path.c_str(), &st) != 0) return sig;
   sig.exists = true;
   sig.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   sig.size = st.st_size;
   sig.inode = st.st_ino;
   sig.device = st.st_dev;
-  // A directory of pipeline files: its own times change when a file is added, removed or renamed
-  // into place, not when one is edited in place; each file's signature is folded in.
   if (S_ISDIR(st.st_mode)) {
-    std::vector<std::string> files;
     try {
-      files = pipeline_files_in(file_);
+      for (const std::string& f : pipeline_files_in(path)) {
+        sig.files.push_back(stat_path(f));
+        sig.files.back().name = f;
+      }
     } catch (const ConfigError&) {
-      return sig;
     }
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over (name, size, mtime, inode) of each
-    auto mix = [&h](const void* p, size_t n) {
-      for (size_t i = 0; i < n; ++i)
-        h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
-    };
-    for (const std::string& f : files) {
-      struct stat fs {};
-      if (::stat(f.c_str(), &fs) != 0) continue;
-      mix(f.data(), f.size());
-      const int64_t parts[] = {int64_t(fs.st_size), int64_t(fs.st_mtim.tv_sec),
-                               int64_t(fs.st_mtim.tv_nsec), int64_t(fs.st_ino)};
-      mix(parts, sizeof parts);
-    }
-    sig.files = h;
   }
   return sig;
 }
+
+Reloader::FileSig Reloader::stat_file() const { return stat_path(file_); }
 
 ReloadResult Reloader::reload(std::chrono::milliseconds timeout) {
   std::future<ReloadResult> result;

@@ -66,9 +66,13 @@ class Reloader {
     int64_t size = 0;
     uint64_t inode = 0;
     uint64_t device = 0;
-    uint64_t files = 0;  // a directory: a hash of its pipeline files' names, sizes and times
+    std::string name;  // in `files`: the pipeline file's path
+    // A directory: the signature of each of its pipeline files, in order (editing one in place
+    // does not change the directory's own times).
+    std::vector<FileSig> files;
     bool operator==(const FileSig&) const = default;
   };
+  static FileSig stat_path(const std::string& path);
   FileSig stat_file() const;
   ReloadResult apply();
 

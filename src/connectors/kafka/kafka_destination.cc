@@ -50,6 +50,7 @@ struct Options {
   bool debezium = false;  // derived by finalize: format is debezium
   std::string compression;
   bool compression_size_check = true;
+  int compression_level = -1;  // derived by finalize: rdkafka.compression.level, or the default
   std::string acks;
   std::chrono::milliseconds linger{};
   uint64_t batch_size = 0;
@@ -616,10 +617,7 @@ size_t KafkaDestination::compressed_message_size(const Record& r, std::string_vi
       parts.push_back(f.name);
       parts.push_back(f.value.as_text());
     }
-  int level = -1;
-  if (auto it = o_.rdkafka.find("compression.level"); it != o_.rdkafka.end())
-    level = std::atoi(it->second.c_str());
-  return kafka::compressed_size(o_.compression, level, parts).value_or(0);
+  return kafka::compressed_size(o_.compression, o_.compression_level, parts).value_or(0);
 }
 
 Status KafkaDestination::create_producer() {
@@ -1475,13 +1473,15 @@ Status KafkaDestination::erase_stored_position(std::string_view pipeline_id) {
   return ok_status();
 }
 
-// The cross-setting checks, in one place; derives `debezium`.
+// The cross-setting checks, in one place; derives `debezium` and `compression_level`.
 Status finalize(Options& o) {
   if (o.brokers.empty()) return Error(Errc::invalid_argument, "`brokers` is empty: set host:port");
   if (o.transactions && o.acks != "all")
     return Error(Errc::invalid_argument, "transactions need acks: all");
   if (o.positions_topic.empty()) return Error(Errc::invalid_argument, "positions.topic is empty");
   o.debezium = o.format == "debezium";
+  if (auto it = o.rdkafka.find("compression.level"); it != o.rdkafka.end())
+    o.compression_level = std::atoi(it->second.c_str());
   SLUICE_TRY(kafka::apply_tls({o.tls_mode, o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password},
                               o.rdkafka));
   // librdkafka itself judges names and values, on a scratch configuration nothing uses, so that
