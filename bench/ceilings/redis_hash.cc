@@ -15,11 +15,17 @@
 //   sluice_redis_hash_ceiling stream-fill URL STREAM ROWS
 //       Appends the same rows to STREAM as entries (XADD * with the nine fields), pipelined: the
 //       matrix's redis source row reads them (key_fields: [id]).
+//   sluice_redis_hash_ceiling aof-settle URL
+//       Rewrites the append-only file (BGREWRITEAOF) and waits until no rewrite runs or is
+//       scheduled: a timed run then starts from a fresh AOF base, and the rewrite that its growth
+//       would trigger (auto-aof-rewrite-percentage 100: a forked child compressing the whole
+//       dataset) does not fall inside one run and not another.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "connectors/generator/employees.h"
@@ -212,6 +218,27 @@ int drop(const char* url, const std::string& prefix) {
   return 0;
 }
 
+int aof_settle(const char* url) {
+  RedisConnection c = connect_or_die(url);
+  auto r = c.command({"BGREWRITEAOF"});
+  if (!r.ok() && r.error().message().find("already in progress") == std::string::npos)
+    die_on(r, "BGREWRITEAOF");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto info = c.command({"INFO", "persistence"});
+    die_on(info, "INFO");
+    const std::string text = sluice::redis::reply_text(info->get());
+    if (text.find("aof_rewrite_in_progress:0") != std::string::npos &&
+        text.find("aof_rewrite_scheduled:0") != std::string::npos)
+      return 0;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "the AOF rewrite did not end within 10 minutes\n");
+      return 1;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -221,9 +248,10 @@ int main(int argc, char** argv) {
   if (mode == "dump" && argc == 4) return dump(argv[2], argv[3]);
   if (mode == "drop" && argc == 4) return drop(argv[2], argv[3]);
   if (mode == "stream-fill" && argc == 5) return stream_fill(argv[2], argv[3], std::atol(argv[4]));
+  if (mode == "aof-settle" && argc == 3) return aof_settle(argv[2]);
   std::fprintf(stderr,
                "usage: %s write URL PREFIX ROWS [BATCH] | dump URL PREFIX | drop URL PREFIX | "
-               "stream-fill URL STREAM ROWS\n",
+               "stream-fill URL STREAM ROWS | aof-settle URL\n",
                argv[0]);
   return 2;
 }

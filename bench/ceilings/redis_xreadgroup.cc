@@ -1,7 +1,8 @@
 // The ceiling of the redis source: the thinnest consumer-group reader of a stream — XREADGROUP
-// COUNT N … > in a loop, each reply discarded after an XACK of its ids (pipelined with the next
-// read), until the stream is drained. What the redis source adds on top (records, batches, the
-// destination, acknowledging after it) is compared against this rate (target >= 80 %).
+// COUNT N … > in a loop with two reads in flight, each reply discarded after an XACK of its ids
+// (pipelined with the next read), until the stream is drained. What the redis source adds on top
+// (records, batches, the destination, acknowledging after it) is compared against this rate (target
+// >= 80 %).
 //
 //   sluice_redis_xreadgroup_ceiling URL STREAM [COUNT]
 //       Creates group `ceiling` on STREAM from id 0 (dropping an old one), reads every entry and
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -73,22 +75,42 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> ids;
   std::vector<std::string_view> args;
-  for (;;) {
-    auto r =
-        c.command({"XREADGROUP", "GROUP", "ceiling", "c", "COUNT", count, "STREAMS", stream, ">"});
+  const std::initializer_list<std::string_view> read = {
+      "XREADGROUP", "GROUP", "ceiling", "c", "COUNT", count, "STREAMS", stream, ">"};
+  // Two reads in flight: the server serves the next one while this side parses the last reply,
+  // and each XACK travels with the read after it (no round trip of its own). Replies come back in
+  // the order the commands went: `due` holds what each one is (true: a read).
+  std::deque<bool> due = {true, true};
+  c.append(read);
+  c.append(read);
+  bool drained = false;
+  while (!due.empty()) {
+    const bool is_read = due.front();
+    due.pop_front();
+    auto r = c.read_reply();
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.error().message().c_str());
       return 1;
     }
-    if ((*r)->type != REDIS_REPLY_ARRAY || (*r)->elements == 0) break;
+    if (!is_read) continue;
+    if ((*r)->type != REDIS_REPLY_ARRAY || (*r)->elements == 0 ||
+        (*r)->element[0]->element[1]->elements == 0) {
+      drained = true;  // the reads still in flight come back empty too
+      continue;
+    }
     const redisReply* e = (*r)->element[0]->element[1];
-    if (e->elements == 0) break;
     ids.clear();
     for (size_t i = 0; i < e->elements; ++i)
       ids.emplace_back(e->element[i]->element[0]->str, e->element[i]->element[0]->len);
     args.assign({"XACK", stream, "ceiling"});
     for (const auto& id : ids) args.push_back(id);
-    if (!c.command(args).ok()) return 1;
+    c.append(args);
+    due.push_back(false);
+    if (!drained) {
+      c.append(read);
+      due.push_back(true);
+    }
+    if (!c.flush().ok()) return 1;  // now, even when the next reply is already received
     entries += long(e->elements);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

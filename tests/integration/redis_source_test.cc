@@ -179,6 +179,37 @@ TEST(RedisSource, ACrashedConsumersPendingEntriesAreClaimed) {
       << read_file(dir / "stderr.txt");
 }
 
+// The source reads ahead while a stream has a backlog: entries delivered to this consumer but not
+// yet decoded. Waiting there longer than claim.min_idle (50 ms; a slow destination takes 100 ms a
+// statement) while XAUTOCLAIM's cursor walks over them, they are still delivered once, in stream
+// order, from the read-ahead — never claimed back.
+TEST(RedisSource, EntriesReadAheadForASlowDestinationAreNotClaimedBack) {
+  pgtest::TestDb db("rs_slow");
+  ASSERT_TRUE(db.ok());
+  TempDir dir("redis_source_slow");
+  Streams s({"rs_slow"});
+  const int n = 3000;
+  s.add("rs_slow", 1, n);
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE rs_slow (id text PRIMARY KEY, v text)"));
+  ASSERT_TRUE(
+      db.sql().exec("CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS "
+                    "$$ BEGIN PERFORM pg_sleep(0.1); RETURN NULL; END $$"));
+  ASSERT_TRUE(db.sql().exec(
+      "CREATE TRIGGER slow AFTER INSERT ON rs_slow FOR EACH STATEMENT EXECUTE FUNCTION slow()"));
+  write_file(dir / "p.yaml",
+             pipeline_yaml("[rs_slow]",
+                           "        key_fields: [id]\n        claim.min_idle: 50ms\n"
+                           "        claim.interval: 10ms\n",
+                           "{connector: postgres, settings: {url: \"" + db.url() + "\"}}",
+                           "    batch: {max_records: 100}\n"));
+  ASSERT_EQ(run_sluice({"run", "p.yaml", "--idle-exit", "2"}, dir.path()), 0)
+      << read_file(dir / "stderr.txt");
+  EXPECT_EQ(read_file(dir / "stderr.txt").find("claimed"), std::string::npos)
+      << read_file(dir / "stderr.txt");
+  EXPECT_EQ(db.sql().query("SELECT 1 FROM rs_slow WHERE v = 'v' || id").size(), size_t(n));
+  EXPECT_EQ(s.pending("rs_slow", "sluice-rs"), 0);
+}
+
 std::string opencdc(const std::string& op, int64_t id, const std::string& v = "") {
   std::string after =
       op == "delete" ? "null" : "{\"id\":" + std::to_string(id) + ",\"v\":\"" + v + "\"}";

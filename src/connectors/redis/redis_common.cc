@@ -184,8 +184,14 @@ Result<std::optional<Reply>> RedisConnection::poll_reply(std::chrono::millisecon
   return std::optional<Reply>(Reply(static_cast<redisReply*>(raw)));
 }
 
-Result<Reply> RedisConnection::command(std::span<const std::string_view> args) {
-  append(args);
+Status RedisConnection::flush() {
+  int done = 0;
+  while (!done)
+    if (redisBufferWrite(ctx_.get(), &done) != REDIS_OK) return io_error("the connection failed");
+  return ok_status();
+}
+
+Result<Reply> RedisConnection::read_reply_of(std::string_view command) {
   SLUICE_TRY_ASSIGN(Reply reply, read_reply());
   if (reply->type == REDIS_REPLY_ERROR) {
     std::string text(reply->str, reply->len);
@@ -193,11 +199,15 @@ Result<Reply> RedisConnection::command(std::span<const std::string_view> args) {
                       : text.starts_with("WRONGPASS") ? Errc::auth
                       : text.starts_with("NOAUTH")    ? Errc::auth
                                                       : Errc::data;
-    std::string name = args.empty() ? std::string() : std::string(args[0]);
     // The command's arguments are never quoted here: AUTH carries the password.
-    return Error(code, fmt::format("redis {}: {} refused: {}", url_.redacted(), name, text));
+    return Error(code, fmt::format("redis {}: {} refused: {}", url_.redacted(), command, text));
   }
   return reply;
+}
+
+Result<Reply> RedisConnection::command(std::span<const std::string_view> args) {
+  append(args);
+  return read_reply_of(args.empty() ? std::string_view() : args[0]);
 }
 
 }  // namespace sluice::redis

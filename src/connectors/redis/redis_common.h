@@ -81,6 +81,11 @@ class RedisConnection {
     append(std::span<const std::string_view>(args.begin(), args.size()));
   }
   Result<Reply> read_reply();
+  // Sends what append() queued now, without waiting for a reply (read_reply() sends it too, but
+  // only once it must wait: a reply already received does not send the commands behind it).
+  Status flush();
+  // read_reply() for a command named `command` whose error reply is an Error, as command() says.
+  Result<Reply> read_reply_of(std::string_view command);
   // A reply already received, or one arriving within `timeout` (a subscriber's next message);
   // nullopt when none came. An I/O error or the server closing the connection is an Error.
   Result<std::optional<Reply>> poll_reply(std::chrono::milliseconds timeout);

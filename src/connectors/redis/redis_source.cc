@@ -17,6 +17,12 @@
 // pending entries list of the group is thus the source's real position: the checkpoint is only
 // informative, and a restart resumes from the group (and the consumer's pending entries).
 //
+// Pipelining. Commands go out with append() and their replies are read in order (settle()):
+// XACKs travel with the next command, and while the streams have a backlog up to kReadsAhead
+// XREADGROUP … > without BLOCK stay in flight, so the server serves the next read while this
+// thread decodes the last. Replies read ahead wait in ahead_ (their entries are this consumer's
+// pending ones: a reconnect reads them again; claim() leaves them to ahead_).
+//
 // Formats: raw (each field of the entry a string column; the key the fields of `key_fields`, or
 // {id: entry id}) and opencdc (field `field` holds one OpenCDC JSON record). An entry that cannot
 // be decoded stops the pipeline with an error naming the stream and the id, or goes to the
@@ -26,10 +32,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -46,6 +54,8 @@ namespace {
 
 // Entries asked for in one XREADGROUP / XAUTOCLAIM (the batch fills over several calls).
 constexpr size_t kMaxEntriesPerRead = 1000;
+// XREADGROUP … > kept in flight while the streams have a backlog (read_new).
+constexpr size_t kReadsAhead = 3;
 
 using Clock = std::chrono::steady_clock;
 using redis::Reply;
@@ -220,6 +230,34 @@ bool transient(const Error& e) {
          e.message().find("BUSY ") != std::string::npos;
 }
 
+// A stream entry id, <milliseconds>-<sequence>: kept as two numbers, not as text, for the ids in
+// flight (one per entry read, hashed, and written back in XACK).
+struct EntryId {
+  uint64_t ms = 0, seq = 0;
+  bool operator==(const EntryId&) const = default;
+  static std::optional<EntryId> parse(std::string_view text) {
+    EntryId id;
+    const char* end = text.data() + text.size();
+    auto [p, ec] = std::from_chars(text.data(), end, id.ms);
+    if (ec != std::errc() || p == end || *p != '-') return std::nullopt;
+    auto [q, ec2] = std::from_chars(p + 1, end, id.seq);
+    if (ec2 != std::errc() || q != end) return std::nullopt;
+    return id;
+  }
+  void append_to(std::string& out) const {
+    fmt::format_to(std::back_inserter(out), "{}-{}", ms, seq);
+  }
+};
+struct EntryIdHash {
+  size_t operator()(const EntryId& e) const noexcept {
+    return std::hash<uint64_t>{}(e.ms * 0x9E3779B97F4A7C15ULL ^ e.seq);
+  }
+};
+struct StreamEntry {
+  uint32_t stream;  // index in streams_
+  EntryId id;
+};
+
 class RedisSource final : public Source {
  public:
   explicit RedisSource(Options o) : o_(std::move(o)) {}
@@ -241,25 +279,42 @@ class RedisSource final : public Source {
     std::string pending_cursor = "0";  // own pending entries read up to (exclusive of nothing)
     bool pending_done = false;
     std::string claim_cursor = "0-0";
-    std::string last_id = {};                       // last id put in a batch
-    std::unordered_set<std::string> inflight = {};  // read, not yet XACKed (reader thread)
+    std::string last_id = {};                                // last id put in a batch
+    std::unordered_set<EntryId, EntryIdHash> inflight = {};  // read, not yet XACKed (reader thread)
   };
   struct Sent {
     uint64_t seq;
-    std::vector<std::pair<uint32_t, std::string>> ids;  // (stream index, entry id)
+    std::vector<StreamEntry> ids;
+  };
+
+  // A command sent on conn_ whose reply is not read yet: an XACK of `ids`, or an XREADGROUP … >
+  // asking `read_count` entries a stream.
+  struct Due {
+    size_t read_count = 0;         // 0: an XACK
+    std::vector<StreamEntry> ids;  // the XACK's
   };
 
   Status connect();
+  // Reads the replies of the commands in due_, in order — all of them, or up to the first
+  // XREADGROUP's with `one_read`: an XACK's takes its ids out of `inflight`, an XREADGROUP's goes
+  // to ahead_.
+  Status settle(bool one_read = false);
+  // One command on conn_, after settle().
+  Result<Reply> command(std::initializer_list<std::string_view> args);
   Status ensure_group(const std::string& stream, std::string_view start_id);
   Status discover(bool at_open);
   Status flush_acks();
   Status read_pending(Stream& s, uint32_t index, Batch& batch, size_t room);
   Status claim(Stream& s, uint32_t index, Batch& batch, size_t room);
+  // Whether entry `id` of stream `index` waits in ahead_, not yet decoded.
+  bool read_ahead_holds(uint32_t index, std::string_view id) const;
   Status read_new(Batch& batch, size_t room, std::chrono::milliseconds block);
   // Appends the entry `e` ([id, [field, value, …]]) of stream `index`; false when the entry was
   // skipped (already in flight, or deleted — then acknowledged at once).
   Status add_entry(uint32_t index, const redisReply* e, Batch& batch);
-  Status decode(const Stream& s, std::string_view id, const redisReply* fields, Batch& batch);
+  Status decode(uint32_t index, std::string_view id, const redisReply* fields, Batch& batch);
+  // Stream `index`'s name copied into the batch being read (once a batch).
+  std::string_view name_in(Batch& batch, uint32_t index);
   void lost_connection(const Error& e);
 
   Options o_;
@@ -271,13 +326,23 @@ class RedisSource final : public Source {
   std::vector<std::string> patterns_;
   Clock::time_point next_claim_{}, next_rescan_{};
   std::chrono::milliseconds backoff_{200};
-  std::vector<std::pair<uint32_t, std::string>> batch_ids_;  // ids of the batch being read
+  std::vector<StreamEntry> batch_ids_;            // ids of the batch being read
+  std::vector<std::string_view> names_in_batch_;  // see name_in()
   uint64_t seq_ = 0;
+  // Pipelining on conn_ (reader thread): the commands sent whose replies are due, in order, and
+  // the XREADGROUP … > replies received but not yet put in batches — entries already delivered to
+  // this consumer (pending in the group: a reconnect or a restart reads them again). The front
+  // reply is taken from its stream ahead_stream_, entry ahead_entry_.
+  std::deque<Due> due_;
+  std::deque<Reply> ahead_;
+  size_t ahead_stream_ = 0, ahead_entry_ = 0;
+  bool last_read_full_ = false;  // the last XREADGROUP … > returned all it asked for
+  bool regroup_ = false;         // it found a stream without its group (NOGROUP)
 
   // Shared with the acker thread.
   std::mutex mu_;
-  std::deque<Sent> sent_;                                 // batches handed out, not acked
-  std::vector<std::pair<uint32_t, std::string>> to_ack_;  // acked by the runtime, XACK due
+  std::deque<Sent> sent_;            // batches handed out, not acked
+  std::vector<StreamEntry> to_ack_;  // acked by the runtime, XACK due
   bool closed_ = false;
   std::atomic<bool> has_group_{false};  // a group exists (created or found) on a stream
 };
@@ -292,8 +357,46 @@ Status RedisSource::connect() {
   return ok_status();
 }
 
+Status RedisSource::settle(bool one_read) {
+  while (!due_.empty()) {
+    const Due& d = due_.front();
+    const bool read = d.read_count > 0;
+    // On an error the command stays due: lost_connection() acknowledges its ids again.
+    SLUICE_TRY_ASSIGN(Reply r, conn_->read_reply());
+    if (d.read_count == 0) {
+      if (r->type == REDIS_REPLY_ERROR)
+        return Error(Errc::data, "redis: XACK refused: " + redis::reply_text(r.get()));
+      for (const StreamEntry& e : d.ids) streams_[e.stream].inflight.erase(e.id);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+      const std::string text = redis::reply_text(r.get());
+      if (text.find("NOGROUP") == std::string::npos)
+        return Error(text.starts_with("NOPERM") ? Errc::permission : Errc::data,
+                     fmt::format("redis {}: XREADGROUP refused: {}", o_.parsed.redacted(), text));
+      regroup_ = true;  // a stream (and its group) was deleted while sluice read it
+      last_read_full_ = false;
+    } else if (r->type == REDIS_REPLY_ARRAY) {
+      size_t most = 0;
+      for (size_t k = 0; k < r->elements; ++k)
+        if (r->element[k]->type == REDIS_REPLY_ARRAY && r->element[k]->elements == 2)
+          most = std::max(most, r->element[k]->element[1]->elements);
+      last_read_full_ = most >= d.read_count;
+      ahead_.push_back(std::move(r));
+    } else {
+      last_read_full_ = false;  // nil: nothing new within BLOCK
+    }
+    due_.pop_front();
+    if (read && one_read) break;
+  }
+  return ok_status();
+}
+
+Result<Reply> RedisSource::command(std::initializer_list<std::string_view> args) {
+  SLUICE_TRY(settle());
+  return conn_->command(args);
+}
+
 Status RedisSource::ensure_group(const std::string& stream, std::string_view start_id) {
-  auto r = conn_->command({"XGROUP", "CREATE", stream, group_, start_id, "MKSTREAM"});
+  auto r = command({"XGROUP", "CREATE", stream, group_, start_id, "MKSTREAM"});
   if (r.ok() || r.error().message().find("BUSYGROUP") != std::string::npos) has_group_ = true;
   if (r.ok()) {
     spdlog::info("pipeline {}: created consumer group '{}' on stream '{}' (from {})",
@@ -312,8 +415,8 @@ Status RedisSource::discover(bool at_open) {
   for (const std::string& pat : patterns_) {
     std::string cursor = "0";
     do {
-      SLUICE_TRY_ASSIGN(Reply r, conn_->command({"SCAN", cursor, "MATCH", pat, "COUNT", "1000",
-                                                 "TYPE", "stream"}));
+      SLUICE_TRY_ASSIGN(Reply r,
+                        command({"SCAN", cursor, "MATCH", pat, "COUNT", "1000", "TYPE", "stream"}));
       if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
         return Error(Errc::internal, "redis: unexpected SCAN reply " + redis::reply_text(r.get()));
       cursor.assign(str(r->element[0]));
@@ -361,6 +464,16 @@ void RedisSource::lost_connection(const Error& e) {
   spdlog::warn("pipeline {}: {} (reconnecting; pending entries are read again)", ctx_.pipeline_id,
                e.message());
   conn_.reset();
+  {
+    // XACKs whose replies never came are sent again (XACK is idempotent); replies read ahead are
+    // dropped: their entries are this consumer's pending ones, read again below.
+    std::lock_guard lk(mu_);
+    for (const Due& d : due_) to_ack_.insert(to_ack_.end(), d.ids.begin(), d.ids.end());
+  }
+  due_.clear();
+  ahead_.clear();
+  ahead_stream_ = ahead_entry_ = 0;
+  last_read_full_ = regroup_ = false;
   for (Stream& s : streams_) {
     s.pending_done = false;
     s.pending_cursor = "0";
@@ -368,45 +481,46 @@ void RedisSource::lost_connection(const Error& e) {
 }
 
 Status RedisSource::flush_acks() {
-  std::vector<std::pair<uint32_t, std::string>> ids;
+  std::vector<StreamEntry> ids;
   {
     std::lock_guard lk(mu_);
     ids.swap(to_ack_);
   }
-  if (ids.empty()) return ok_status();
-  // One XACK per stream and up to 1000 ids, pipelined.
+  // One XACK per stream and up to 1000 ids, pipelined: their replies are read with the next
+  // command's (settle()), so acknowledging costs no round trip of its own.
   std::vector<std::string_view> args;
-  size_t commands = 0;
+  std::string text;
+  std::vector<size_t> ends;
   for (size_t i = 0; i < ids.size();) {
-    const uint32_t si = ids[i].first;
-    args.assign({"XACK", streams_[si].name, group_});
-    while (i < ids.size() && ids[i].first == si && args.size() < 1003)
-      args.push_back(ids[i++].second);
-    conn_->append(args);
-    ++commands;
-  }
-  Status result = ok_status();
-  for (size_t c = 0; c < commands; ++c) {
-    auto r = conn_->read_reply();
-    if (!r.ok()) {
-      result = std::move(r).error();
-      break;
+    const uint32_t si = ids[i].stream;
+    const size_t from = i;
+    text.clear();
+    ends.clear();
+    for (; i < ids.size() && ids[i].stream == si && i - from < 1000; ++i) {
+      ids[i].id.append_to(text);
+      ends.push_back(text.size());
     }
-    if ((*r)->type == REDIS_REPLY_ERROR && result.ok())
-      result = Error(Errc::data, "redis: XACK refused: " + redis::reply_text(r->get()));
+    args.assign({"XACK", streams_[si].name, group_});
+    for (size_t k = 0, begin = 0; k < ends.size(); begin = ends[k++])
+      args.emplace_back(text.data() + begin, ends[k] - begin);
+    conn_->append(args);  // formats the command: args may dangle after
+    due_.push_back(
+        Due{.read_count = 0,
+            .ids = {ids.begin() + std::ptrdiff_t(from), ids.begin() + std::ptrdiff_t(i)}});
   }
-  if (!result.ok()) {
-    // Acknowledge them again after the reconnect (XACK is idempotent).
-    std::lock_guard lk(mu_);
-    to_ack_.insert(to_ack_.begin(), ids.begin(), ids.end());
-    return result;
-  }
-  for (auto& [si, id] : ids) streams_[si].inflight.erase(id);
   return ok_status();
 }
 
-Status RedisSource::decode(const Stream& s, std::string_view id, const redisReply* fields,
+std::string_view RedisSource::name_in(Batch& batch, uint32_t index) {
+  if (names_in_batch_.size() < streams_.size()) names_in_batch_.resize(streams_.size());
+  std::string_view& v = names_in_batch_[index];
+  if (v.empty()) v = batch.copy(streams_[index].name);
+  return v;
+}
+
+Status RedisSource::decode(uint32_t index, std::string_view id, const redisReply* fields,
                            Batch& batch) {
+  const Stream& s = streams_[index];
   const size_t n = fields->elements / 2;
   auto field_value = [&](std::string_view name) -> const redisReply* {
     for (size_t i = 0; i + 1 < fields->elements; i += 2)
@@ -458,37 +572,45 @@ Status RedisSource::decode(const Stream& s, std::string_view id, const redisRepl
       problem = st.error().message();
     }
   } else {
+    // The row first; the key takes its fields' names and values from it.
+    ObjectBuilder after_builder = batch.object(uint32_t(n + 1));
+    if (o_.key_fields.empty()) after_builder.add("id", Value::string(batch.copy(id)));
+    for (size_t i = 0; i + 1 < fields->elements; i += 2)
+      after_builder.add(batch.copy(str(fields->element[i])),
+                        text_or_bytes(batch, str(fields->element[i + 1])));
+    const Value after = after_builder.build();
     ObjectBuilder key = batch.object(uint32_t(std::max<size_t>(1, o_.key_fields.size())));
     if (o_.key_fields.empty()) {
-      key.add("id", Value::string(batch.copy(id)));
+      key.add("id", after.fields()[0].value);
       if (field_value("id") != nullptr)
         problem =
             "has a field 'id', the column the entry id takes when key_fields is empty (set "
             "key_fields: [id] to key by that field)";
     } else {
       for (const std::string& k : o_.key_fields) {
-        const redisReply* v = field_value(k);
-        if (v == nullptr) {
+        const Field* f = nullptr;
+        for (const Field& c : after.fields())
+          if (c.name == k) {
+            f = &c;
+            break;
+          }
+        if (f == nullptr) {
           problem = fmt::format("has no field '{}' (setting `key_fields`)", k);
           break;
         }
-        key.add(batch.copy(k), text_or_bytes(batch, str(v)));
+        key.add(f->name, f->value);
       }
     }
     if (problem.empty()) {
-      ObjectBuilder after = batch.object(uint32_t(n + 1));
-      if (o_.key_fields.empty()) after.add("id", Value::string(batch.copy(id)));
-      for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        after.add(batch.copy(str(fields->element[i])),
-                  text_or_bytes(batch, str(fields->element[i + 1])));
+      const std::string_view name = name_in(batch, index);
       ObjectBuilder meta = batch.object(3);
-      meta.add(meta::kTable, Value::string(batch.copy(s.name)));
-      meta.add("redis.stream", Value::string(batch.copy(s.name)));
+      meta.add(meta::kTable, Value::string(name));
+      meta.add("redis.stream", Value::string(name));
       meta.add("redis.id", Value::string(batch.copy(id)));
       Record& r = batch.add();
       r.op = Operation::create;
       r.key = key.build();
-      r.after = after.build();
+      r.after = after;
       r.metadata = meta.build();
       return ok_status();
     }
@@ -524,26 +646,34 @@ Status RedisSource::add_entry(uint32_t index, const redisReply* e, Batch& batch)
   Stream& s = streams_[index];
   if (e == nullptr || e->type != REDIS_REPLY_ARRAY || e->elements < 2)
     return Error(Errc::internal, "redis: unexpected stream entry " + redis::reply_text(e));
-  std::string id(str(e->element[0]));
-  if (s.inflight.count(id)) return ok_status();  // already read, not yet acknowledged
+  const std::string_view id = str(e->element[0]);
+  const std::optional<EntryId> eid = EntryId::parse(id);
+  if (!eid)
+    return Error(Errc::internal,
+                 fmt::format("redis: unexpected entry id '{}' in stream '{}'", id, s.name));
   const redisReply* fields = e->element[1];
   if (fields->type != REDIS_REPLY_ARRAY) {
+    if (s.inflight.count(*eid)) return ok_status();
     // A pending entry whose data was deleted (XDEL, or trimmed): nothing to deliver.
     std::lock_guard lk(mu_);
-    to_ack_.emplace_back(index, std::move(id));
+    to_ack_.push_back(StreamEntry{index, *eid});
     return ok_status();
   }
-  SLUICE_TRY(decode(s, id, fields, batch));
-  s.last_id = id;
-  s.inflight.insert(id);
-  batch_ids_.emplace_back(index, std::move(id));
+  const auto [it, fresh] = s.inflight.insert(*eid);
+  if (!fresh) return ok_status();  // already read, not yet acknowledged
+  if (Status st = decode(index, id, fields, batch); !st.ok()) {
+    s.inflight.erase(it);
+    return st;
+  }
+  s.last_id.assign(id);
+  batch_ids_.push_back(StreamEntry{index, *eid});
   return ok_status();
 }
 
 Status RedisSource::read_pending(Stream& s, uint32_t index, Batch& batch, size_t room) {
   const std::string count = std::to_string(std::clamp<size_t>(room, 1, kMaxEntriesPerRead));
-  SLUICE_TRY_ASSIGN(Reply r, conn_->command({"XREADGROUP", "GROUP", group_, o_.consumer, "COUNT",
-                                             count, "STREAMS", s.name, s.pending_cursor}));
+  SLUICE_TRY_ASSIGN(Reply r, command({"XREADGROUP", "GROUP", group_, o_.consumer, "COUNT", count,
+                                      "STREAMS", s.name, s.pending_cursor}));
   const redisReply* entries = nullptr;
   if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->elements == 2)
     entries = r->element[0]->element[1];
@@ -558,11 +688,27 @@ Status RedisSource::read_pending(Stream& s, uint32_t index, Batch& batch, size_t
   return ok_status();
 }
 
+bool RedisSource::read_ahead_holds(uint32_t index, std::string_view id) const {
+  for (size_t k = 0; k < ahead_.size(); ++k) {
+    const redisReply* r = ahead_[k].get();
+    for (size_t si = k == 0 ? ahead_stream_ : 0; si < r->elements; ++si) {
+      const redisReply* sr = r->element[si];
+      if (sr->type != REDIS_REPLY_ARRAY || sr->elements != 2 ||
+          str(sr->element[0]) != streams_[index].name)
+        continue;
+      const redisReply* entries = sr->element[1];
+      for (size_t i = k == 0 && si == ahead_stream_ ? ahead_entry_ : 0; i < entries->elements; ++i)
+        if (str(entries->element[i]->element[0]) == id) return true;
+    }
+  }
+  return false;
+}
+
 Status RedisSource::claim(Stream& s, uint32_t index, Batch& batch, size_t room) {
   const std::string idle = std::to_string(o_.claim_min_idle.count());
   const std::string count = std::to_string(std::clamp<size_t>(room, 1, kMaxEntriesPerRead));
-  SLUICE_TRY_ASSIGN(Reply r, conn_->command({"XAUTOCLAIM", s.name, group_, o_.consumer, idle,
-                                             s.claim_cursor, "COUNT", count}));
+  SLUICE_TRY_ASSIGN(Reply r, command({"XAUTOCLAIM", s.name, group_, o_.consumer, idle,
+                                      s.claim_cursor, "COUNT", count}));
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
     return Error(Errc::internal,
                  "redis: unexpected XAUTOCLAIM reply " + redis::reply_text(r.get()));
@@ -570,8 +716,14 @@ Status RedisSource::claim(Stream& s, uint32_t index, Batch& batch, size_t room) 
   const redisReply* entries = r->element[1];
   size_t claimed = 0;
   for (size_t i = 0; i < entries->elements; ++i) {
+    const redisReply* e = entries->element[i];
+    // An entry this consumer read ahead and has not decoded yet, idle that long because the
+    // destination held the pipeline: it comes from ahead_, in its place in the stream.
+    if (e->type == REDIS_REPLY_ARRAY && e->elements >= 1 &&
+        read_ahead_holds(index, str(e->element[0])))
+      continue;
     const size_t before = batch_ids_.size();
-    SLUICE_TRY(add_entry(index, entries->element[i], batch));
+    SLUICE_TRY(add_entry(index, e, batch));
     claimed += batch_ids_.size() - before;
   }
   if (claimed > 0)
@@ -585,37 +737,76 @@ Status RedisSource::read_new(Batch& batch, size_t room, std::chrono::millisecond
     std::this_thread::sleep_for(block);
     return ok_status();
   }
-  std::vector<std::string_view> args = {"XREADGROUP", "GROUP", group_, o_.consumer, "COUNT"};
-  // At most 1,000 entries a call: hiredis allocates an object per entry and field, and freeing a
-  // 10,000-entry reply at once sent a third of the reader's time into malloc consolidation.
-  const std::string count = std::to_string(std::clamp<size_t>(room, 1, kMaxEntriesPerRead));
-  const std::string block_ms = std::to_string(std::max<int64_t>(1, block.count()));
-  args.push_back(count);
-  args.push_back("BLOCK");
-  args.push_back(block_ms);
-  args.push_back("STREAMS");
-  for (const Stream& s : streams_) args.push_back(s.name);
-  for (size_t i = 0; i < streams_.size(); ++i) args.push_back(">");
-  auto r = conn_->command(args);
-  if (!r.ok()) {
-    if (r.error().message().find("NOGROUP") != std::string::npos) {
-      // A stream (and its group) was deleted while sluice read it: create both again.
-      for (const Stream& s : streams_) SLUICE_TRY(ensure_group(s.name, "0"));
-      return ok_status();
+  // XREADGROUP … COUNT n [BLOCK ms] STREAMS s1 s2 … > > …
+  auto send_read = [&](size_t count, std::optional<std::chrono::milliseconds> blocking) {
+    const std::string n = std::to_string(count);
+    std::string ms;
+    std::vector<std::string_view> args = {"XREADGROUP", "GROUP", group_, o_.consumer, "COUNT", n};
+    if (blocking) {
+      ms = std::to_string(std::max<int64_t>(1, blocking->count()));
+      args.push_back("BLOCK");
+      args.push_back(ms);
     }
-    return std::move(r).error();
+    args.push_back("STREAMS");
+    for (const Stream& s : streams_) args.push_back(s.name);
+    for (size_t i = 0; i < streams_.size(); ++i) args.push_back(">");
+    conn_->append(args);
+    due_.push_back(Due{.read_count = count, .ids = {}});
+  };
+  size_t reads = size_t(
+      std::count_if(due_.begin(), due_.end(), [](const Due& d) { return d.read_count > 0; }));
+  // Read ahead: while the streams have a backlog (the last read returned all it asked for), two
+  // reads stay out, so the server serves the next one while this side parses and decodes the
+  // last. Without BLOCK: they come back at once, empty when the backlog is gone.
+  auto read_ahead = [&]() -> Status {
+    if (!last_read_full_ || reads >= kReadsAhead || ahead_.size() > 2) return ok_status();
+    for (; reads < kReadsAhead; ++reads) send_read(kMaxEntriesPerRead, {});
+    return conn_->flush();  // now, not when the next reply is awaited: after the decoding
+  };
+  if (ahead_.empty()) {
+    // At most 1,000 entries a call: hiredis allocates an object per entry and field, and freeing
+    // a 10,000-entry reply at once sent a third of the reader's time into malloc consolidation.
+    if (reads == 0) {
+      send_read(std::clamp<size_t>(room, 1, kMaxEntriesPerRead), block);
+      ++reads;
+    }
+    SLUICE_TRY(read_ahead());
+    SLUICE_TRY(settle(/*one_read=*/true));  // the XACK replies before it, then the read's
+    --reads;
   }
-  if ((*r)->type != REDIS_REPLY_ARRAY) return ok_status();  // nil: nothing within BLOCK
-  for (size_t k = 0; k < (*r)->elements; ++k) {
-    const redisReply* sr = (*r)->element[k];
-    if (sr->type != REDIS_REPLY_ARRAY || sr->elements != 2) continue;
-    const std::string_view name = str(sr->element[0]);
-    uint32_t index = 0;
-    while (index < streams_.size() && streams_[index].name != name) ++index;
-    if (index == streams_.size()) continue;
-    const redisReply* entries = sr->element[1];
-    for (size_t i = 0; i < entries->elements; ++i)
-      SLUICE_TRY(add_entry(index, entries->element[i], batch));
+  if (regroup_) {
+    regroup_ = false;
+    for (const Stream& s : streams_) SLUICE_TRY(ensure_group(s.name, "0"));
+    return ok_status();
+  }
+  SLUICE_TRY(read_ahead());
+  size_t taken = 0;
+  uint32_t index = 0;
+  while (!ahead_.empty() && taken < room) {
+    const redisReply* r = ahead_.front().get();
+    if (ahead_stream_ >= r->elements) {
+      ahead_.pop_front();
+      ahead_stream_ = ahead_entry_ = 0;
+      continue;
+    }
+    const redisReply* sr = r->element[ahead_stream_];
+    const redisReply* entries =
+        sr->type == REDIS_REPLY_ARRAY && sr->elements == 2 ? sr->element[1] : nullptr;
+    if (entries == nullptr || ahead_entry_ >= entries->elements) {
+      ++ahead_stream_;
+      ahead_entry_ = 0;
+      continue;
+    }
+    if (ahead_entry_ == 0 || taken == 0) {
+      const std::string_view name = str(sr->element[0]);
+      index = 0;
+      while (index < streams_.size() && streams_[index].name != name) ++index;
+      if (index == streams_.size())
+        return Error(Errc::internal, fmt::format("redis: a reply for unknown stream '{}'", name));
+    }
+    SLUICE_TRY(add_entry(index, entries->element[ahead_entry_], batch));
+    ++ahead_entry_;
+    ++taken;
   }
   return ok_status();
 }
@@ -625,6 +816,7 @@ Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::
   Clock::time_point first{};
   bool idle = false;
   batch_ids_.clear();
+  names_in_batch_.clear();
   Status st = ok_status();
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
@@ -707,7 +899,7 @@ void RedisSource::ack(std::string_view position) {
   if (!seq) return;
   std::lock_guard lk(mu_);
   while (!sent_.empty() && sent_.front().seq <= *seq) {
-    for (auto& id : sent_.front().ids) to_ack_.push_back(std::move(id));
+    to_ack_.insert(to_ack_.end(), sent_.front().ids.begin(), sent_.front().ids.end());
     sent_.pop_front();
   }
 }
@@ -720,6 +912,7 @@ void RedisSource::close() noexcept {
   }
   if (conn_) {
     Status st = flush_acks();
+    if (st.ok()) st = settle();
     if (!st.ok())
       spdlog::warn(
           "pipeline {}: final XACK failed: {} (the entries stay pending and are read "
