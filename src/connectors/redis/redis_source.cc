@@ -55,7 +55,7 @@ namespace {
 // Entries asked for in one XREADGROUP / XAUTOCLAIM (the batch fills over several calls).
 constexpr size_t kMaxEntriesPerRead = 1000;
 // XREADGROUP … > kept in flight while the streams have a backlog (read_new).
-constexpr size_t kReadsAhead = 3;
+constexpr size_t kReadsAhead = 2;
 
 using Clock = std::chrono::steady_clock;
 using redis::Reply;
@@ -759,7 +759,7 @@ Status RedisSource::read_new(Batch& batch, size_t room, std::chrono::millisecond
   // reads stay out, so the server serves the next one while this side parses and decodes the
   // last. Without BLOCK: they come back at once, empty when the backlog is gone.
   auto read_ahead = [&]() -> Status {
-    if (!last_read_full_ || reads >= kReadsAhead || ahead_.size() > 2) return ok_status();
+    if (!last_read_full_ || reads >= kReadsAhead || ahead_.size() > 1) return ok_status();
     for (; reads < kReadsAhead; ++reads) send_read(kMaxEntriesPerRead, {});
     return conn_->flush();  // now, not when the next reply is awaited: after the decoding
   };
