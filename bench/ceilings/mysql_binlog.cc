@@ -57,10 +57,10 @@ int main(int argc, char** argv) {
   if (!mysql_real_connect(m, argv[1], argv[3], argv[4], nullptr, unsigned(std::atoi(argv[2])),
                           nullptr, 0))
     return fail(m, "connect");
-  for (const char* sql : {"SET @master_binlog_checksum = @@global.binlog_checksum",
-                          "SET @source_binlog_checksum = @@global.binlog_checksum",
-                          "SET @master_heartbeat_period = 1000000000",
-                          "SET @mariadb_slave_capability = 4"}) {
+  for (const char* sql :
+       {"SET @master_binlog_checksum = @@global.binlog_checksum",
+        "SET @source_binlog_checksum = @@global.binlog_checksum",
+        "SET @master_heartbeat_period = 1000000000", "SET @mariadb_slave_capability = 4"}) {
     if (mysql_query(m, sql) != 0 && mysql_errno(m) != 1193)  // ER_UNKNOWN_SYSTEM_VARIABLE
       return fail(m, sql);
     if (MYSQL_RES* r = mysql_store_result(m)) mysql_free_result(r);
@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
     bytes += n - 1;
     if (is_rows_event(type)) ++rows_events;
     if (type == 4) {  // ROTATE: names the file the positions that follow belong to
-      in_file = std::string(reinterpret_cast<const char*>(h + 19 + 8), n - 1 - 19 - 8)
-                    .starts_with(file);
+      in_file =
+          std::string(reinterpret_cast<const char*>(h + 19 + 8), n - 1 - 19 - 8).starts_with(file);
       continue;
     }
     if (in_file && next != 0 && next >= end) break;

@@ -18,7 +18,7 @@
 // informative, and a restart resumes from the group (and the consumer's pending entries).
 //
 // Pipelining. Commands go out with append() and their replies are read in order (settle()):
-// XACKs travel with the next command, and while the streams have a backlog up to kReadsAhead
+// XACKs travel with the next command, and while the streams have a backlog up to kRepliesAhead
 // XREADGROUP … > without BLOCK stay in flight, so the server serves the next read while this
 // thread decodes the last. Replies read ahead wait in ahead_ (their entries are this consumer's
 // pending ones: a reconnect reads them again; claim() leaves them to ahead_).
@@ -54,8 +54,10 @@ namespace {
 
 // Entries asked for in one XREADGROUP / XAUTOCLAIM (the batch fills over several calls).
 constexpr size_t kMaxEntriesPerRead = 1000;
-// XREADGROUP … > kept in flight while the streams have a backlog (read_new).
-constexpr size_t kReadsAhead = 2;
+// XREADGROUP … > replies waiting or in flight while the streams have a backlog (read_new), as long
+// as they stay within kReadAheadBytes, each taken as large as the last.
+constexpr size_t kRepliesAhead = 5;
+constexpr size_t kReadAheadBytes = 16u << 20;
 
 using Clock = std::chrono::steady_clock;
 using redis::Reply;
@@ -225,6 +227,15 @@ std::string_view str(const redisReply* r) {
 }
 
 // A server that is starting (LOADING) or a lost connection: reconnect and go on.
+// The bytes of the strings in a reply (its entries' ids, field names and values).
+size_t reply_bytes(const redisReply* r) {
+  if (r == nullptr) return 0;
+  if (r->type != REDIS_REPLY_ARRAY) return r->len;
+  size_t n = 0;
+  for (size_t i = 0; i < r->elements; ++i) n += reply_bytes(r->element[i]);
+  return n;
+}
+
 bool transient(const Error& e) {
   return e.retriable() || e.message().find("LOADING") != std::string::npos ||
          e.message().find("BUSY ") != std::string::npos;
@@ -337,6 +348,7 @@ class RedisSource final : public Source {
   std::deque<Reply> ahead_;
   size_t ahead_stream_ = 0, ahead_entry_ = 0;
   bool last_read_full_ = false;  // the last XREADGROUP … > returned all it asked for
+  size_t last_read_bytes_ = 0;   // and the bytes of its ids, field names and values
   bool regroup_ = false;         // it found a stream without its group (NOGROUP)
 
   // Shared with the acker thread.
@@ -380,6 +392,7 @@ Status RedisSource::settle(bool one_read) {
         if (r->element[k]->type == REDIS_REPLY_ARRAY && r->element[k]->elements == 2)
           most = std::max(most, r->element[k]->element[1]->elements);
       last_read_full_ = most >= d.read_count;
+      last_read_bytes_ = reply_bytes(r.get());
       ahead_.push_back(std::move(r));
     } else {
       last_read_full_ = false;  // nil: nothing new within BLOCK
@@ -474,6 +487,7 @@ void RedisSource::lost_connection(const Error& e) {
   ahead_.clear();
   ahead_stream_ = ahead_entry_ = 0;
   last_read_full_ = regroup_ = false;
+  last_read_bytes_ = 0;
   for (Stream& s : streams_) {
     s.pending_done = false;
     s.pending_cursor = "0";
@@ -755,12 +769,17 @@ Status RedisSource::read_new(Batch& batch, size_t room, std::chrono::millisecond
   };
   size_t reads = size_t(
       std::count_if(due_.begin(), due_.end(), [](const Due& d) { return d.read_count > 0; }));
-  // Read ahead: while the streams have a backlog (the last read returned all it asked for), two
-  // reads stay out, so the server serves the next one while this side parses and decodes the
-  // last. Without BLOCK: they come back at once, empty when the backlog is gone.
+  // Read ahead: while the streams have a backlog (the last read returned all it asked for), reads
+  // stay out — up to kRepliesAhead with those waiting, fewer when replies are large — so the server
+  // serves the next one while this side parses and decodes the last. Without BLOCK: they come back
+  // at once, empty when the backlog is gone.
   auto read_ahead = [&]() -> Status {
-    if (!last_read_full_ || reads >= kReadsAhead || ahead_.size() > 1) return ok_status();
-    for (; reads < kReadsAhead; ++reads) send_read(kMaxEntriesPerRead, {});
+    const size_t most =
+        std::max<size_t>(1, kReadAheadBytes / std::max<size_t>(1, last_read_bytes_));
+    if (!last_read_full_ || ahead_.size() + reads >= std::min(kRepliesAhead, most))
+      return ok_status();
+    for (; ahead_.size() + reads < std::min(kRepliesAhead, most); ++reads)
+      send_read(kMaxEntriesPerRead, {});
     return conn_->flush();  // now, not when the next reply is awaited: after the decoding
   };
   if (ahead_.empty()) {
