@@ -226,7 +226,6 @@ std::string_view str(const redisReply* r) {
              : std::string_view();
 }
 
-// A server that is starting (LOADING) or a lost connection: reconnect and go on.
 // The bytes of the strings in a reply (its entries' ids, field names and values).
 size_t reply_bytes(const redisReply* r) {
   if (r == nullptr) return 0;
@@ -236,6 +235,7 @@ size_t reply_bytes(const redisReply* r) {
   return n;
 }
 
+// A server that is starting (LOADING) or a lost connection: reconnect and go on.
 bool transient(const Error& e) {
   return e.retriable() || e.message().find("LOADING") != std::string::npos ||
          e.message().find("BUSY ") != std::string::npos;
@@ -374,26 +374,25 @@ Status RedisSource::settle(bool one_read) {
     const Due& d = due_.front();
     const bool read = d.read_count > 0;
     // On an error the command stays due: lost_connection() acknowledges its ids again.
-    SLUICE_TRY_ASSIGN(Reply r, conn_->read_reply());
-    if (d.read_count == 0) {
-      if (r->type == REDIS_REPLY_ERROR)
-        return Error(Errc::data, "redis: XACK refused: " + redis::reply_text(r.get()));
-      for (const StreamEntry& e : d.ids) streams_[e.stream].inflight.erase(e.id);
-    } else if (r->type == REDIS_REPLY_ERROR) {
-      const std::string text = redis::reply_text(r.get());
-      if (text.find("NOGROUP") == std::string::npos)
-        return Error(text.starts_with("NOPERM") ? Errc::permission : Errc::data,
-                     fmt::format("redis {}: XREADGROUP refused: {}", o_.parsed.redacted(), text));
-      regroup_ = true;  // a stream (and its group) was deleted while sluice read it
+    auto reply = conn_->read_reply_of(read ? "XREADGROUP" : "XACK");
+    // NOGROUP: a stream (and its group) was deleted while sluice read it; read_new() makes both.
+    const bool nogroup =
+        !reply.ok() && read && reply.error().message().find("NOGROUP") != std::string::npos;
+    if (!reply.ok() && !nogroup) return std::move(reply).error();
+    const redisReply* r = reply.ok() ? reply->get() : nullptr;
+    if (nogroup) {
+      regroup_ = true;
       last_read_full_ = false;
+    } else if (!read) {
+      for (const StreamEntry& e : d.ids) streams_[e.stream].inflight.erase(e.id);
     } else if (r->type == REDIS_REPLY_ARRAY) {
       size_t most = 0;
       for (size_t k = 0; k < r->elements; ++k)
         if (r->element[k]->type == REDIS_REPLY_ARRAY && r->element[k]->elements == 2)
           most = std::max(most, r->element[k]->element[1]->elements);
       last_read_full_ = most >= d.read_count;
-      last_read_bytes_ = reply_bytes(r.get());
-      ahead_.push_back(std::move(r));
+      last_read_bytes_ = reply_bytes(r);
+      ahead_.push_back(std::move(reply).value());
     } else {
       last_read_full_ = false;  // nil: nothing new within BLOCK
     }
@@ -775,11 +774,10 @@ Status RedisSource::read_new(Batch& batch, size_t room, std::chrono::millisecond
   // at once, empty when the backlog is gone.
   auto read_ahead = [&]() -> Status {
     const size_t most =
-        std::max<size_t>(1, kReadAheadBytes / std::max<size_t>(1, last_read_bytes_));
-    if (!last_read_full_ || ahead_.size() + reads >= std::min(kRepliesAhead, most))
-      return ok_status();
-    for (; ahead_.size() + reads < std::min(kRepliesAhead, most); ++reads)
-      send_read(kMaxEntriesPerRead, {});
+        std::min(kRepliesAhead,
+                 std::max<size_t>(1, kReadAheadBytes / std::max<size_t>(1, last_read_bytes_)));
+    if (!last_read_full_ || ahead_.size() + reads >= most) return ok_status();
+    for (; ahead_.size() + reads < most; ++reads) send_read(kMaxEntriesPerRead, {});
     return conn_->flush();  // now, not when the next reply is awaited: after the decoding
   };
   if (ahead_.empty()) {
