@@ -161,8 +161,43 @@ def spool_batch():
     write("spool_batch", "empty", batch(b"position-only", []))
 
 
+def pg_binary():
+    # The first byte indexes kTypes of fuzz/pg_binary_fuzz.cc; the rest is the send function's form.
+    types = [16, 17, 19, 20, 21, 23, 25, 26, 114, 700, 701, 829, 1042, 1043, 1082, 1083, 1114, 1184,
+             1186, 1266, 1560, 1562, 1700, 2950, 3802, 1000, 1007, 1009, 1016, 1021, 1022, 1115, 1182,
+             1185, 1187, 1231, 1270, 2951, 3807]
+
+    def seed(name, type_oid, value):
+        write("pg_binary", name, bytes([types.index(type_oid)]) + value)
+
+    def numeric(weight, sign, dscale, digits):
+        return struct.pack(">hhHH", len(digits), weight, sign, dscale) + struct.pack(">%dh" % len(digits), *digits)
+
+    def array(elem, dims, elems):
+        head = struct.pack(">iiI", len(dims), 1 if None in elems else 0, elem)
+        head += b"".join(struct.pack(">ii", d, 1) for d in dims)
+        return head + b"".join(struct.pack(">i", -1) if e is None else struct.pack(">i", len(e)) + e for e in elems)
+
+    seed("bool", 16, b"\x01")
+    seed("int8", 20, struct.pack(">q", -2**63))
+    seed("float4", 700, struct.pack(">f", 1.1))
+    seed("numeric", 1700, numeric(4, 0x4000, 18, [1234, 5678, 9012, 3456, 7890, 0, 0, 0, 0, 1]))
+    seed("numeric_small", 1700, numeric(-5, 0, 21, [1]))
+    seed("numeric_nan", 1700, numeric(0, 0xC000, 0, []))
+    seed("date", 1082, struct.pack(">i", -10957))
+    seed("timestamptz", 1184, struct.pack(">q", 9223371331200000000))
+    seed("interval", 1186, struct.pack(">qii", -14706789000, 3, -14))
+    seed("timetz", 1266, struct.pack(">qi", 43200000000, -19800))
+    seed("varbit", 1562, struct.pack(">i", 10) + b"\xaa\xc0")
+    seed("uuid", 2950, bytes(range(16)))
+    seed("jsonb", 3802, b'\x01{"a": [1, 2]}')
+    seed("int4_array", 1007, array(23, [2, 2], [struct.pack(">i", i) for i in (1, 2, 3, 4)]))
+    seed("text_array", 1009, array(25, [3], [b"a,b", None, b""]))
+    seed("empty_array", 1007, struct.pack(">iiI", 0, 0, 23))
+
+
 if __name__ == "__main__":
-    for f in (pgoutput, binlog, json_record, kafka_formats, config, spool_batch):
+    for f in (pgoutput, binlog, json_record, kafka_formats, config, spool_batch, pg_binary):
         f()
     for target in sorted(os.listdir(os.path.join(ROOT, "fuzz", "corpus"))):
         print(target, len(os.listdir(os.path.join(ROOT, "fuzz", "corpus", target))), file=sys.stderr)

@@ -64,6 +64,16 @@ class TypeRegistry {
 Result<Value> text_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view text,
                             Arena& arena);
 
+// Whether binary_to_value decodes the type's binary (send-function) form: the built-ins whose form
+// is fixed and maps onto text_to_value's value exactly, enums, and domains and arrays over them.
+bool binary_decodable(const TypeRegistry& types, uint32_t type_oid);
+
+// Converts one value's binary form (COPY (FORMAT binary), pgoutput `binary`) to the Value
+// text_to_value gives for the same value's text, with memory in `arena`. A type
+// binary_decodable() refuses, or malformed bytes → Errc::data naming the type.
+Result<Value> binary_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view bytes,
+                              Arena& arena);
+
 // Unescapes one COPY text-format field (\\, \t, \n, \r, \b, \f, \v, \ooo octal, \xHH) into `out`.
 // "\N" (NULL) must be checked by the caller before.
 void copy_unescape(std::string_view field, std::string* out);
