@@ -23,7 +23,7 @@ using Kind = TypeInfo::Kind;
 using text::invalid;
 using text::kMaxDepth;
 
-constexpr int64_t kPgEpochDays = 10957;                       // 1970-01-01 → 2000-01-01
+constexpr int64_t kPgEpochDays = 10957;                      // 1970-01-01 → 2000-01-01
 constexpr int64_t kPgEpochMicros = 946684800LL * 1000000LL;  // the same in µs
 
 uint16_t be16(const char* p) { return uint16_t(uint8_t(p[0]) << 8 | uint8_t(p[1])); }

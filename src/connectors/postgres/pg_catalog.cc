@@ -154,14 +154,19 @@ Status PostgresDriver::resolve_types(const std::vector<uint32_t>& oids) {
   return ok_status();
 }
 
-// A relation and its record key: the primary key, else the replica identity (unless FULL).
-Result<TableState*> PostgresDriver::table_from_relation(std::shared_ptr<const Relation> rel) {
+Status PostgresDriver::ensure_catalog_connection() {
   // While streaming, the catalog connection may have dropped with the replication one.
   if (st_->position.phase == LogPhase::stream && (!conn_.ok() || !conn_.exec("SELECT 1").ok())) {
     auto c = PgConn::connect(url_, false, net_);
     if (!c.ok()) return std::move(c).error();
     conn_ = std::move(c.value());
   }
+  return ok_status();
+}
+
+// A relation and its record key: the primary key, else the replica identity (unless FULL).
+Result<TableState*> PostgresDriver::table_from_relation(std::shared_ptr<const Relation> rel) {
+  SLUICE_TRY(ensure_catalog_connection());
   TableState& t = table_states_[rel->oid];
   std::vector<uint32_t> oids;
   for (const auto& c : rel->columns) oids.push_back(c.type_oid);

@@ -184,13 +184,18 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
   PGresult* res = r.value().get();
   const int n = PQntuples(res);
   std::vector<ChunkRow> rows(static_cast<size_t>(n));
+  Arena scratch(4096);
   for (int i = 0; i < n; ++i) {
     ChunkRow& row = rows[size_t(i)];
     row.row.resize(cols.size());
     for (size_t c = 0; c < cols.size(); ++c)
       if (!PQgetisnull(res, i, int(c)))
         row.row[c] = std::string(PQgetvalue(res, i, int(c)), size_t(PQgetlength(res, i, int(c))));
-    for (uint32_t k : ts.key_columns) row.key.push_back(row.row[k].value_or(std::string()));
+    for (uint32_t k : ts.key_columns) {
+      const std::string text = row.row[k].value_or(std::string());
+      row.key.push_back(key_part(cols[k].type_oid, text, false, scratch));
+      row.cursor_key.push_back(text);
+    }
   }
   engine.chunk_read(std::move(rows), n < chunk_size_);
   if (auto high = emit("high"); !high.ok())
@@ -252,6 +257,15 @@ Status PostgresDriver::emit_chunk(Batch& batch) {
   return ok_status();
 }
 
+// One key value as the chunk and the stream both name it: its typed value (the same from its
+// text and its binary form), or its bytes when sluice cannot represent it.
+std::string PostgresDriver::key_part(uint32_t type_oid, std::string_view data, bool binary,
+                                     Arena& scratch) const {
+  auto v = binary ? binary_to_value(types_, type_oid, data, scratch)
+                  : text_to_value(types_, type_oid, data, scratch);
+  return v.ok() ? to_debug_string(v.value()) : fmt::format("{}:{}", binary ? 'b' : 't', data);
+}
+
 Result<bool> PostgresDriver::incremental_change(TableState& t, const Tuple* old_tuple,
                                                 const Tuple* new_tuple) {
   const uint32_t oid = t.rel->oid;
@@ -260,7 +274,11 @@ Result<bool> PostgresDriver::incremental_change(TableState& t, const Tuple* old_
     std::string_view type, data, id;
     for (size_t i = 0; i < t.rel->columns.size() && i < new_tuple->size(); ++i) {
       const std::string& c = t.rel->columns[i].name;
-      if ((*new_tuple)[i].kind != 't') continue;
+      // Text columns (Debezium's shape): their binary form (pgoutput `binary`) is their text.
+      const uint32_t type_oid = t.rel->columns[i].type_oid;
+      const bool text_like = type_oid == oid::kText || type_oid == oid::kVarchar ||
+                             type_oid == oid::kBpchar || type_oid == oid::kName;
+      if ((*new_tuple)[i].kind != 't' && !((*new_tuple)[i].kind == 'b' && text_like)) continue;
       if (c == "type") type = (*new_tuple)[i].data;
       else if (c == "data") data = (*new_tuple)[i].data;
       else if (c == "id") id = (*new_tuple)[i].data;
@@ -294,13 +312,19 @@ Result<bool> PostgresDriver::incremental_change(TableState& t, const Tuple* old_
     return true;
   }
   if (oid != inc_oid_ || !st_->incremental.tracking()) return false;
+  // The key as its typed values (chunk_key_part): the stream's values may be binary, the
+  // chunk's are text.
+  Arena scratch(256);
   auto drop = [&](const Tuple* tuple) {
     if (!tuple) return;
-    std::vector<std::string_view> key;
+    std::vector<std::string> parts;
     for (uint32_t k : t.key_columns) {
-      if (k >= tuple->size() || (*tuple)[k].kind != 't') return;  // key not sent (TOAST)
-      key.push_back((*tuple)[k].data);
+      if (k >= tuple->size()) return;
+      const TupleValue& v = (*tuple)[k];
+      if (v.kind != 't' && v.kind != 'b') return;  // key not sent (TOAST)
+      parts.push_back(key_part(t.rel->columns[k].type_oid, v.data, v.kind == 'b', scratch));
     }
+    std::vector<std::string_view> key(parts.begin(), parts.end());
     st_->incremental.change_seen(st_->position.incremental, inc_name_, key_identity(key));
   };
   drop(new_tuple);

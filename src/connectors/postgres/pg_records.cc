@@ -41,9 +41,20 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
       b.add(cols[i].name, Value::null());
       continue;
     }
-    if (tv.kind == 'b')
-      return Error(Errc::data, "pgoutput sent a binary value; sluice requests text format");
-    auto v = text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
+    std::string_view text = tv.data;
+    std::string rendered;
+    auto v = tv.kind == 'b' ? binary_to_value(types_, cols[i].type_oid, tv.data, batch.arena())
+                            : text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
+    if (!v.ok() && tv.kind == 'b' && v.error().code() == Errc::data) {
+      // A value sluice cannot represent, in binary: its text (the server's output function) is
+      // what the error shows and the dead-letter queue keeps, as on the text path.
+      if (auto t = binary_as_text(cols[i].type_oid, tv.data); t.ok()) {
+        rendered = std::move(t).value();
+        text = rendered;
+        auto again = text_to_value(types_, cols[i].type_oid, text, batch.arena());
+        if (!again.ok()) v = std::move(again);
+      }
+    }
     if (!v.ok()) {
       Error e = v.error().with_context(
           fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, cols[i].name));
@@ -57,13 +68,31 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
                          "; to go on, set on_error: dlq with a dlq destination: such records then "
                          "go to the dead-letter queue, with the value as text");
       if (poison_.empty()) poison_ = e.message();
-      b.add(cols[i].name, Value::string(batch.copy(tv.data)));
+      b.add(cols[i].name, tv.kind == 'b' && rendered.empty() ? Value::bytes(batch.copy(tv.data))
+                                                             : Value::string(batch.copy(text)));
       continue;
     }
     b.add(cols[i].name, v.value());
   }
   *out = b.build();
   return ok_status();
+}
+
+Result<std::string> PostgresDriver::binary_as_text(uint32_t type_oid, std::string_view bytes) {
+  // Its own connection: the snapshot's may be busy with the next chunk's COPY.
+  if (!text_conn_.ok()) {
+    auto c = PgConn::connect(url_, false, net_);
+    if (!c.ok()) return std::move(c).error();
+    text_conn_ = std::move(c.value());
+  }
+  const Oid type = type_oid;
+  const char* value = bytes.data();
+  const int length = int(bytes.size()), format = 1;
+  PgResult r(PQexecParams(text_conn_.get(), "SELECT $1", 1, &type, &value, &length, &format, 0));
+  if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1)
+    return classify_error(r ? PQresultErrorMessage(r.get()) : text_conn_.last_error(),
+                          "cannot read a value's text");
+  return std::string(PQgetvalue(r.get(), 0, 0), size_t(PQgetlength(r.get(), 0, 0)));
 }
 
 Status PostgresDriver::emit_change(Batch& batch, TableState& t, Operation op,

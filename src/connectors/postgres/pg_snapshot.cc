@@ -201,6 +201,22 @@ Status PostgresDriver::load_copy_table() {
   auto st = table_from_catalog(t);
   if (!st.ok()) return std::move(st).error();
   copy_table_ = st.value();
+  // The columns as COPY selects them: in binary, each column whose binary form sluice decodes as
+  // it is, the others as their output function's text (not a cast to text, which differs from it
+  // for bool, inet, bpchar, ...): format('%s') calls it, guarded, as it turns NULL into ''.
+  copy_columns_.clear();
+  copy_kinds_.clear();
+  for (const auto& c : copy_table_->rel->columns) {
+    const std::string q = quote_identifier(c.name);
+    const bool binary = binary_values_ && binary_decodable(types_, c.type_oid);
+    copy_columns_ +=
+        (copy_columns_.empty() ? "" : ", ") +
+        (binary || !binary_values_
+             ? q
+             : fmt::format("CASE WHEN {0} IS NULL THEN NULL ELSE format('%s', {0}) END", q));
+    copy_kinds_.push_back(binary ? 'b' : 't');
+  }
+  if (copy_columns_.empty()) copy_columns_ = "NULL";  // a table without columns still has rows
   // The shape the snapshot read, at the slot's consistent point: the baseline of the stream's
   // first Relation message of the table, in this run or a later one.
   if (!ddl_capture_) SLUICE_TRY(record_shape(*copy_table_->rel, st_->position.point));
@@ -271,10 +287,6 @@ Status PostgresDriver::plan_resumed_table(const TableRef& t) {
 
 Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
   const TableRef& t = tables_[st_->position.table_index];
-  std::string cols;
-  for (const auto& c : copy_table_->rel->columns)
-    cols += (cols.empty() ? "" : ", ") + quote_identifier(c.name);
-  if (cols.empty()) cols = "NULL";  // a table without columns still has rows
   // Rows that changed after the first snapshot come through the stream, which starts at its
   // LSN: a resume under a newer snapshot filters them out (below), so they come once.
   inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false, from < copy_below_cursor_end_};
@@ -295,8 +307,9 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
       where += fmt::format(" AND CASE WHEN {} THEN {} ELSE {} END", seen,
                            inflight_.below_cursor ? "false" : "true", copy_maybe_toasted_);
   }
-  const std::string sql = fmt::format("COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT", cols,
-                                      quote_identifier(t.schema), quote_identifier(t.name), where);
+  const std::string sql = fmt::format(
+      "COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT{}", copy_columns_, quote_identifier(t.schema),
+      quote_identifier(t.name), where, binary_values_ ? " (FORMAT binary)" : "");
   if (!PQsendQuery(conn_.get(), sql.c_str()))
     return classify_error(conn_.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
   copy_active_ = true;
@@ -390,6 +403,112 @@ Status PostgresDriver::resume_snapshot(State&) {
   return ok_status();
 }
 
+Status PostgresDriver::emit_snapshot_row(Batch& batch, const Tuple& tuple) {
+  st_->caches.retain(batch, copy_table_->rel);
+  Record& r = batch.add();
+  r.op = Operation::snapshot;
+  r.metadata = metadata(batch, *copy_table_, {}, false);
+  SLUICE_TRY(tuple_to_object(batch, *copy_table_, tuple, false, &r.after));
+  if (!copy_table_->key_columns.empty())
+    SLUICE_TRY(tuple_to_object(batch, *copy_table_, tuple, true, &r.key));
+  mark_poison(batch, r);
+  ++st_->snapshot_rows;
+  return ok_status();
+}
+
+// COPY text: a line per row, fields split on tabs, "\\N" for NULL, backslash escapes.
+Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
+  const auto& cols = copy_table_->rel->columns;
+  tuple.resize(cols.size());
+  if (field_scratch_.size() < cols.size()) field_scratch_.resize(cols.size());
+  for (const auto& [data, size] : chunk_lines_) {
+    std::string_view line(data.get(), size);
+    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    size_t start = 0;
+    for (size_t i = 0; i < cols.size(); ++i) {
+      size_t tab = line.find('\t', start);
+      if (tab == std::string_view::npos) tab = line.size();
+      std::string_view f = line.substr(start, tab - start);
+      start = tab + 1;
+      TupleValue& v = tuple[i];
+      if (f == "\\N") {
+        v.kind = 'n';
+        v.data = {};
+      } else if (f.find('\\') != std::string_view::npos) {
+        copy_unescape(f, &field_scratch_[i]);
+        v.kind = 't';
+        v.data = field_scratch_[i];
+      } else {
+        v.kind = 't';
+        v.data = f;
+      }
+    }
+    SLUICE_TRY(emit_snapshot_row(batch, tuple));
+  }
+  return ok_status();
+}
+
+// COPY (FORMAT binary), network byte order: a header (the 11-byte signature, int32 flags, int32
+// length of an extension area), then per row an int16 field count and per field an int32 length
+// (-1: NULL) and the bytes, then an int16 -1. The server sends a row per CopyData message, the
+// header with the first; any split between messages that falls between rows is read.
+Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
+  static constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
+  const auto& cols = copy_table_->rel->columns;
+  const size_t fields = std::max<size_t>(1, cols.size());  // "SELECT NULL" for no column
+  auto be16 = [](const char* p) { return int16_t(uint16_t(uint8_t(p[0]) << 8 | uint8_t(p[1]))); };
+  auto be32 = [](const char* p) {
+    return int32_t(uint32_t(uint8_t(p[0])) << 24 | uint32_t(uint8_t(p[1])) << 16 |
+                   uint32_t(uint8_t(p[2])) << 8 | uint32_t(uint8_t(p[3])));
+  };
+  auto malformed = [&](std::string_view what) {
+    return Error(Errc::data, fmt::format("{}.{}: the server's binary COPY data is malformed ({})",
+                                         copy_table_->rel->schema, copy_table_->rel->name, what));
+  };
+  bool header = false, trailer = false;
+  tuple.resize(cols.size());
+  for (const auto& [data, size] : chunk_lines_) {
+    std::string_view m(data.get(), size);
+    if (!header) {
+      if (m.size() < 19 || m.substr(0, 11) != kSignature) return malformed("no header");
+      const int32_t extension = be32(m.data() + 15);
+      if (extension < 0 || m.size() < 19 + size_t(extension)) return malformed("header extension");
+      m.remove_prefix(19 + size_t(extension));
+      header = true;
+    }
+    while (!m.empty()) {
+      if (trailer || m.size() < 2) return malformed("data after the end");
+      const int16_t count = be16(m.data());
+      m.remove_prefix(2);
+      if (count == -1) {
+        trailer = true;
+        continue;
+      }
+      if (size_t(count) != fields)
+        return malformed(fmt::format("a row of {} fields, {} selected", count, fields));
+      for (size_t i = 0; i < fields; ++i) {
+        if (m.size() < 4) return malformed("a row cut short");
+        const int32_t len = be32(m.data());
+        m.remove_prefix(4);
+        TupleValue discard;
+        TupleValue& v = i < cols.size() ? tuple[i] : discard;
+        if (len == -1) {
+          v.kind = 'n';
+          v.data = {};
+          continue;
+        }
+        if (len < 0 || size_t(len) > m.size()) return malformed("a field cut short");
+        v.kind = i < cols.size() ? copy_kinds_[i] : 't';
+        v.data = m.substr(0, size_t(len));
+        m.remove_prefix(size_t(len));
+      }
+      SLUICE_TRY(emit_snapshot_row(batch, tuple));
+    }
+  }
+  if (!trailer) return malformed("no end marker");
+  return ok_status();
+}
+
 Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const ReadRequest& req,
                                                           std::stop_token stop) {
   SourcePosition& pos = st_->position;
@@ -424,43 +543,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
     if (chunk_.from == 0 && !chunk_.below_cursor)
       add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
     const size_t bytes_before = batch.bytes();
-    for (const auto& [data, size] : chunk_lines_) {
-      std::string_view line(data.get(), size);
-      if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
-      // Split on tabs; unescape fields that contain a backslash.
-      const auto& cols = copy_table_->rel->columns;
-      tuple.resize(cols.size());
-      if (field_scratch_.size() < cols.size()) field_scratch_.resize(cols.size());
-      size_t start = 0;
-      for (size_t i = 0; i < cols.size(); ++i) {
-        size_t tab = line.find('\t', start);
-        if (tab == std::string_view::npos) tab = line.size();
-        std::string_view f = line.substr(start, tab - start);
-        start = tab + 1;
-        TupleValue& v = tuple[i];
-        if (f == "\\N") {
-          v.kind = 'n';
-          v.data = {};
-        } else if (f.find('\\') != std::string_view::npos) {
-          copy_unescape(f, &field_scratch_[i]);
-          v.kind = 't';
-          v.data = field_scratch_[i];
-        } else {
-          v.kind = 't';
-          v.data = f;
-        }
-      }
-      st_->caches.retain(batch, copy_table_->rel);
-      Record& r = batch.add();
-      r.op = Operation::snapshot;
-      r.metadata = metadata(batch, *copy_table_, {}, false);
-      Status st = tuple_to_object(batch, *copy_table_, tuple, false, &r.after);
-      if (st.ok() && !copy_table_->key_columns.empty())
-        st = tuple_to_object(batch, *copy_table_, tuple, true, &r.key);
-      if (!st.ok()) return st.error();
-      mark_poison(batch, r);
-      ++st_->snapshot_rows;
-    }
+    SLUICE_TRY(binary_values_ ? parse_binary_chunk(batch, tuple) : parse_text_chunk(batch, tuple));
     chunk_sizer_.chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
     chunk_lines_.clear();
     // The batch now holds every row before the chunk's end: its position says so.

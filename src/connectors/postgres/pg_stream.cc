@@ -60,10 +60,19 @@ Status PostgresDriver::start_stream(State&) {
     if (!c.ok()) return std::move(c).error();
     conn_ = std::move(c.value());
   }
+  // Binary values (PostgreSQL 14+) while every captured column's type has a binary decoder.
+  streaming_binary_ = false;
+  if (binary_values_ && stream_binary_ && PQserverVersion(repl_.get()) >= 140000) {
+    auto all = captured_types_decodable();
+    if (!all.ok()) return std::move(all).error();
+    streaming_binary_ = stream_binary_ = all.value();
+  }
   const std::string sql = fmt::format(
-      "START_REPLICATION SLOT {} LOGICAL {} (proto_version '1', publication_names {}, messages '{}')",
+      "START_REPLICATION SLOT {} LOGICAL {} (proto_version '1', publication_names {}, messages "
+      "'true'{})",  // watermarks: messages
       quote_identifier(slot_), st_->position.point.to_string(),
-      repl_.quote_literal(quote_identifier(publication_)), "true");  // watermarks: messages
+      repl_.quote_literal(quote_identifier(publication_)),
+      streaming_binary_ ? ", binary 'true'" : "");
   PgResult r(PQexec(repl_.get(), sql.c_str()));
   if (!r || PQresultStatus(r.get()) != PGRES_COPY_BOTH) {
     Error e = classify_error(r ? PQresultErrorMessage(r.get()) : repl_.last_error(),
@@ -82,9 +91,37 @@ Status PostgresDriver::start_stream(State&) {
   streaming_ = true;
   last_packet_ = Clock::now();
   reply_requested_at_.reset();
-  spdlog::info("pipeline {}: streaming changes from slot {} at {}", ctx_.pipeline_id, slot_,
-               st_->position.point.to_string());
+  spdlog::info("pipeline {}: streaming changes from slot {} at {}{}", ctx_.pipeline_id, slot_,
+               st_->position.point.to_string(), streaming_binary_ ? " (binary values)" : "");
   return ok_status();
+}
+
+// Whether every column of the captured tables has a type binary_to_value decodes; the first that
+// does not is named in the log (the stream then carries text).
+Result<bool> PostgresDriver::captured_types_decodable() {
+  std::string oids;
+  for (const TableRef& t : tables_) oids += (oids.empty() ? "" : ",") + std::to_string(t.oid);
+  auto r = conn_.exec_params(
+      "SELECT a.attrelid::regclass::text, a.attname, a.atttypid, format_type(a.atttypid, "
+      "a.atttypmod) FROM pg_attribute a WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND "
+      "NOT a.attisdropped ORDER BY a.attrelid, a.attnum",
+      {"{" + oids + "}"});
+  if (!r.ok()) return r.error().with_context("cannot read the captured columns' types: ");
+  PGresult* res = r.value().get();
+  std::vector<uint32_t> types;
+  for (int i = 0; i < PQntuples(res); ++i)
+    types.push_back(uint32_t(std::stoul(PQgetvalue(res, i, 2))));
+  SLUICE_TRY(resolve_types(types));
+  for (int i = 0; i < PQntuples(res); ++i) {
+    if (binary_decodable(types_, types[size_t(i)])) continue;
+    spdlog::info(
+        "pipeline {}: the stream carries values as text: column {} of {} is of type {}, which "
+        "sluice reads only as text",
+        ctx_.pipeline_id, quote_identifier(PQgetvalue(res, i, 1)), PQgetvalue(res, i, 0),
+        PQgetvalue(res, i, 3));
+    return false;
+  }
+  return true;
 }
 
 void PostgresDriver::send_status_locked(bool force, bool reply) {
@@ -167,6 +204,26 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
     return ok_status();
   }
   if (auto* r = std::get_if<RelationMsg>(&msg_)) {
+    if (streaming_binary_) {
+      // A table whose columns sluice cannot all read in binary (added to a FOR ALL TABLES
+      // publication, or altered): the stream starts again in text from what was read, before this
+      // description is taken (the new stream sends it again).
+      std::vector<uint32_t> oids;
+      for (const auto& c : r->relation->columns) oids.push_back(c.type_oid);
+      SLUICE_TRY(ensure_catalog_connection());
+      SLUICE_TRY(resolve_types(oids));
+      for (const auto& c : r->relation->columns) {
+        if (binary_decodable(types_, c.type_oid)) continue;
+        spdlog::info(
+            "pipeline {}: column {} of {}.{} is of type oid {}, which sluice reads only as text: the "
+            "stream starts again with text values",
+            ctx_.pipeline_id, quote_identifier(c.name), quote_identifier(r->relation->schema),
+            quote_identifier(r->relation->name), c.type_oid);
+        stream_binary_ = false;
+        restart_stream_ = true;
+        return ok_status();
+      }
+    }
     // Without the DDL capture, the previous description of the table is all there is to tell a
     // schema change by (with it, sluice.ddl_log rows carry the changes, in order).
     std::shared_ptr<const Relation> previous;
@@ -308,6 +365,12 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       Status st = handle_xlog(batch, buf, n);
       PQfreemem(buf);
       if (!st.ok()) return st.error();
+      if (restart_stream_) {  // in text from here (handle_xlog): from what was read
+        restart_stream_ = false;
+        streaming_ = false;
+        repl_.reset();
+        return StreamRead::lost;
+      }
       if (before == 0 && batch.size() > 0) first = Clock::now();
       continue;
     }

@@ -110,6 +110,15 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "confirmed_flush_lsn) is above this size; 0 never warns.")
         .with_default("1GiB")
         .at_least(0),
+    setting<&PostgresSourceOptions::binary>(
+        "binary",
+        "Read values in PostgreSQL's binary form where sluice decodes it (numbers, text, bytea, "
+        "dates and times, intervals, uuid, json, jsonb, bit strings, macaddr, enums, and domains "
+        "and arrays of them): the snapshot's COPY (FORMAT binary), each other column as its text, "
+        "and the stream's pgoutput `binary` on PostgreSQL 14 and later, in text while a captured "
+        "table has a column of another type. The records are the same either way; binary costs "
+        "the server and sluice less per value. false: text everywhere.")
+        .with_default("true"),
     setting<&PostgresSourceOptions::logical_messages>(
         "logical_messages",
         "Emit pg_logical_emit_message() messages as records (metadata message.prefix; after.content).")
@@ -227,6 +236,7 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       heartbeat_emit_message_(o.heartbeat_emit_message),
       slot_lag_warning_(o.slot_lag_warning),
       logical_messages_(o.logical_messages),
+      binary_values_(o.binary),
       ddl_capture_(o.ddl_capture),
       signal_table_setting_(std::move(o.signal_table)),
       chunk_size_(o.snapshot_chunk_size),

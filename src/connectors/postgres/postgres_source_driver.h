@@ -132,6 +132,7 @@ struct PostgresSourceOptions {
   bool heartbeat_emit_message = true;
   uint64_t slot_lag_warning = 0;  // bytes; 0: never warn
   bool logical_messages = false;
+  bool binary = true;
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
   int64_t snapshot_chunk_size = 1024;
@@ -240,6 +241,16 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status plan_resumed_table(const TableRef& t);
   Status send_copy(uint64_t from, uint64_t pages);
   Status receive_copy();
+  // chunk_lines_ → records: one per row, in COPY's text or binary format.
+  Status parse_text_chunk(Batch& batch, Tuple& tuple);
+  Status parse_binary_chunk(Batch& batch, Tuple& tuple);
+  Status emit_snapshot_row(Batch& batch, const Tuple& tuple);
+  // A binary value's text, by the server's output function (for values sluice cannot represent:
+  // the error and the dead-letter queue show their text).
+  Result<std::string> binary_as_text(uint32_t type_oid, std::string_view bytes);
+  Result<bool> captured_types_decodable();
+  Status ensure_catalog_connection();
+  std::string key_part(uint32_t type_oid, std::string_view data, bool binary, Arena& scratch) const;
   // pg_stream.cc
   Status handle_xlog(Batch& batch, const char* buf, int len);
   // force: now, whatever the interval; reply: ask the walsender for a keepalive at once.
@@ -295,6 +306,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool heartbeat_emit_message_;
   uint64_t slot_lag_warning_;
   bool logical_messages_;
+  bool binary_values_;  // setting `binary`: COPY (FORMAT binary) and pgoutput binary
   bool ddl_capture_;
   std::string signal_table_setting_;
   int64_t chunk_size_;
@@ -311,8 +323,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   uint32_t ddl_log_oid_ = 0, ddl_state_oid_ = 0;  // ddl.capture: sluice.ddl_log, sluice.ddl_state
   std::vector<TableRef> added_to_publication_;    // by ensure_publication() in this run
 
-  PgConn conn_;  // catalog queries and the snapshot transaction
-  PgConn repl_;  // replication protocol
+  PgConn conn_;       // catalog queries and the snapshot transaction
+  PgConn repl_;       // replication protocol
+  PgConn text_conn_;  // binary_as_text(), connected on first use
   std::mutex repl_mu_;
   TypeRegistry types_;
   std::unordered_map<uint32_t, TableState> table_states_;
@@ -361,6 +374,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   ChunkSizer chunk_sizer_;
   TableState* copy_table_ = nullptr;
   std::vector<std::string> field_scratch_;
+  // The loaded table's COPY select list, and per column the kind its values arrive as: 'b' (its
+  // binary form) or 't' (its text: binary is off, or sluice has no binary decoder for the type).
+  std::string copy_columns_;
+  std::vector<char> copy_kinds_;
   // stream
   bool streaming_ = false;
   Lsn tx_final_;
@@ -380,6 +397,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // fills, so a busy stream wakes the reader per 64 KiB, not per message (the walsender's cost
   // per change halves); 1 while waiting for a first change, so a lone change is read at once.
   int rcvlowat_ = 0;
+  // pgoutput `binary`: this stream's mode; whether the next may use it (false once a captured
+  // column's type had no binary decoder, for the rest of the run); a stream to start again in text.
+  bool streaming_binary_ = false;
+  bool stream_binary_ = true;
+  bool restart_stream_ = false;
   Message msg_;
   std::jthread status_thread_;
   SlotHealthMonitor slot_health_;  // pg_slot_health.cc: lag figures, warning, heartbeats
