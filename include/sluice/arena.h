@@ -1,9 +1,11 @@
 // A monotonic bump allocator. A Batch owns one; every string, field array and nested value of the
-// batch's records lives in it, so building a record does no per-field heap allocation and clearing
-// a batch for reuse frees nothing (the first chunk is kept).
+// batch's records lives in it, so building a record does no per-field heap allocation, and
+// clearing a batch for reuse frees nothing: reset() keeps the regular chunks (up to kKeepBytes)
+// and hands them out again in order, so a pooled batch refills memory it already has, with no
+// page faults and no trips through malloc.
 //
-//   chunk 0 (kept on reset)      chunk 1 ...         oversized allocation (own chunk)
-//   [used........|free  ]        [used...|free ]     [............]
+//   regular chunks (kept on reset, reused in order)      larger allocations (own chunk, freed)
+//   [used........|free  ] [used...|free ] [kept, unused]   [............]
 #pragma once
 
 #include <cstddef>
@@ -49,8 +51,12 @@ class Arena {
   // Bytes held from the system.
   size_t reserved() const noexcept { return reserved_; }
 
-  // Forgets every allocation; keeps the first regular chunk for reuse, frees the rest.
+  // Forgets every allocation; keeps regular chunks (up to kKeepBytes) for reuse, frees the rest.
   void reset() noexcept;
+
+  // What reset() keeps at most: a batch of typical records (a few MiB) refills its own chunks;
+  // one that grew far beyond gives the excess back.
+  static constexpr size_t kKeepBytes = 8u << 20;
 
  private:
   void* allocate_slow(size_t size, size_t align);
@@ -60,7 +66,9 @@ class Arena {
     size_t size;
   };
   size_t chunk_size_;
-  std::vector<Chunk> chunks_;
+  std::vector<Chunk> chunks_;  // regular chunks: [0, next_) used since the reset, the rest kept
+  std::vector<Chunk> large_;   // allocations larger than a chunk, one each
+  size_t next_ = 0;
   char* begin_ = nullptr;
   char* cur_ = nullptr;
   char* end_ = nullptr;

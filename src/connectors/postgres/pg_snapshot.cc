@@ -403,14 +403,19 @@ Status PostgresDriver::resume_snapshot(State&) {
   return ok_status();
 }
 
-Status PostgresDriver::emit_snapshot_row(Batch& batch, const Tuple& tuple) {
-  st_->caches.retain(batch, copy_table_->rel);
+// `meta`: the chunk's rows share one metadata object (schema and table).
+Status PostgresDriver::emit_snapshot_row(Batch& batch, const Tuple& tuple, const Value& meta) {
   Record& r = batch.add();
   r.op = Operation::snapshot;
-  r.metadata = metadata(batch, *copy_table_, {}, false);
+  r.metadata = meta;
   SLUICE_TRY(tuple_to_object(batch, *copy_table_, tuple, false, &r.after));
-  if (!copy_table_->key_columns.empty())
-    SLUICE_TRY(tuple_to_object(batch, *copy_table_, tuple, true, &r.key));
+  if (const auto& keys = copy_table_->key_columns; !keys.empty()) {
+    // A snapshot row has every column, in order: the key's values are the row's.
+    const auto fields = r.after.fields();
+    ObjectBuilder k = batch.object(uint32_t(keys.size()));
+    for (uint32_t i : keys) k.add(fields[i].name, fields[i].value);
+    r.key = k.build();
+  }
   mark_poison(batch, r);
   ++st_->snapshot_rows;
   return ok_status();
@@ -418,6 +423,8 @@ Status PostgresDriver::emit_snapshot_row(Batch& batch, const Tuple& tuple) {
 
 // COPY text: a line per row, fields split on tabs, "\\N" for NULL, backslash escapes.
 Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
+  st_->caches.retain(batch, copy_table_->rel);
+  const Value meta = metadata(batch, *copy_table_, {}, false);
   const auto& cols = copy_table_->rel->columns;
   tuple.resize(cols.size());
   if (field_scratch_.size() < cols.size()) field_scratch_.resize(cols.size());
@@ -443,7 +450,7 @@ Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
         v.data = f;
       }
     }
-    SLUICE_TRY(emit_snapshot_row(batch, tuple));
+    SLUICE_TRY(emit_snapshot_row(batch, tuple, meta));
   }
   return ok_status();
 }
@@ -453,6 +460,8 @@ Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
 // (-1: NULL) and the bytes, then an int16 -1. The server sends a row per CopyData message, the
 // header with the first; any split between messages that falls between rows is read.
 Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
+  st_->caches.retain(batch, copy_table_->rel);
+  const Value meta = metadata(batch, *copy_table_, {}, false);
   static constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
   const auto& cols = copy_table_->rel->columns;
   const size_t fields = std::max<size_t>(1, cols.size());  // "SELECT NULL" for no column
@@ -502,7 +511,7 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
         v.data = m.substr(0, size_t(len));
         m.remove_prefix(size_t(len));
       }
-      SLUICE_TRY(emit_snapshot_row(batch, tuple));
+      SLUICE_TRY(emit_snapshot_row(batch, tuple, meta));
     }
   }
   if (!trailer) return malformed("no end marker");

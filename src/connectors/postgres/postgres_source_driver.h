@@ -244,7 +244,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // chunk_lines_ → records: one per row, in COPY's text or binary format.
   Status parse_text_chunk(Batch& batch, Tuple& tuple);
   Status parse_binary_chunk(Batch& batch, Tuple& tuple);
-  Status emit_snapshot_row(Batch& batch, const Tuple& tuple);
+  Status emit_snapshot_row(Batch& batch, const Tuple& tuple, const Value& meta);
   // A binary value's text, by the server's output function (for values sluice cannot represent:
   // the error and the dead-letter queue show their text).
   Result<std::string> binary_as_text(uint32_t type_oid, std::string_view bytes);

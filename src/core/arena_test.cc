@@ -1,0 +1,65 @@
+#include "sluice/arena.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+
+namespace sluice {
+namespace {
+
+TEST(Arena, ResetHandsOutTheSameChunksAgainInOrder) {
+  Arena a(1024);
+  std::set<uintptr_t> first;
+  for (int i = 0; i < 100; ++i) first.insert(reinterpret_cast<uintptr_t>(a.allocate(100, 8)));
+  const size_t reserved = a.reserved();
+  EXPECT_GE(reserved, 100u * 100u);
+  a.reset();
+  EXPECT_EQ(a.used(), 0u);
+  EXPECT_EQ(a.reserved(), reserved);  // kept, not freed
+  // The same sequence lands in the same memory: no new chunk.
+  for (int i = 0; i < 100; ++i)
+    EXPECT_TRUE(first.count(reinterpret_cast<uintptr_t>(a.allocate(100, 8)))) << i;
+  EXPECT_EQ(a.reserved(), reserved);
+}
+
+TEST(Arena, LargeAllocationsHaveTheirOwnChunkFreedOnReset) {
+  Arena a(1024);
+  char* small = static_cast<char*>(a.allocate(10, 1));
+  std::memset(small, 'x', 10);
+  char* big = static_cast<char*>(a.allocate(5000, 16));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % 16, 0u);
+  std::memset(big, 'y', 5000);
+  // The current chunk stays current: the next small allocation follows the first.
+  char* next = static_cast<char*>(a.allocate(10, 1));
+  EXPECT_EQ(next, small + 10);
+  EXPECT_EQ(a.used(), 5020u);
+  const size_t with_big = a.reserved();
+  a.reset();
+  EXPECT_EQ(a.reserved(), with_big - (5000 + 16));
+  EXPECT_EQ(std::string(a.copy("abc")), "abc");
+}
+
+TEST(Arena, ResetKeepsAtMostKeepBytes) {
+  Arena a(64 * 1024);
+  for (size_t i = 0; i < 2 * Arena::kKeepBytes / (32 * 1024); ++i) a.allocate(32 * 1024, 8);
+  EXPECT_GT(a.reserved(), Arena::kKeepBytes);
+  a.reset();
+  EXPECT_LE(a.reserved(), Arena::kKeepBytes);
+  EXPECT_GT(a.reserved(), 0u);
+}
+
+TEST(Arena, UsedCountsEveryChunk) {
+  Arena a(256);
+  size_t total = 0;
+  for (int i = 0; i < 50; ++i) {
+    a.allocate(40, 1);
+    total += 40;
+  }
+  EXPECT_EQ(a.used(), total);
+}
+
+}  // namespace
+}  // namespace sluice
