@@ -34,7 +34,7 @@ constexpr const char* kImage =
 
 // Crashes at the snapshot's `crash_at`-th batch, changes rows while down, runs to the end: the
 // destination must equal the source, and the run after the crash must log `resumed_line`.
-void crash_change_and_compare(int crash_at, const std::string& resumed_line) {
+void crash_change_and_compare(int crash_at, const std::string& resumed_line, int parallel = 1) {
   PgDatabase src(unique_name("snapres_src")), dst(unique_name("snapres_dst"));
   ASSERT_TRUE(src.ok() && dst.ok());
   // Even ids hold 2,560 bytes of hex (incompressible for pglz: stored out of line), odd ones a
@@ -53,7 +53,10 @@ void crash_change_and_compare(int crash_at, const std::string& resumed_line) {
   const std::string id = unique_name("snapres", 40);
   PipelineFile f;
   PipelineYaml& p = f.pipeline(id);
-  p.source("postgres").set("url", src.url()).set("tables", Yaml::strings({"public.t"}));
+  p.source("postgres")
+      .set("url", src.url())
+      .set("tables", Yaml::strings({"public.t"}))
+      .set("snapshot.parallel", parallel);
   p.destination("postgres").set("url", dst.url());
   p.max_records(200).linger_ms(20);
   f.write(dir / "p.yaml");
@@ -86,6 +89,12 @@ void crash_change_and_compare(int crash_at, const std::string& resumed_line) {
 
 TEST(PgSnapshotResume, RowsUpdatedWhileDownKeepTheirToastedValues) {
   crash_change_and_compare(12, "the pages before it are read");
+}
+
+// The same with three connections reading the snapshot (snapshot.parallel): the resumed run's
+// connections share its newer snapshot, and the filter by the first one applies to each.
+TEST(PgSnapshotResume, ParallelReadersResumeAndKeepTheToastedValues) {
+  crash_change_and_compare(12, "the pages before it are read", 3);
 }
 
 // A crash before the first checkpoint: the snapshot starts again under a newer MVCC snapshot,

@@ -390,6 +390,61 @@ TEST(PostgresSource, AColumnReadOnlyAsTextTurnsTheBinaryStreamToTextMidTransacti
   src->close();
 }
 
+// snapshot.parallel: three connections read the pages in the same MVCC snapshot, and the records
+// come in the order one connection gives. Rows changed after the slot's point, before and while
+// the snapshot is read, keep there the values of the slot's point: every connection imported
+// that snapshot. The changes then come through the stream.
+TEST(PostgresSource, ParallelSnapshotReadsOneConsistentSnapshotInPageOrder) {
+  TestDb db("parallel_snapshot");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE p (id int PRIMARY KEY, v text NOT NULL);"
+                    "INSERT INTO p SELECT g, 'before ' || g FROM generate_series(1, 20000) g;"));
+  std::vector<std::vector<std::string>> orders;
+  for (const char* parallel : {"1", "3"}) {
+    SCOPED_TRACE(parallel);
+    auto src = open_source(db, std::string("t_par") + parallel, "public.p", std::nullopt,
+                           {{"snapshot.parallel", parallel}});
+    ASSERT_TRUE(src);
+    // The slot is created and the snapshot opened; before the connections read it, and while
+    // they do, every row changes.
+    if (std::string(parallel) == "3") {
+      ASSERT_TRUE(db.sql().exec("UPDATE p SET v = 'after ' || id WHERE id % 2 = 0"));
+    }
+    Reader reader(*src);
+    reader.request().max_records = 500;  // many chunks, several in flight
+    ASSERT_TRUE(reader.read_count(500));
+    if (std::string(parallel) == "3") {
+      ASSERT_TRUE(db.sql().exec("UPDATE p SET v = 'after ' || id WHERE id % 2 = 1"));
+    }
+    ASSERT_TRUE(reader.read_until([](const std::vector<const Record*>& rs) {
+      return count_ops(rs, Operation::snapshot) >= 20000;
+    }));
+    std::vector<std::string> order;
+    std::set<int64_t> ids;
+    for (const Record* r : reader.records()) {
+      if (r->op != Operation::snapshot) continue;
+      const int64_t id = r->after.find("id")->as_int64();
+      ids.insert(id);
+      order.push_back(std::to_string(id));
+      EXPECT_EQ(r->after.find("v")->as_text(), "before " + std::to_string(id)) << id;
+    }
+    EXPECT_EQ(ids.size(), 20000u);
+    EXPECT_EQ(order.size(), 20000u);
+    orders.push_back(std::move(order));
+    if (std::string(parallel) == "3") {
+      ASSERT_TRUE(reader.read_until([](const std::vector<const Record*>& rs) {
+        return count_ops(rs, Operation::update) >= 20000;
+      }));
+      const Record* u = find_record(reader.records(), Operation::update, 77);
+      ASSERT_TRUE(u);
+      EXPECT_EQ(u->after.find("v")->as_text(), "after 77");
+    }
+    src->close();
+  }
+  EXPECT_TRUE(orders[0] == orders[1]) << "the parallel snapshot's records are in another order";
+}
+
 // ── unchanged TOAST ─────────────────────────────────────────────────────────
 
 TEST(PostgresSource, UnchangedToastValueIsAbsentFromAfterNotNull) {

@@ -105,7 +105,8 @@ Status PostgresDriver::open_snapshot_transaction(const std::string& exported) {
         !s.ok())
       return s.error().with_context("cannot import the slot's snapshot: ");
   }
-  copy_active_ = false;  // a new connection: no COPY in flight, the table's state is read again
+  inflight_.clear();  // a new connection: no COPY in flight, the table's state is read again
+  drop_lanes();
   copy_table_index_ = SIZE_MAX;
   auto now = conn_.exec("SELECT pg_current_snapshot()::text", PGRES_TUPLES_OK);
   if (!now.ok()) return now.error().with_context("cannot read the snapshot's transaction ids: ");
@@ -285,76 +286,119 @@ Status PostgresDriver::plan_resumed_table(const TableRef& t) {
   return ok_status();
 }
 
-Status PostgresDriver::send_copy(uint64_t from, uint64_t pages) {
+Status PostgresDriver::send_copy(uint64_t from, uint64_t pages, bool in_this_batch) {
   const TableRef& t = tables_[st_->position.table_index];
   // Rows that changed after the first snapshot come through the stream, which starts at its
   // LSN: a resume under a newer snapshot filters them out (below), so they come once.
-  inflight_ = CopyChunk{from, std::max<uint64_t>(1, pages), false, from < copy_below_cursor_end_};
-  if (inflight_.below_cursor)
-    inflight_.pages = std::min(inflight_.pages, copy_below_cursor_end_ - from);
-  inflight_.last = !inflight_.below_cursor && from + inflight_.pages >= copy_table_pages_;
+  CopyChunk c{from,          std::max<uint64_t>(1, pages),
+              false,         from < copy_below_cursor_end_,
+              in_this_batch, next_lane_};
+  if (c.below_cursor) c.pages = std::min(c.pages, copy_below_cursor_end_ - from);
+  c.last = !c.below_cursor && from + c.pages >= copy_table_pages_;
   std::string where = fmt::format("ctid >= '({},0)'::tid", from);
-  if (!inflight_.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + inflight_.pages);
+  if (!c.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + c.pages);
   if (first_snapshot_) {
     // Resumed under a newer snapshot: the versions the first one saw (and, below the cursor,
     // only those it did not see), plus those that may hold out-of-line values. CASE fixes the
     // order (the planner may reorder AND/OR arms): the size test, which fetches out-of-line
     // values, runs only for versions the first snapshot did not see.
     const std::string seen = first_snapshot_->sees_sql("xmin::text::bigint");
-    if (copy_maybe_toasted_ == "false")
-      where += inflight_.below_cursor ? " AND false" : " AND " + seen;
+    if (copy_maybe_toasted_ == "false") where += c.below_cursor ? " AND false" : " AND " + seen;
     else
       where += fmt::format(" AND CASE WHEN {} THEN {} ELSE {} END", seen,
-                           inflight_.below_cursor ? "false" : "true", copy_maybe_toasted_);
+                           c.below_cursor ? "false" : "true", copy_maybe_toasted_);
   }
   const std::string sql = fmt::format(
       "COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT{}", copy_columns_, quote_identifier(t.schema),
       quote_identifier(t.name), where, binary_values_ ? " (FORMAT binary)" : "");
-  if (!PQsendQuery(conn_.get(), sql.c_str()))
-    return classify_error(conn_.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
-  copy_active_ = true;
-  spdlog::trace("pipeline {}: snapshot of {}.{}: pages {} +{}", ctx_.pipeline_id, t.schema, t.name,
-                from, inflight_.pages);
+  PgConn& conn = lane(c.lane);
+  if (!PQsendQuery(conn.get(), sql.c_str()))
+    return classify_error(conn.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
+  next_lane_ = (next_lane_ + 1) % lane_count();
+  next_from_ = c.from + c.pages;
+  inflight_.push_back(c);
+  spdlog::trace("pipeline {}: snapshot of {}.{}: pages {} +{} (connection {})", ctx_.pipeline_id,
+                t.schema, t.name, from, c.pages, c.lane);
   return ok_status();
 }
 
 Status PostgresDriver::receive_copy() {
   const TableRef& t = tables_[st_->position.table_index];
+  PgConn& conn = lane(inflight_.front().lane);
   // query_timeout: from now until the first row, and between rows (progress moves it on).
-  auto armed = deadline_.arm(conn_);
-  PgResult start(PQgetResult(conn_.get()));
+  auto armed = deadline_.arm(conn);
+  PgResult start(PQgetResult(conn.get()));
   if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
-    return conn_.deadline_error_or(
-        classify_error(start ? PQresultErrorMessage(start.get()) : conn_.last_error(),
+    return conn.deadline_error_or(
+        classify_error(start ? PQresultErrorMessage(start.get()) : conn.last_error(),
                        fmt::format("cannot read {}.{}", t.schema, t.name)));
   chunk_lines_.clear();
   chunk_rows_ = 0;
   for (;;) {
     char* buf = nullptr;
-    const int n = PQgetCopyData(conn_.get(), &buf, 0);
+    const int n = PQgetCopyData(conn.get(), &buf, 0);
     if (n > 0) {
       chunk_lines_.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
       if (++chunk_rows_ % 1024 == 0) deadline_.extend();
       continue;
     }
     if (n == -1) break;
-    return conn_.deadline_error_or(classify_error(conn_.last_error(), "snapshot read failed"));
+    return conn.deadline_error_or(classify_error(conn.last_error(), "snapshot read failed"));
   }
-  PgResult res(PQgetResult(conn_.get()));
+  PgResult res(PQgetResult(conn.get()));
   if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-    return conn_.deadline_error_or(classify_error(
-        res ? PQresultErrorMessage(res.get()) : conn_.last_error(), "snapshot COPY failed"));
-  while (PgResult more{PQgetResult(conn_.get())}) {
+    return conn.deadline_error_or(classify_error(
+        res ? PQresultErrorMessage(res.get()) : conn.last_error(), "snapshot COPY failed"));
+  while (PgResult more{PQgetResult(conn.get())}) {
   }
-  copy_active_ = false;
-  chunk_ = inflight_;
+  chunk_ = inflight_.front();
+  inflight_.pop_front();
   return ok_status();
 }
 
 Status PostgresDriver::finish_snapshot(State&) {
   exported_.clear();
+  for (PgConn& l : lanes_)
+    if (auto c = l.exec("COMMIT", PGRES_COMMAND_OK); !c.ok()) return c.error();
+  drop_lanes();
   if (auto c = conn_.exec("COMMIT", PGRES_COMMAND_OK); !c.ok()) return c.error();
   return ok_status();
+}
+
+// snapshot.parallel: conn_'s MVCC snapshot, exported, imported by the other connections, each in
+// a read-only REPEATABLE READ transaction of its own (PostgreSQL's parallel pg_dump does the same).
+Status PostgresDriver::open_lanes() {
+  if (parallel_ <= 1 || lanes_.size() == size_t(parallel_ - 1)) return ok_status();
+  drop_lanes();
+  auto id = conn_.exec("SELECT pg_export_snapshot()", PGRES_TUPLES_OK);
+  if (!id.ok()) {
+    if (id.error().code() == Errc::connection) return id.error();
+    spdlog::warn(
+        "pipeline {}: snapshot.parallel: cannot export the snapshot ({}): one connection reads it",
+        ctx_.pipeline_id, id.error().message());
+    parallel_ = 1;
+    return ok_status();
+  }
+  const std::string snapshot = PQgetvalue(id.value().get(), 0, 0);
+  for (int i = 1; i < parallel_; ++i) {
+    auto c = PgConn::connect(url_, false, net_);
+    if (!c.ok()) return std::move(c).error();
+    PgConn conn = std::move(c.value());
+    SLUICE_TRY(conn.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", PGRES_COMMAND_OK));
+    if (auto s =
+            conn.exec("SET TRANSACTION SNAPSHOT " + conn.quote_literal(snapshot), PGRES_COMMAND_OK);
+        !s.ok())
+      return s.error().with_context("snapshot.parallel: cannot import the snapshot: ");
+    lanes_.push_back(std::move(conn));
+  }
+  next_lane_ = 0;
+  spdlog::debug("pipeline {}: snapshot read by {} connections", ctx_.pipeline_id, lane_count());
+  return ok_status();
+}
+
+void PostgresDriver::drop_lanes() noexcept {
+  lanes_.clear();
+  next_lane_ = 0;
 }
 
 // A lost or silent snapshot connection: the chunk being read is dropped (the position names only
@@ -367,8 +411,8 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
   const SourcePosition& pos = st_->position;
   spdlog::warn("pipeline {}: snapshot: {} (reconnecting; it goes on at table {} page {})",
                ctx_.pipeline_id, r.error().message(), pos.table_index, pos.cursor.page);
-  copy_active_ = false;
-  next_in_this_batch_ = false;
+  inflight_.clear();
+  drop_lanes();
   chunk_lines_.clear();
   copy_table_index_ = SIZE_MAX;
   copy_table_ = nullptr;
@@ -525,26 +569,31 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
     if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
-    if (!copy_active_) {  // nothing in flight: a chunk for the room left in this batch
+    if (inflight_.empty()) {  // nothing in flight: a chunk for the room left in this batch
       SLUICE_TRY(load_copy_table());
+      SLUICE_TRY(open_lanes());
       const uint64_t pages = chunk_sizer_.pages(req.max_records - batch.size(),
                                                 req.max_bytes - batch.bytes(), batch.empty());
       if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
-      SLUICE_TRY(send_copy(copy_below_cursor_end_ ? 0 : pos.cursor.page, pages));
-      next_in_this_batch_ = true;
-    } else if (!next_in_this_batch_ && !batch.empty()) {
+      SLUICE_TRY(send_copy(copy_below_cursor_end_ ? 0 : pos.cursor.page, pages, true));
+    } else if (!inflight_.front().in_this_batch && !batch.empty()) {
       break;  // the chunk in flight was sized for a batch of its own
     }
     SLUICE_TRY(receive_copy());
-    // While this chunk is parsed the server already reads the next one: the next chunk of the
-    // table, sized for what this batch has left after it, or else for the next batch.
-    if (!chunk_.last) {
-      const uint64_t rows_left = req.max_records - batch.size();
-      const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
-      uint64_t pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
-      next_in_this_batch_ = pages > 0;
+    // While this chunk is parsed the server already reads the next ones, one per connection:
+    // the chunk right after it sized for what this batch has left after it (or else for the
+    // next batch), those behind it for a batch each.
+    while (inflight_.size() < lane_count() && !chunk_.last &&
+           (inflight_.empty() || !inflight_.back().last)) {
+      uint64_t pages = 0;
+      if (inflight_.empty()) {
+        const uint64_t rows_left = req.max_records - batch.size();
+        const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
+        pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
+      }
+      const bool in_this_batch = pages > 0;
       if (!pages) pages = chunk_sizer_.pages(req.max_records, req.max_bytes, true);
-      SLUICE_TRY(send_copy(chunk_.from + chunk_.pages, pages));
+      SLUICE_TRY(send_copy(next_from_, pages, in_this_batch));
     }
     // The table's rows are bounded by markers, so a keyed destination can remove rows this
     // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins

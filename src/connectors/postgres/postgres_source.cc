@@ -136,6 +136,15 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "Signal table (schema.table, columns id, type, data: Debezium's shape): a row of type "
         "execute-snapshot starts an incremental snapshot of the tables it names; `sluice snapshot` "
         "writes one. sluice adds it to the publication. Default: none."),
+    setting<&PostgresSourceOptions::snapshot_parallel>(
+        "snapshot.parallel",
+        "Connections that read the initial snapshot together: each reads the next range of heap "
+        "pages of the table in the same MVCC snapshot (exported by the first and imported by the "
+        "others), so the result is the one a single connection reads, consistent with the slot. "
+        "Ranges are taken in page order, so the checkpoint and a resume are as with one. Helps "
+        "when the server's COPY is the bottleneck and it has cores to spare.")
+        .with_default("1")
+        .at_least(1),
     setting<&PostgresSourceOptions::snapshot_chunk_size>(
         "snapshot.chunk_size",
         "Rows per chunk of an incremental snapshot (a table added to `tables` on restart, or named in a "
@@ -240,7 +249,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       ddl_capture_(o.ddl_capture),
       signal_table_setting_(std::move(o.signal_table)),
       chunk_size_(o.snapshot_chunk_size),
-      message_key_columns_(std::move(o.key_columns_by_table)) {}
+      message_key_columns_(std::move(o.key_columns_by_table)),
+      parallel_(int(std::min<int64_t>(o.snapshot_parallel, 64))) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -136,6 +137,7 @@ struct PostgresSourceOptions {
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
   int64_t snapshot_chunk_size = 1024;
+  int64_t snapshot_parallel = 1;
   std::map<std::string, std::string> message_key_columns;  // "schema.table" -> "a, b"
   // Derived by finalize: (schema, table) -> key column names, for tables without a primary key.
   KeyColumnsByTable key_columns_by_table;
@@ -239,7 +241,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // A table read under a newer snapshot than the first: which rows may hold out-of-line values,
   // and for the table resumed inside, the pages below the cursor to read (or a restart at 0).
   Status plan_resumed_table(const TableRef& t);
-  Status send_copy(uint64_t from, uint64_t pages);
+  Status send_copy(uint64_t from, uint64_t pages, bool in_this_batch);
+  Status open_lanes();
+  void drop_lanes() noexcept;
   Status receive_copy();
   // chunk_lines_ → records: one per row, in COPY's text or binary format.
   Status parse_text_chunk(Batch& batch, Tuple& tuple);
@@ -347,6 +351,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     // A resumed table's pages below the cursor, read only for rows changed since the first
     // snapshot that may hold out-of-line values (pg_snapshot.cc): the cursor stays where it is.
     bool below_cursor = false;
+    bool in_this_batch = false;  // sized for the batch being filled (else for a batch of its own)
+    size_t lane = 0;             // the connection reading it (0: conn_, k: lanes_[k - 1])
   };
   // The first snapshot (the position's mvcc) when this run reads under another one and may
   // filter by it (pg_snapshot.cc, begin_snapshot); empty: no filter.
@@ -359,9 +365,18 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // when it cannot; and the pages below the cursor still to read for such rows (0: none).
   std::string copy_maybe_toasted_ = "false";
   uint64_t copy_below_cursor_end_ = 0;
-  bool copy_active_ = false;         // a COPY is in flight (inflight_)
-  CopyChunk inflight_, chunk_;       // the chunk sent; the chunk received (being parsed)
-  bool next_in_this_batch_ = false;  // inflight_ was sized for the batch being filled
+  // The chunks sent, in page order, one per connection at most; the chunk received (being
+  // parsed); where the next chunk to send begins.
+  std::deque<CopyChunk> inflight_;
+  CopyChunk chunk_;
+  uint64_t next_from_ = 0;
+  // snapshot.parallel: the connections besides conn_ that read chunks, each in a transaction
+  // that imported conn_'s snapshot; the next to send a chunk to.
+  int parallel_ = 1;
+  std::vector<PgConn> lanes_;
+  size_t next_lane_ = 0;
+  PgConn& lane(size_t i) { return i == 0 ? conn_ : lanes_[i - 1]; }
+  size_t lane_count() const { return 1 + lanes_.size(); }
   std::string exported_;  // the slot's exported snapshot the snapshot reads in (resume_snapshot)
   struct PqFree {
     void operator()(char* p) const noexcept { PQfreemem(p); }
