@@ -55,6 +55,11 @@
 
 namespace sluice::pg {
 
+namespace {
+// Rows parsed between two reads of what arrived for the chunks in flight (pump_copies).
+constexpr unsigned kPumpRows = 256;
+}  // namespace
+
 std::optional<XidSnapshot> XidSnapshot::parse(std::string_view text) {
   XidSnapshot x;
   auto number = [&](std::string_view w, uint64_t* out) {
@@ -286,13 +291,14 @@ Status PostgresDriver::plan_resumed_table(const TableRef& t) {
   return ok_status();
 }
 
-Status PostgresDriver::send_copy(uint64_t from, uint64_t pages, bool in_this_batch) {
+Status PostgresDriver::send_copy(size_t lane_index, uint64_t from, uint64_t pages,
+                                 bool in_this_batch) {
   const TableRef& t = tables_[st_->position.table_index];
   // Rows that changed after the first snapshot come through the stream, which starts at its
   // LSN: a resume under a newer snapshot filters them out (below), so they come once.
   CopyChunk c{from,          std::max<uint64_t>(1, pages),
               false,         from < copy_below_cursor_end_,
-              in_this_batch, next_lane_};
+              in_this_batch, lane_index};
   if (c.below_cursor) c.pages = std::min(c.pages, copy_below_cursor_end_ - from);
   c.last = !c.below_cursor && from + c.pages >= copy_table_pages_;
   std::string where = fmt::format("ctid >= '({},0)'::tid", from);
@@ -314,45 +320,118 @@ Status PostgresDriver::send_copy(uint64_t from, uint64_t pages, bool in_this_bat
   PgConn& conn = lane(c.lane);
   if (!PQsendQuery(conn.get(), sql.c_str()))
     return classify_error(conn.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
-  next_lane_ = (next_lane_ + 1) % lane_count();
   next_from_ = c.from + c.pages;
-  inflight_.push_back(c);
+  Receiving r;
+  r.chunk = c;
+  inflight_.push_back(std::move(r));
   spdlog::trace("pipeline {}: snapshot of {}.{}: pages {} +{} (connection {})", ctx_.pipeline_id,
                 t.schema, t.name, from, c.pages, c.lane);
   return ok_status();
 }
 
-Status PostgresDriver::receive_copy() {
+Status PostgresDriver::step_copy(Receiving& r, bool wait) {
+  using Stage = Receiving::Stage;
+  PgConn& conn = lane(r.chunk.lane);
   const TableRef& t = tables_[st_->position.table_index];
-  PgConn& conn = lane(inflight_.front().lane);
+  for (;;) {
+    switch (r.stage) {
+      case Stage::start: {
+        if (!wait && PQisBusy(conn.get())) return ok_status();
+        PgResult start(PQgetResult(conn.get()));
+        if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
+          return classify_error(start ? PQresultErrorMessage(start.get()) : conn.last_error(),
+                                fmt::format("cannot read {}.{}", t.schema, t.name));
+        r.stage = Stage::rows;
+        break;
+      }
+      case Stage::rows: {
+        char* buf = nullptr;
+        const int n = PQgetCopyData(conn.get(), &buf, wait ? 0 : 1);
+        if (n > 0) {
+          r.lines.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
+          if (++r.rows % 1024 == 0 && wait) deadline_.extend();
+          break;
+        }
+        if (n == 0) return ok_status();  // nothing more yet (not waiting)
+        if (n != -1) return classify_error(conn.last_error(), "snapshot read failed");
+        r.stage = Stage::result;
+        break;
+      }
+      case Stage::result: {
+        if (!wait && PQisBusy(conn.get())) return ok_status();
+        PgResult res(PQgetResult(conn.get()));
+        if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
+          return classify_error(res ? PQresultErrorMessage(res.get()) : conn.last_error(),
+                                "snapshot COPY failed");
+        r.stage = Stage::end;
+        break;
+      }
+      case Stage::end: {
+        if (!wait && PQisBusy(conn.get())) return ok_status();
+        if (PgResult more{PQgetResult(conn.get())}) break;  // none expected: read on to the end
+        r.stage = Stage::done;  // the connection is free for the next chunk
+        return ok_status();
+      }
+      case Stage::done: return ok_status();
+    }
+  }
+}
+
+Status PostgresDriver::receive_copy() {
+  Receiving& r = inflight_.front();
+  PgConn& conn = lane(r.chunk.lane);
+  if (r.error) return *r.error;
   // query_timeout: from now until the first row, and between rows (progress moves it on).
   auto armed = deadline_.arm(conn);
-  PgResult start(PQgetResult(conn.get()));
-  if (!start || PQresultStatus(start.get()) != PGRES_COPY_OUT)
-    return conn.deadline_error_or(
-        classify_error(start ? PQresultErrorMessage(start.get()) : conn.last_error(),
-                       fmt::format("cannot read {}.{}", t.schema, t.name)));
-  chunk_lines_.clear();
-  chunk_rows_ = 0;
-  for (;;) {
-    char* buf = nullptr;
-    const int n = PQgetCopyData(conn.get(), &buf, 0);
-    if (n > 0) {
-      chunk_lines_.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
-      if (++chunk_rows_ % 1024 == 0) deadline_.extend();
-      continue;
-    }
-    if (n == -1) break;
-    return conn.deadline_error_or(classify_error(conn.last_error(), "snapshot read failed"));
-  }
-  PgResult res(PQgetResult(conn.get()));
-  if (!res || PQresultStatus(res.get()) != PGRES_COMMAND_OK)
-    return conn.deadline_error_or(classify_error(
-        res ? PQresultErrorMessage(res.get()) : conn.last_error(), "snapshot COPY failed"));
-  while (PgResult more{PQgetResult(conn.get())}) {
-  }
-  chunk_ = inflight_.front();
+  if (Status st = step_copy(r, true); !st.ok()) return conn.deadline_error_or(st.error());
+  chunk_ = r.chunk;
+  chunk_lines_ = std::move(r.lines);
+  chunk_rows_ = r.rows;
   inflight_.pop_front();
+  return ok_status();
+}
+
+// While a chunk is parsed: what arrived of the chunks in flight is read (the server is not held
+// back by a full socket), and a connection whose chunk is received whole gets the next one at
+// once, so the server reads on while sluice parses.
+void PostgresDriver::pump_copies(const Batch& batch) {
+  if (copy_request_ == nullptr) return;
+  bool freed = false;
+  for (Receiving& r : inflight_) {
+    if (r.stage == Receiving::Stage::done || r.error) continue;
+    PgConn& conn = lane(r.chunk.lane);
+    Status st = PQconsumeInput(conn.get())
+                    ? step_copy(r, false)
+                    : Status(classify_error(conn.last_error(), "snapshot read failed"));
+    if (!st.ok()) r.error = st.error();  // receive_copy() returns it: parsing goes on
+    freed = freed || r.stage == Receiving::Stage::done;
+  }
+  if (freed) {
+    Status st = send_more(*copy_request_, batch, false);
+    if (!st.ok() && !inflight_.empty() && !inflight_.back().error)
+      inflight_.back().error = st.error();
+  }
+}
+
+Status PostgresDriver::send_more(const ReadRequest& req, const Batch& batch, bool right_after) {
+  // At most one chunk received ahead per connection besides the one each reads.
+  while (inflight_.size() < 2 * lane_count() && !chunk_.last &&
+         (inflight_.empty() || !inflight_.back().chunk.last)) {
+    std::vector<bool> busy(lane_count(), false);
+    for (const Receiving& r : inflight_)
+      if (r.stage != Receiving::Stage::done) busy[r.chunk.lane] = true;
+    const auto free = std::find(busy.begin(), busy.end(), false);
+    if (free == busy.end()) break;
+    uint64_t pages = 0;
+    if (right_after && inflight_.empty()) {
+      const uint64_t rows_left = req.max_records - batch.size();
+      const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
+      pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
+    }
+    const bool in_this_batch = pages > 0;
+    if (!pages) pages = chunk_sizer_.pages(req.max_records, req.max_bytes, true);
+    SLUICE_TRY(send_copy(size_t(free - busy.begin()), next_from_, pages, in_this_batch));
+  }
   return ok_status();
 }
 
@@ -391,15 +470,11 @@ Status PostgresDriver::open_lanes() {
       return s.error().with_context("snapshot.parallel: cannot import the snapshot: ");
     lanes_.push_back(std::move(conn));
   }
-  next_lane_ = 0;
   spdlog::debug("pipeline {}: snapshot read by {} connections", ctx_.pipeline_id, lane_count());
   return ok_status();
 }
 
-void PostgresDriver::drop_lanes() noexcept {
-  lanes_.clear();
-  next_lane_ = 0;
-}
+void PostgresDriver::drop_lanes() noexcept { lanes_.clear(); }
 
 // A lost or silent snapshot connection: the chunk being read is dropped (the position names only
 // the chunks already in batches), and resume_snapshot() opens the snapshot again on a new one.
@@ -495,6 +570,7 @@ Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
       }
     }
     SLUICE_TRY(emit_snapshot_row(batch, tuple, meta));
+    if (++pumped_rows_ % kPumpRows == 0) pump_copies(batch);
   }
   return ok_status();
 }
@@ -556,6 +632,7 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
         m.remove_prefix(size_t(len));
       }
       SLUICE_TRY(emit_snapshot_row(batch, tuple, meta));
+      if (++pumped_rows_ % kPumpRows == 0) pump_copies(batch);
     }
   }
   if (!trailer) return malformed("no end marker");
@@ -575,26 +652,17 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
       const uint64_t pages = chunk_sizer_.pages(req.max_records - batch.size(),
                                                 req.max_bytes - batch.bytes(), batch.empty());
       if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
-      SLUICE_TRY(send_copy(copy_below_cursor_end_ ? 0 : pos.cursor.page, pages, true));
-    } else if (!inflight_.front().in_this_batch && !batch.empty()) {
+      chunk_ = CopyChunk{};
+      SLUICE_TRY(send_copy(0, copy_below_cursor_end_ ? 0 : pos.cursor.page, pages, true));
+    } else if (!inflight_.front().chunk.in_this_batch && !batch.empty()) {
       break;  // the chunk in flight was sized for a batch of its own
     }
     SLUICE_TRY(receive_copy());
-    // While this chunk is parsed the server already reads the next ones, one per connection:
+    // While this chunk is parsed the server already reads the next ones (one per connection):
     // the chunk right after it sized for what this batch has left after it (or else for the
     // next batch), those behind it for a batch each.
-    while (inflight_.size() < lane_count() && !chunk_.last &&
-           (inflight_.empty() || !inflight_.back().last)) {
-      uint64_t pages = 0;
-      if (inflight_.empty()) {
-        const uint64_t rows_left = req.max_records - batch.size();
-        const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
-        pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
-      }
-      const bool in_this_batch = pages > 0;
-      if (!pages) pages = chunk_sizer_.pages(req.max_records, req.max_bytes, true);
-      SLUICE_TRY(send_copy(next_from_, pages, in_this_batch));
-    }
+    SLUICE_TRY(send_more(req, batch, true));
+    copy_request_ = &req;
     // The table's rows are bounded by markers, so a keyed destination can remove rows this
     // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
     // again: every row of the table comes again.
@@ -602,6 +670,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
       add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
     const size_t bytes_before = batch.bytes();
     SLUICE_TRY(binary_values_ ? parse_binary_chunk(batch, tuple) : parse_text_chunk(batch, tuple));
+    copy_request_ = nullptr;
     chunk_sizer_.chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
     chunk_lines_.clear();
     // The batch now holds every row before the chunk's end: its position says so.

@@ -241,7 +241,14 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // A table read under a newer snapshot than the first: which rows may hold out-of-line values,
   // and for the table resumed inside, the pages below the cursor to read (or a restart at 0).
   Status plan_resumed_table(const TableRef& t);
-  Status send_copy(uint64_t from, uint64_t pages, bool in_this_batch);
+  struct Receiving;
+  Status send_copy(size_t lane, uint64_t from, uint64_t pages, bool in_this_batch);
+  // Sends the next chunks to the connections without a COPY in flight; `right_after`: the first
+  // is parsed right after chunk_ (sized for what the batch has left).
+  Status send_more(const ReadRequest& req, const Batch& batch, bool right_after);
+  // Advances one chunk's COPY: `wait` until it is received whole, else only with what arrived.
+  Status step_copy(Receiving& r, bool wait);
+  void pump_copies(const Batch& batch);
   Status open_lanes();
   void drop_lanes() noexcept;
   Status receive_copy();
@@ -354,6 +361,20 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     bool in_this_batch = false;  // sized for the batch being filled (else for a batch of its own)
     size_t lane = 0;             // the connection reading it (0: conn_, k: lanes_[k - 1])
   };
+  // A chunk sent and being received: its rows as libpq returned them, and how far its COPY got.
+  // Received by receive_copy() (waiting) or, while another chunk is parsed, by pump_copies() (what
+  // has arrived); an error pump_copies() met is kept for receive_copy() to return.
+  struct PqFree {
+    void operator()(char* p) const noexcept { PQfreemem(p); }
+  };
+  using CopyLines = std::vector<std::pair<std::unique_ptr<char, PqFree>, size_t>>;
+  struct Receiving {
+    CopyChunk chunk;
+    enum class Stage : uint8_t { start, rows, result, end, done } stage = Stage::start;
+    CopyLines lines;
+    uint64_t rows = 0;
+    std::optional<Error> error;
+  };
   // The first snapshot (the position's mvcc) when this run reads under another one and may
   // filter by it (pg_snapshot.cc, begin_snapshot); empty: no filter.
   std::optional<XidSnapshot> first_snapshot_;
@@ -367,22 +388,20 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   uint64_t copy_below_cursor_end_ = 0;
   // The chunks sent, in page order, one per connection at most; the chunk received (being
   // parsed); where the next chunk to send begins.
-  std::deque<CopyChunk> inflight_;
+  std::deque<Receiving> inflight_;
   CopyChunk chunk_;
   uint64_t next_from_ = 0;
   // snapshot.parallel: the connections besides conn_ that read chunks, each in a transaction
   // that imported conn_'s snapshot; the next to send a chunk to.
   int parallel_ = 1;
   std::vector<PgConn> lanes_;
-  size_t next_lane_ = 0;
   PgConn& lane(size_t i) { return i == 0 ? conn_ : lanes_[i - 1]; }
   size_t lane_count() const { return 1 + lanes_.size(); }
   std::string exported_;  // the slot's exported snapshot the snapshot reads in (resume_snapshot)
-  struct PqFree {
-    void operator()(char* p) const noexcept { PQfreemem(p); }
-  };
   // chunk_'s COPY lines as libpq returned them (each with its newline), parsed in place.
-  std::vector<std::pair<std::unique_ptr<char, PqFree>, size_t>> chunk_lines_;
+  CopyLines chunk_lines_;
+  const ReadRequest* copy_request_ = nullptr;  // the read the chunks are parsed for (pump_copies)
+  uint64_t pumped_rows_ = 0;                   // rows parsed (pump_copies every kPumpRows)
   uint64_t chunk_rows_ = 0;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
   uint64_t copy_table_pages_ = 0;
