@@ -264,6 +264,7 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   bl::ZeroDates zero_before, zero_after;
   bl::ZeroDates* const zb = zero_dates_null_ ? nullptr : &zero_before;
   bl::ZeroDates* const za = zero_dates_null_ ? nullptr : &zero_after;
+  Value meta;
   while (!data.empty()) {
     const bool upd = rows->kind == bl::RowsEvent::Kind::update;
     auto used =
@@ -299,7 +300,9 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     }
     Record& r = batch.add();
     r.position = {};
-    r.metadata = metadata(batch, t, event_pos, true);
+    // The event's rows share one metadata object (same table, transaction and event position).
+    if (meta.is_absent()) meta = metadata(batch, t, event_pos, true);
+    r.metadata = meta;
     switch (rows->kind) {
       case bl::RowsEvent::Kind::write:
         r.op = Operation::create;
