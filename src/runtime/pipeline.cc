@@ -776,10 +776,11 @@ Batch* Pipeline::take_batch(std::stop_token stop) {
 
 void Pipeline::release_batch(Batch* batch) {
   batch->clear();
-  {
-    std::lock_guard lock(pool_mu_);
-    free_batches_.push_back(batch);
-  }
+  // Notified under the lock: run() returns (and the pipeline may be destroyed) once every batch is
+  // back, which it can only see after this unlock — never while notify_all() still runs on a
+  // destination's completion thread (TSan saw that use after free).
+  std::lock_guard lock(pool_mu_);
+  free_batches_.push_back(batch);
   pool_cv_.notify_all();
 }
 
@@ -1007,7 +1008,7 @@ void Pipeline::post_redo(std::shared_ptr<WriteAttempt> attempt, Status status) {
     redo_pending_.store(true, std::memory_order_release);
   }
   queue_.wake();
-  { std::lock_guard lock(pool_mu_); }  // drain_async() waits on pool_cv_
+  std::lock_guard lock(pool_mu_);  // drain_async() waits on pool_cv_ (notified under the lock)
   pool_cv_.notify_all();
 }
 
