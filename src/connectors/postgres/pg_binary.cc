@@ -14,6 +14,7 @@
 #include <new>
 
 #include "connectors/postgres/pg_text.h"
+#include "connectors/postgres/pg_wire.h"
 
 namespace sluice::pg {
 
@@ -26,12 +27,9 @@ using text::kMaxDepth;
 constexpr int64_t kPgEpochDays = 10957;                      // 1970-01-01 → 2000-01-01
 constexpr int64_t kPgEpochMicros = 946684800LL * 1000000LL;  // the same in µs
 
-uint16_t be16(const char* p) { return uint16_t(uint8_t(p[0]) << 8 | uint8_t(p[1])); }
-uint32_t be32(const char* p) {
-  return uint32_t(uint8_t(p[0])) << 24 | uint32_t(uint8_t(p[1])) << 16 |
-         uint32_t(uint8_t(p[2])) << 8 | uint32_t(uint8_t(p[3]));
-}
-uint64_t be64(const char* p) { return uint64_t(be32(p)) << 32 | be32(p + 4); }
+using wire::be16;
+using wire::be32;
+using wire::be64;
 
 // The error names the type and shows the bytes in hex (they are not text).
 Error bad(uint32_t type_oid, std::string_view bytes, std::string_view why) {

@@ -51,6 +51,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "connectors/postgres/pg_wire.h"
 #include "connectors/postgres/postgres_source_driver.h"
 
 namespace sluice::pg {
@@ -585,11 +586,6 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
   static constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
   const auto& cols = copy_table_->rel->columns;
   const size_t fields = std::max<size_t>(1, cols.size());  // "SELECT NULL" for no column
-  auto be16 = [](const char* p) { return int16_t(uint16_t(uint8_t(p[0]) << 8 | uint8_t(p[1]))); };
-  auto be32 = [](const char* p) {
-    return int32_t(uint32_t(uint8_t(p[0])) << 24 | uint32_t(uint8_t(p[1])) << 16 |
-                   uint32_t(uint8_t(p[2])) << 8 | uint32_t(uint8_t(p[3])));
-  };
   auto malformed = [&](std::string_view what) {
     return Error(Errc::data, fmt::format("{}.{}: the server's binary COPY data is malformed ({})",
                                          copy_table_->rel->schema, copy_table_->rel->name, what));
@@ -597,18 +593,19 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
   bool header = false, trailer = false;
   tuple.resize(cols.size());
   for (const auto& [data, size] : chunk_lines_) {
-    std::string_view m(data.get(), size);
+    wire::Reader r(std::string_view(data.get(), size));
     if (!header) {
-      if (m.size() < 19 || m.substr(0, 11) != kSignature) return malformed("no header");
-      const int32_t extension = be32(m.data() + 15);
-      if (extension < 0 || m.size() < 19 + size_t(extension)) return malformed("header extension");
-      m.remove_prefix(19 + size_t(extension));
+      std::string_view signature;
+      int32_t extension;
+      if (!r.bytes(kSignature.size(), &signature) || signature != kSignature || !r.skip(4) ||
+          !r.i32(&extension))
+        return malformed("no header");
+      if (extension < 0 || !r.skip(size_t(extension))) return malformed("header extension");
       header = true;
     }
-    while (!m.empty()) {
-      if (trailer || m.size() < 2) return malformed("data after the end");
-      const int16_t count = be16(m.data());
-      m.remove_prefix(2);
+    while (!r.at_end()) {
+      int16_t count;
+      if (trailer || !r.i16(&count)) return malformed("data after the end");
       if (count == -1) {
         trailer = true;
         continue;
@@ -616,9 +613,8 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
       if (size_t(count) != fields)
         return malformed(fmt::format("a row of {} fields, {} selected", count, fields));
       for (size_t i = 0; i < fields; ++i) {
-        if (m.size() < 4) return malformed("a row cut short");
-        const int32_t len = be32(m.data());
-        m.remove_prefix(4);
+        int32_t len;
+        if (!r.i32(&len)) return malformed("a row cut short");
         TupleValue discard;
         TupleValue& v = i < cols.size() ? tuple[i] : discard;
         if (len == -1) {
@@ -626,10 +622,8 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
           v.data = {};
           continue;
         }
-        if (len < 0 || size_t(len) > m.size()) return malformed("a field cut short");
+        if (len < 0 || !r.bytes(size_t(len), &v.data)) return malformed("a field cut short");
         v.kind = i < cols.size() ? copy_kinds_[i] : 't';
-        v.data = m.substr(0, size_t(len));
-        m.remove_prefix(size_t(len));
       }
       SLUICE_TRY(emit_snapshot_row(batch, tuple, meta));
       if (++pumped_rows_ % kPumpRows == 0) pump_copies(batch);

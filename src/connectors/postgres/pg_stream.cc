@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <condition_variable>
 
+#include "connectors/postgres/pg_wire.h"
 #include "connectors/postgres/postgres_source_driver.h"
 
 namespace sluice::pg {
@@ -25,17 +26,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kSlotReleaseGrace = std::chrono::seconds(90);
 constexpr auto kSlotReleaseMargin = std::chrono::seconds(30);
 
-uint64_t be64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | uint8_t(p[i]);
-  return v;
-}
-void put_be64(char* p, uint64_t v) {
-  for (int i = 7; i >= 0; --i) {
-    p[i] = char(v & 0xff);
-    v >>= 8;
-  }
-}
+using wire::be64;
+using wire::put_be64;
 
 int64_t now_pg_micros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(

@@ -1,5 +1,7 @@
 #include "connectors/postgres/pgoutput.h"
 
+#include "connectors/postgres/pg_wire.h"
+
 #include <cstring>
 #include <string>
 
@@ -7,88 +9,7 @@ namespace sluice::pg {
 
 namespace {
 
-// Bounds-checked big-endian reader over one message. Every read fails (returns false) instead of
-// reading past the end.
-class Reader {
- public:
-  explicit Reader(std::string_view s)
-      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
-
-  size_t remaining() const noexcept { return size_t(end_ - p_); }
-  bool at_end() const noexcept { return p_ == end_; }
-
-  bool u8(uint8_t* v) {
-    if (remaining() < 1) return false;
-    *v = *p_++;
-    return true;
-  }
-  bool byte(char* c) {
-    uint8_t v;
-    if (!u8(&v)) return false;
-    *c = static_cast<char>(v);
-    return true;
-  }
-  bool u16(uint16_t* v) {
-    if (remaining() < 2) return false;
-    *v = uint16_t((uint16_t(p_[0]) << 8) | p_[1]);
-    p_ += 2;
-    return true;
-  }
-  bool i16(int16_t* v) {
-    uint16_t u;
-    if (!u16(&u)) return false;
-    *v = static_cast<int16_t>(u);
-    return true;
-  }
-  bool u32(uint32_t* v) {
-    if (remaining() < 4) return false;
-    *v = (uint32_t(p_[0]) << 24) | (uint32_t(p_[1]) << 16) | (uint32_t(p_[2]) << 8) |
-         uint32_t(p_[3]);
-    p_ += 4;
-    return true;
-  }
-  bool i32(int32_t* v) {
-    uint32_t u;
-    if (!u32(&u)) return false;
-    *v = static_cast<int32_t>(u);
-    return true;
-  }
-  bool u64(uint64_t* v) {
-    if (remaining() < 8) return false;
-    uint64_t r = 0;
-    for (int i = 0; i < 8; ++i) r = (r << 8) | p_[i];
-    p_ += 8;
-    *v = r;
-    return true;
-  }
-  bool i64(int64_t* v) {
-    uint64_t u;
-    if (!u64(&u)) return false;
-    *v = static_cast<int64_t>(u);
-    return true;
-  }
-  bool lsn(Lsn* l) { return u64(&l->value); }
-  // A NUL-terminated string; the view excludes the terminator.
-  bool cstr(std::string_view* s) {
-    if (p_ == end_) return false;
-    const void* nul = std::memchr(p_, 0, remaining());
-    if (nul == nullptr) return false;
-    const auto* z = static_cast<const uint8_t*>(nul);
-    *s = std::string_view(reinterpret_cast<const char*>(p_), size_t(z - p_));
-    p_ = z + 1;
-    return true;
-  }
-  bool bytes(size_t n, std::string_view* s) {
-    if (remaining() < n) return false;
-    *s = std::string_view(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return true;
-  }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using wire::Reader;
 
 constexpr std::string_view kPgCatalog = "pg_catalog";
 
@@ -300,6 +221,40 @@ Status decode_message(Reader& r, Message* out) {
   return ok_status();
 }
 
+Status decode_stream_start(Reader& r, Message* out) {
+  constexpr std::string_view what = "Stream Start";
+  StreamStartMsg m;
+  uint8_t first;
+  if (!r.u32(&m.xid) || !r.u8(&first)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  m.first_segment = first == 1;
+  *out = m;
+  return ok_status();
+}
+
+Status decode_stream_commit(Reader& r, Message* out) {
+  constexpr std::string_view what = "Stream Commit";
+  StreamCommitMsg m;
+  int64_t ts;
+  if (!r.u32(&m.xid) || !r.u8(&m.flags) || !r.lsn(&m.commit_lsn) || !r.lsn(&m.end_lsn) ||
+      !r.i64(&ts))
+    return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  if (!pg_time_to_unix(ts, &m.commit_time)) return malformed(what, "commit timestamp out of range");
+  *out = m;
+  return ok_status();
+}
+
+Status decode_stream_abort(Reader& r, Message* out) {
+  constexpr std::string_view what = "Stream Abort";
+  StreamAbortMsg m;
+  // Protocol 4 adds the abort's LSN and time (only with parallel apply, never requested here).
+  if (!r.u32(&m.xid) || !r.u32(&m.subxid)) return truncated(what);
+  if (!r.at_end()) return trailing(what, r.remaining());
+  *out = m;
+  return ok_status();
+}
+
 }  // namespace
 
 Status decode_pgoutput(std::string_view payload, Message* out) {
@@ -317,18 +272,22 @@ Status decode_pgoutput(std::string_view payload, Message* out) {
     case 'D': return decode_delete(r, out);
     case 'T': return decode_truncate(r, out);
     case 'M': return decode_message(r, out);
-    case 'S':  // Stream Start (protocol version 2+)
-    case 'E':  // Stream Stop
-    case 'c':  // Stream Commit
-    case 'A':  // Stream Abort
+    case 'S': return decode_stream_start(r, out);
+    case 'E':
+      if (!r.at_end()) return trailing("Stream Stop", r.remaining());
+      *out = StreamStopMsg{};
+      return ok_status();
+    case 'c': return decode_stream_commit(r, out);
+    case 'A': return decode_stream_abort(r, out);
     case 'b':  // Begin Prepare (protocol version 3+)
     case 'P':  // Prepare
     case 'K':  // Commit Prepared
     case 'r':  // Rollback Prepared
     case 'p':  // Stream Prepare
-      return Error(Errc::unsupported,
-                   "pgoutput: message type " + describe_byte(type) +
-                       " needs a protocol version above 1, which sluice does not request");
+      return Error(
+          Errc::unsupported,
+          "pgoutput: message type " + describe_byte(type) +
+              " belongs to two-phase commit (protocol version 3), which sluice does not request");
     default: return Error(Errc::data, "pgoutput: unknown message type " + describe_byte(type));
   }
 }

@@ -1,6 +1,7 @@
-// pgoutput (PostgreSQL's built-in logical decoding output plugin) protocol messages, version 1,
-// and the decoder that turns the raw payload of an XLogData message into them. No I/O here: the
-// decoder is unit-tested on raw bytes. All string_views in decoded messages point into the payload.
+// pgoutput (PostgreSQL's built-in logical decoding output plugin) protocol messages, version 1 and
+// the streaming messages of version 2 (in-progress transactions), and the decoder that turns the
+// raw payload of an XLogData message into them. No I/O here: the decoder is unit-tested on raw
+// bytes. All string_views in decoded messages point into the payload.
 //
 // Reference: PostgreSQL docs, "Logical Replication Message Formats".
 #pragma once
@@ -98,8 +99,44 @@ struct LogicalMsg {
   std::string_view content;
 };
 
+// Protocol 2 (`streaming on`): a transaction in progress arrives in blocks, each between a Stream
+// Start and a Stream Stop, whose change, Relation, Type and transactional Message messages carry
+// the (sub)transaction's xid after their type byte; it ends with a Stream Commit or Stream Abort.
+struct StreamStartMsg {
+  uint32_t xid = 0;
+  bool first_segment = false;
+};
+struct StreamStopMsg {};
+struct StreamCommitMsg {
+  uint32_t xid = 0;
+  uint8_t flags = 0;
+  Lsn commit_lsn;
+  Lsn end_lsn;
+  int64_t commit_time = 0;  // microseconds since the Unix epoch
+};
+struct StreamAbortMsg {
+  uint32_t xid = 0;
+  uint32_t subxid = 0;  // == xid: the whole transaction; else a subtransaction rolled back
+};
+
 using Message = std::variant<BeginMsg, CommitMsg, OriginMsg, RelationMsg, TypeMsg, InsertMsg,
-                             UpdateMsg, DeleteMsg, TruncateMsg, LogicalMsg>;
+                             UpdateMsg, DeleteMsg, TruncateMsg, LogicalMsg, StreamStartMsg,
+                             StreamStopMsg, StreamCommitMsg, StreamAbortMsg>;
+
+// Inside a streamed block, whether a message of this type carries a (sub)transaction xid after
+// its type byte (its body is then that of protocol 1 after those four bytes).
+inline bool carries_stream_xid(char type) noexcept {
+  switch (type) {
+    case 'R':
+    case 'Y':
+    case 'I':
+    case 'U':
+    case 'D':
+    case 'T':
+    case 'M': return true;
+    default: return false;
+  }
+}
 
 // Decodes one pgoutput message (the payload after the XLogData header). Malformed or truncated
 // input is an Errc::data error naming the message type, never a crash. Reuses `out`'s tuple

@@ -352,11 +352,46 @@ TEST(PgOutputDecode, UnknownAndUnsupportedTypes) {
   EXPECT_NE(e.message().find("0x07"), std::string::npos) << e.message();
   e = decode_error("");
   EXPECT_EQ(e.code(), Errc::data);
-  for (char t : {'S', 'E', 'c', 'A'}) {
+  for (char t : {'b', 'P', 'K', 'r', 'p'}) {
     Bytes b;
     b.c(t).u32(1).u8(1);
     EXPECT_EQ(decode_error(b).code(), Errc::unsupported) << t;
   }
+}
+
+TEST(PgOutputDecode, StreamMessages) {
+  Message m;
+  Bytes start;
+  start.c('S').u32(0x80000001u).u8(1);
+  const auto& s = decode_as<StreamStartMsg>(start, &m);
+  EXPECT_EQ(s.xid, 0x80000001u);
+  EXPECT_TRUE(s.first_segment);
+  Bytes later;
+  later.c('S').u32(7).u8(0);
+  EXPECT_FALSE(decode_as<StreamStartMsg>(later, &m).first_segment);
+  decode_as<StreamStopMsg>("E", &m);
+  Bytes commit;
+  commit.c('c').u32(7).u8(0).i64(0x1000).i64(0x1010).i64(kPgMicros);
+  const auto& c = decode_as<StreamCommitMsg>(commit, &m);
+  EXPECT_EQ(c.xid, 7u);
+  EXPECT_EQ(c.commit_lsn.value, 0x1000u);
+  EXPECT_EQ(c.end_lsn.value, 0x1010u);
+  EXPECT_EQ(c.commit_time, kUnixMicros);
+  Bytes abort;
+  abort.c('A').u32(7).u32(9);
+  const auto& a = decode_as<StreamAbortMsg>(abort, &m);
+  EXPECT_EQ(a.xid, 7u);
+  EXPECT_EQ(a.subxid, 9u);
+  // Truncated and trailing bytes are refused like every other message's.
+  for (std::string_view bad : {std::string_view("S\0\0\0\7", 5), std::string_view("E\1", 2),
+                               std::string_view("A\0\0\0\7\0\0", 7)})
+    EXPECT_EQ(decode_error(bad).code(), Errc::data) << bad.size();
+  Bytes long_start;
+  long_start.c('S').u32(7).u8(1).u8(0);
+  EXPECT_EQ(decode_error(long_start).code(), Errc::data);
+  // Only the messages that belong to a transaction's changes carry its xid inside a block.
+  for (char t : {'R', 'Y', 'I', 'U', 'D', 'T', 'M'}) EXPECT_TRUE(carries_stream_xid(t)) << t;
+  for (char t : {'B', 'C', 'O', 'S', 'E', 'c', 'A'}) EXPECT_FALSE(carries_stream_xid(t)) << t;
 }
 
 TEST(PgOutputDecode, MalformedMessages) {
