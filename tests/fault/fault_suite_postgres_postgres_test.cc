@@ -21,10 +21,13 @@ class PostgresToPostgres : public ::testing::Test {
     writer_ = std::make_unique<SourceWriter>(SourceWriter::Db::postgres, src_.url(), kTable, seed_);
     ASSERT_TRUE(writer_->create(2000));
   }
-  void write_pipeline(const std::string& src_url, const std::string& dst_url) {
+  void write_pipeline(const std::string& src_url, const std::string& dst_url,
+                      bool streaming = false) {
     PipelineFile f;
     PipelineYaml& p = f.pipeline(id_);
-    p.source("postgres").set("url", src_url).set("tables", Yaml::strings({"public.fault_rows"}));
+    auto& src =
+        p.source("postgres").set("url", src_url).set("tables", Yaml::strings({"public.fault_rows"}));
+    if (streaming) src.set("stream.in_progress_memory", "64KiB");
     p.destination("postgres").set("url", dst_url);
     p.max_records(500).linger_ms(20);
     f.write(dir_ / "p.yaml");
@@ -64,6 +67,28 @@ TEST_F(PostgresToPostgres, KillNineAtRandomMomentsUnderAWriter) {
   FaultResult r{"postgres->postgres", "kill -9", kills, kills, 0, 0, 0, 0, seed_};
   converge_and_record(dir_.path(), checker(), r);
   EXPECT_GT(writer_->stats().transactions, 0);
+}
+
+// Transactions of 1,000–3,000 rows, which the server streams while they are in progress (its
+// logical_decoding_work_mem at 64 kB), held by sluice past 64 KiB in a spill file: kill -9 while
+// they are held, forwarded or written leaves the destination exact.
+TEST_F(PostgresToPostgres, KillNineWhileLargeTransactionsStreamInProgress) {
+  const std::string src_url = src_.url() + (src_.url().find('?') == std::string::npos ? "?" : "&") +
+                              "options=-c%20logical_decoding_work_mem%3D64kB";
+  write_pipeline(src_url, dst_.url(), /*streaming=*/true);
+  std::mt19937_64 rng(seed_);
+  writer_->set_transaction_rows(1000, 3000);
+  writer_->start();
+  const int kills = kill_loop(dir_.path(), kill_count(), rng);
+  writer_->stop();
+  EXPECT_EQ(kills, kill_count());
+  FaultResult r{"postgres->postgres", "kill -9, streamed transactions", kills, kills, 0, 0, 0, 0,
+                seed_};
+  converge_and_record(dir_.path(), checker(), r);
+  EXPECT_GT(writer_->stats().transactions, 0);
+  const std::string streamed = src_.admin().scalar(
+      "SELECT stream_txns FROM pg_stat_replication_slots WHERE slot_name = 'sluice_" + id_ + "'");
+  EXPECT_GT(streamed.empty() ? 0 : std::stoll(streamed), 0) << "the server streamed nothing";
 }
 
 // Runs `steps` one after the other under the writer; after each, waits for the exact end state

@@ -20,6 +20,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -223,6 +224,24 @@ inline bool wait_for_checkpoint(e2e::Process& p, const std::filesystem::path& di
     if (p.wait_for(every) >= 0) return false;
   }
   return false;
+}
+
+// Positions order: "cdc L" < "cdc L T n" < "cdc L T n+1" < "cdc L2" (L2 > L).
+inline std::tuple<uint64_t, int, uint64_t> position_order(const std::string& pos) {
+  auto lsn = [](const std::string& t) {
+    const size_t slash = t.find('/');
+    return (std::stoull(t.substr(0, slash), nullptr, 16) << 32) |
+           std::stoull(t.substr(slash + 1), nullptr, 16);
+  };
+  std::vector<std::string> parts;
+  for (size_t start = 0; start <= pos.size();) {
+    size_t sp = pos.find(' ', start);
+    if (sp == std::string::npos) sp = pos.size();
+    parts.push_back(pos.substr(start, sp - start));
+    start = sp + 1;
+  }
+  if (parts.size() == 2) return {lsn(parts[1]), 0, 0};
+  return {lsn(parts[1]), 1, std::stoull(parts[3])};
 }
 
 inline bool starts_with(const std::string& s, const std::string& prefix) {

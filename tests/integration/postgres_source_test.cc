@@ -722,24 +722,6 @@ TEST(PostgresSource, CdcRecordsCarrySchemaTableLsnCommitLsnCommitTimeAndXid) {
 
 // ── resume inside a transaction ─────────────────────────────────────────────
 
-// Positions order: "cdc L" < "cdc L T n" < "cdc L T n+1" < "cdc L2" (L2 > L).
-std::tuple<uint64_t, int, uint64_t> position_order(const std::string& pos) {
-  auto lsn = [](const std::string& t) {
-    const size_t slash = t.find('/');
-    return (std::stoull(t.substr(0, slash), nullptr, 16) << 32) |
-           std::stoull(t.substr(slash + 1), nullptr, 16);
-  };
-  std::vector<std::string> parts;
-  for (size_t start = 0; start <= pos.size();) {
-    size_t sp = pos.find(' ', start);
-    if (sp == std::string::npos) sp = pos.size();
-    parts.push_back(pos.substr(start, sp - start));
-    start = sp + 1;
-  }
-  if (parts.size() == 2) return {lsn(parts[1]), 0, 0};
-  return {lsn(parts[1]), 1, std::stoull(parts[3])};
-}
-
 // One transaction of 5,000 inserts read in batches of 1,000: a restart from a batch's position
 // inside the transaction (several changes share its commit LSN) delivers exactly the changes after
 // it — none skipped, none repeated — and so does a restart from just after it.

@@ -1,5 +1,6 @@
-// The postgres change stream: START_REPLICATION on the slot (pgoutput, protocol 1), XLogData
-// decoded into records, and standby status updates that report as flushed only what the runtime
+// The postgres change stream: START_REPLICATION on the slot (pgoutput, protocol 1, or 2 with
+// in-progress transactions held in a TransactionSpool until they commit), XLogData decoded into
+// records, and standby status updates that report as flushed only what the runtime
 // acknowledged (durable at the destination), never what was merely received. A status thread
 // keeps the walsender from timing out while the reader is blocked on a slow destination.
 #include <fmt/format.h>
@@ -59,12 +60,18 @@ Status PostgresDriver::start_stream(State&) {
     if (!all.ok()) return std::move(all).error();
     streaming_binary_ = stream_binary_ = all.value();
   }
+  // In-progress transactions (PostgreSQL 14+): whatever the server streamed of them before is
+  // streamed again from their start.
+  stream_protocol2_ = stream_in_progress_ && PQserverVersion(repl_.get()) >= 140000;
+  spool_.clear();
+  replay_.reset();
+  in_stream_block_ = false;
   const std::string sql = fmt::format(
-      "START_REPLICATION SLOT {} LOGICAL {} (proto_version '1', publication_names {}, messages "
-      "'true'{})",  // watermarks: messages
-      quote_identifier(slot_), st_->position.point.to_string(),
+      "START_REPLICATION SLOT {} LOGICAL {} (proto_version '{}', publication_names {}, messages "
+      "'true'{}{})",  // watermarks: messages
+      quote_identifier(slot_), st_->position.point.to_string(), stream_protocol2_ ? 2 : 1,
       repl_.quote_literal(quote_identifier(publication_)),
-      streaming_binary_ ? ", binary 'true'" : "");
+      streaming_binary_ ? ", binary 'true'" : "", stream_protocol2_ ? ", streaming 'on'" : "");
   PgResult r(PQexec(repl_.get(), sql.c_str()));
   if (!r || PQresultStatus(r.get()) != PGRES_COPY_BOTH) {
     Error e = classify_error(r ? PQresultErrorMessage(r.get()) : repl_.last_error(),
@@ -178,21 +185,94 @@ Status PostgresDriver::handle_xlog(Batch& batch, const char* buf, int len) {
   if (len < 25) return Error(Errc::data, "replication XLogData message is truncated");
   const Lsn lsn{be64(buf + 1)};
   if (lsn > received_) received_ = lsn;
-  if (Status st = decode_pgoutput(std::string_view(buf + 25, size_t(len - 25)), &msg_); !st.ok())
-    return st;
+  const std::string_view payload(buf + 25, size_t(len - 25));
+  if (stream_protocol2_ && !payload.empty()) {
+    const char type = payload.front();
+    if (type == 'S' || type == 'E' || type == 'c' || type == 'A')
+      return handle_stream_control(payload);
+    if (in_stream_block_ && carries_stream_xid(type)) {
+      // A change of the transaction in progress: held, without its xid, until its commit.
+      if (payload.size() < 5)
+        return Error(Errc::data, "pgoutput: truncated streamed message (no transaction id)");
+      spooled_ = true;
+      return spool_.add(block_xid_, wire::be32(payload.data() + 1), lsn, type, payload.substr(5));
+    }
+  }
+  return handle_message(batch, payload, lsn);
+}
 
+void PostgresDriver::begin_transaction(Lsn final_lsn, int64_t commit_time, uint32_t xid) {
+  st_->begin_transaction(final_lsn);  // the commit LSN names the transaction in positions
+  tx_final_ = final_lsn;
+  tx_commit_time_ = commit_time;
+  tx_xid_ = xid;
+}
+
+void PostgresDriver::commit_transaction(const CommitMsg& c) {
+  st_->tx.end();
+  if (c.end_lsn > st_->position.point) st_->position.point = c.end_lsn;
+  st_->report_commit_time(c.commit_time);
+  last_heartbeat_ = Clock::now();
+}
+
+Status PostgresDriver::handle_stream_control(std::string_view payload) {
+  Message m;
+  SLUICE_TRY(decode_pgoutput(payload, &m));
+  if (auto* s = std::get_if<StreamStartMsg>(&m)) {
+    if (in_stream_block_ || replay_)
+      return Error(Errc::data, "pgoutput: a Stream Start inside a streamed block");
+    SLUICE_TRY(spool_.start(s->xid, s->first_segment));
+    in_stream_block_ = true;
+    block_xid_ = s->xid;
+    return ok_status();
+  }
+  if (std::holds_alternative<StreamStopMsg>(m)) {
+    in_stream_block_ = false;
+    return ok_status();
+  }
+  if (auto* a = std::get_if<StreamAbortMsg>(&m)) {
+    if (in_stream_block_ || replay_)
+      return Error(Errc::data, "pgoutput: a Stream Abort inside a streamed block");
+    spool_.abort(a->xid, a->subxid);
+    return ok_status();
+  }
+  const auto& c = std::get<StreamCommitMsg>(m);
+  if (in_stream_block_ || replay_)
+    return Error(Errc::data, "pgoutput: a Stream Commit inside a streamed block");
+  auto held = spool_.take(c.xid);
+  if (!held.ok()) return std::move(held).error();
+  replay_ = std::move(held.value());
+  // Once, and then at every further GiB.
+  if (const uint64_t spilled = spool_.spilled_bytes(); spilled > spilled_logged_) {
+    spdlog::info(
+        "pipeline {}: in-progress transactions took more than stream.in_progress_memory: {} MiB "
+        "written to stream.spill_directory in this run so far",
+        ctx_.pipeline_id, (spilled + (1 << 20) - 1) >> 20);
+    spilled_logged_ = (spilled | ((uint64_t(1) << 30) - 1)) + 1;
+  }
+  begin_transaction(c.commit_lsn, c.commit_time, c.xid);
+  replay_commit_ = CommitMsg{c.flags, c.commit_lsn, c.end_lsn, c.commit_time};
+  return ok_status();
+}
+
+Status PostgresDriver::replay_next(Batch& batch) {
+  HeldTransaction::Message m;
+  auto more = replay_->next(&m);
+  if (!more.ok()) return std::move(more).error();
+  if (more.value()) return handle_message(batch, m.payload, m.lsn);
+  replay_.reset();
+  commit_transaction(replay_commit_);
+  return ok_status();
+}
+
+Status PostgresDriver::handle_message(Batch& batch, std::string_view payload, Lsn lsn) {
+  SLUICE_TRY(decode_pgoutput(payload, &msg_));
   if (auto* b = std::get_if<BeginMsg>(&msg_)) {
-    st_->begin_transaction(b->final_lsn);  // the commit LSN names the transaction in positions
-    tx_final_ = b->final_lsn;
-    tx_commit_time_ = b->commit_time;
-    tx_xid_ = b->xid;
+    begin_transaction(b->final_lsn, b->commit_time, b->xid);
     return ok_status();
   }
   if (auto* c = std::get_if<CommitMsg>(&msg_)) {
-    st_->tx.end();
-    if (c->end_lsn > st_->position.point) st_->position.point = c->end_lsn;
-    st_->report_commit_time(c->commit_time);
-    last_heartbeat_ = Clock::now();
+    commit_transaction(*c);
     return ok_status();
   }
   if (auto* r = std::get_if<RelationMsg>(&msg_)) {
@@ -345,9 +425,22 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
   const auto started = Clock::now();
   Clock::time_point first{};
   bool idle = false;
+  spooled_ = false;
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
     send_status_locked(false);
+    if (replay_) {  // a streamed transaction that committed: its messages, then its commit
+      const size_t before = batch.size();
+      if (Status st = replay_next(batch); !st.ok()) return st.error();
+      if (restart_stream_) {
+        restart_stream_ = false;
+        streaming_ = false;
+        repl_.reset();
+        return StreamRead::lost;
+      }
+      if (before == 0 && batch.size() > 0) first = Clock::now();
+      continue;
+    }
     char* buf = nullptr;
     const int n = PQgetCopyData(repl_.get(), &buf, 1);
     if (n > 0) {
@@ -370,7 +463,7 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
       const auto now = Clock::now();
       if (now >= deadline) {
-        idle = true;
+        idle = !spooled_;  // a transaction in progress arriving is no idle source
         break;
       }
       const int fd = PQsocket(repl_.get());

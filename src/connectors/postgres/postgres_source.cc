@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "connectors/postgres/postgres_source_driver.h"
@@ -66,6 +67,27 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "(sluice_source_connection_timeouts_total), closes the connection and reconnects with "
         "backoff. Default: the server's wal_sender_timeout (60s when that is 0).")
         .at_least(100),
+    setting<&PostgresSourceOptions::stream_in_progress>(
+        "stream.in_progress",
+        "On PostgreSQL 14 and later, receive a large transaction while it is still in progress "
+        "(pgoutput protocol 2, `streaming on`: the server sends it once it holds more than its "
+        "logical_decoding_work_mem, instead of spilling it to its own disk and sending it at "
+        "commit). sluice holds it, within stream.in_progress_memory and then in "
+        "stream.spill_directory, until its commit, and forwards it then as one transaction; an "
+        "aborted one, or a subtransaction rolled back, never reaches a destination.")
+        .with_default("true"),
+    setting<&PostgresSourceOptions::stream_in_progress_memory>(
+        "stream.in_progress_memory",
+        "Memory that in-progress transactions (stream.in_progress) may take in sluice; beyond it "
+        "the largest one's changes are written to a file in stream.spill_directory and read back "
+        "at its commit.")
+        .with_default("16MiB")
+        .at_least(64 << 10),
+    setting<&PostgresSourceOptions::stream_spill_directory>(
+        "stream.spill_directory",
+        "Where in-progress transactions beyond stream.in_progress_memory are written: unnamed "
+        "files (mode 0600) that disappear when sluice closes them or exits, even by kill -9. "
+        "Default: the system's temporary directory ($TMPDIR, else /tmp)."),
     setting<&PostgresSourceOptions::query_timeout>(
         "query_timeout",
         "How long the source waits for the server's reply to one catalogue query, or for the next "
@@ -246,11 +268,15 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       slot_lag_warning_(o.slot_lag_warning),
       logical_messages_(o.logical_messages),
       binary_values_(o.binary),
+      stream_in_progress_(o.stream_in_progress),
       ddl_capture_(o.ddl_capture),
       signal_table_setting_(std::move(o.signal_table)),
       chunk_size_(o.snapshot_chunk_size),
       message_key_columns_(std::move(o.key_columns_by_table)),
-      parallel_(int(std::min<int64_t>(o.snapshot_parallel, 64))) {}
+      parallel_(int(std::min<int64_t>(o.snapshot_parallel, 64))),
+      spool_(o.stream_in_progress_memory,
+             o.stream_spill_directory.empty() ? std::filesystem::temp_directory_path().string()
+                                              : o.stream_spill_directory) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {
   ctx_ = ctx;

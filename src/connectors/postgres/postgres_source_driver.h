@@ -30,6 +30,7 @@
 #include "connectors/common/log_source.h"
 #include "connectors/postgres/pg_connection.h"
 #include "connectors/postgres/pg_slot_health.h"
+#include "connectors/postgres/pg_spool.h"
 #include "connectors/postgres/pg_types.h"
 #include "connectors/postgres/pgoutput.h"
 #include "sluice/schema_change.h"
@@ -134,6 +135,9 @@ struct PostgresSourceOptions {
   uint64_t slot_lag_warning = 0;  // bytes; 0: never warn
   bool logical_messages = false;
   bool binary = true;
+  bool stream_in_progress = true;
+  uint64_t stream_in_progress_memory = 16 << 20;
+  std::string stream_spill_directory;  // empty: the system's temporary directory
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
   int64_t snapshot_chunk_size = 1024;
@@ -264,6 +268,14 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string key_part(uint32_t type_oid, std::string_view data, bool binary, Arena& scratch) const;
   // pg_stream.cc
   Status handle_xlog(Batch& batch, const char* buf, int len);
+  // One pgoutput message (protocol 1's form) at `lsn`: records, transaction bounds, relations.
+  Status handle_message(Batch& batch, std::string_view payload, Lsn lsn);
+  // Protocol 2's Stream Start, Stop, Commit and Abort.
+  Status handle_stream_control(std::string_view payload);
+  // The next message of the streamed transaction being forwarded (replay_), or its commit.
+  Status replay_next(Batch& batch);
+  void begin_transaction(Lsn final_lsn, int64_t commit_time, uint32_t xid);
+  void commit_transaction(const CommitMsg& c);
   // force: now, whatever the interval; reply: ask the walsender for a keepalive at once.
   void send_status_locked(bool force, bool reply = false);
   // Asks the walsender for a keepalive once the stream has been silent for half the timeout.
@@ -318,6 +330,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   uint64_t slot_lag_warning_;
   bool logical_messages_;
   bool binary_values_;  // setting `binary`: COPY (FORMAT binary) and pgoutput binary
+  bool stream_in_progress_;  // setting stream.in_progress: protocol 2, streaming on (PG 14+)
   bool ddl_capture_;
   std::string signal_table_setting_;
   int64_t chunk_size_;
@@ -436,6 +449,17 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool streaming_binary_ = false;
   bool stream_binary_ = true;
   bool restart_stream_ = false;
+  // stream.in_progress: this stream is protocol 2 with `streaming on`; inside a Stream Start /
+  // Stop block of transaction block_xid_; the transactions in progress; the one committed and
+  // being forwarded (read_stream replays it a message at a time, as if it had arrived so).
+  bool stream_protocol2_ = false;
+  bool in_stream_block_ = false;
+  uint32_t block_xid_ = 0;
+  TransactionSpool spool_;
+  std::unique_ptr<HeldTransaction> replay_;
+  CommitMsg replay_commit_;
+  uint64_t spilled_logged_ = 0;  // log the spill when spool_.spilled_bytes() passes it
+  bool spooled_ = false;         // a streamed change arrived in this read_stream call
   Message msg_;
   std::jthread status_thread_;
   SlotHealthMonitor slot_health_;  // pg_slot_health.cc: lag figures, warning, heartbeats
