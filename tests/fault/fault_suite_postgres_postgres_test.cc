@@ -25,8 +25,9 @@ class PostgresToPostgres : public ::testing::Test {
                       bool streaming = false) {
     PipelineFile f;
     PipelineYaml& p = f.pipeline(id_);
-    auto& src =
-        p.source("postgres").set("url", src_url).set("tables", Yaml::strings({"public.fault_rows"}));
+    auto& src = p.source("postgres")
+                    .set("url", src_url)
+                    .set("tables", Yaml::strings({"public.fault_rows"}));
     if (streaming) src.set("stream.in_progress_memory", "64KiB");
     p.destination("postgres").set("url", dst_url);
     p.max_records(500).linger_ms(20);
@@ -69,7 +70,7 @@ TEST_F(PostgresToPostgres, KillNineAtRandomMomentsUnderAWriter) {
   EXPECT_GT(writer_->stats().transactions, 0);
 }
 
-// Transactions of 1,000–3,000 rows, which the server streams while they are in progress (its
+// Transactions of 400–1,200 rows, which the server streams while they are in progress (its
 // logical_decoding_work_mem at 64 kB), held by sluice past 64 KiB in a spill file: kill -9 while
 // they are held, forwarded or written leaves the destination exact.
 TEST_F(PostgresToPostgres, KillNineWhileLargeTransactionsStreamInProgress) {
@@ -77,13 +78,13 @@ TEST_F(PostgresToPostgres, KillNineWhileLargeTransactionsStreamInProgress) {
                               "options=-c%20logical_decoding_work_mem%3D64kB";
   write_pipeline(src_url, dst_.url(), /*streaming=*/true);
   std::mt19937_64 rng(seed_);
-  writer_->set_transaction_rows(1000, 3000);
+  writer_->set_transaction_rows(400, 1200);
   writer_->start();
   const int kills = kill_loop(dir_.path(), kill_count(), rng);
   writer_->stop();
   EXPECT_EQ(kills, kill_count());
-  FaultResult r{"postgres->postgres", "kill -9, streamed transactions", kills, kills, 0, 0, 0, 0,
-                seed_};
+  FaultResult r{
+      "postgres->postgres", "kill -9, streamed transactions", kills, kills, 0, 0, 0, 0, seed_};
   converge_and_record(dir_.path(), checker(), r);
   EXPECT_GT(writer_->stats().transactions, 0);
   const std::string streamed = src_.admin().scalar(

@@ -20,8 +20,8 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "e2e/harness.h"

@@ -51,9 +51,8 @@ void append_range(std::vector<int64_t>* v, int64_t from, int64_t to) {
 
 int64_t slot_stat(TestDb& db, const std::string& slot, const std::string& column) {
   // admin(): db.sql() may be inside a transaction, whose statistics snapshot does not move.
-  const std::string v = db.admin().scalar("SELECT " + column +
-                                        " FROM pg_stat_replication_slots WHERE slot_name = '" +
-                                        slot + "'");
+  const std::string v = db.admin().scalar(
+      "SELECT " + column + " FROM pg_stat_replication_slots WHERE slot_name = '" + slot + "'");
   return v.empty() ? -1 : std::stoll(v);
 }
 
@@ -99,9 +98,8 @@ TEST(PgStreaming, InProgressTransactionsArriveAtCommitWithoutWhatWasRolledBack) 
     Reader reader(*src);
     ASSERT_TRUE(reader.drain());
     const auto want = run_workload(db);
-    ASSERT_TRUE(reader.read_until([&](const auto& rs) {
-      return !rs.empty() && ids_of(rs).back() == 9002;
-    }, 60s));
+    ASSERT_TRUE(reader.read_until(
+        [&](const auto& rs) { return !rs.empty() && ids_of(rs).back() == 9002; }, 60s));
     ASSERT_TRUE(reader.drain());
     const auto got = ids_of(reader.records());
     ASSERT_EQ(got.size(), want.size());
@@ -130,9 +128,8 @@ TEST(PgStreaming, OffGivesTheSameRecordsThroughTheServersSpill) {
   Reader reader(*src);
   ASSERT_TRUE(reader.drain());
   const auto want = run_workload(db);
-  ASSERT_TRUE(reader.read_until([&](const auto& rs) {
-    return !rs.empty() && ids_of(rs).back() == 9002;
-  }, 60s));
+  ASSERT_TRUE(reader.read_until(
+      [&](const auto& rs) { return !rs.empty() && ids_of(rs).back() == 9002; }, 60s));
   ASSERT_TRUE(reader.drain());
   EXPECT_TRUE(ids_of(reader.records()) == want);
   EXPECT_EQ(slot_stat(db, "sluice_t_streaming_off", "stream_txns"), 0);
@@ -161,10 +158,9 @@ TEST(PgStreaming, AReconnectWhileATransactionIsHeldOrForwardedRepeatsAndLosesNot
   std::string pid = wait_for_walsender(db.admin(), "sluice_t_streaming_reconnect", 10s);
   ASSERT_FALSE(pid.empty());
   ASSERT_TRUE(terminate_pg_backend(db.admin(), pid));
-  ASSERT_TRUE(db.sql().exec(
-      "INSERT INTO big SELECT g, md5(g::text) FROM generate_series(10001, " +
-      std::to_string(kRows) + ") g; COMMIT; INSERT INTO big VALUES (" + std::to_string(kRows + 1) +
-      ", 'next')"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO big SELECT g, md5(g::text) FROM generate_series(10001, " +
+                            std::to_string(kRows) + ") g; COMMIT; INSERT INTO big VALUES (" +
+                            std::to_string(kRows + 1) + ", 'next')"));
   // And again while its records are being forwarded.
   ASSERT_TRUE(reader.read_count(3000, 60s));
   pid = wait_for_walsender(db.admin(), "sluice_t_streaming_reconnect", 10s);

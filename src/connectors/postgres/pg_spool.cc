@@ -79,9 +79,9 @@ Status TransactionSpool::add(uint32_t xid, uint32_t subxid, Lsn lsn, char type,
                              std::string_view body) {
   auto it = txns_.find(xid);
   if (it == txns_.end())
-    return Error(Errc::data,
-                 fmt::format("pgoutput: a streamed message of transaction {} outside its stream",
-                             xid));
+    return Error(
+        Errc::data,
+        fmt::format("pgoutput: a streamed message of transaction {} outside its stream", xid));
   Txn& t = *it->second;
   const size_t before = t.mem.size();
   char header[kHeader];
@@ -175,9 +175,9 @@ Result<std::string_view> HeldTransaction::read_file(size_t n) {
       const ssize_t r = ::pread(t_->fd, buf_.data() + have + got, want - got, off_t(file_pos_));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0)
-        return Error(Errc::io,
-                     fmt::format("cannot read back spilled transaction {}: {}", t_->xid,
-                                 r < 0 ? std::strerror(errno) : "the file is shorter than written"));
+        return Error(Errc::io, fmt::format("cannot read back spilled transaction {}: {}", t_->xid,
+                                           r < 0 ? std::strerror(errno)
+                                                 : "the file is shorter than written"));
       got += size_t(r);
       file_pos_ += uint64_t(r);
     }

@@ -42,8 +42,8 @@ TEST(TransactionSpool, HoldsEachTransactionsMessagesInArrivalOrder) {
   ASSERT_TRUE(spool.start(10, false).ok());  // a later segment
   ASSERT_TRUE(spool.add(10, 12, Lsn{4}, 'U', std::string("b\0c", 3)).ok());
   EXPECT_EQ(spool.transactions(), 2u);
-  EXPECT_EQ(drain(spool, 10), (std::vector<Got>{{1, "Rrel"}, {2, "Irow a"},
-                                                {4, std::string("Ub\0c", 4)}}));
+  EXPECT_EQ(drain(spool, 10),
+            (std::vector<Got>{{1, "Rrel"}, {2, "Irow a"}, {4, std::string("Ub\0c", 4)}}));
   EXPECT_EQ(drain(spool, 11), (std::vector<Got>{{3, "Iother"}}));
   EXPECT_EQ(spool.memory(), 0u);
   EXPECT_EQ(spool.spilled_bytes(), 0u);
@@ -56,8 +56,8 @@ TEST(TransactionSpool, SpillsBeyondItsMemoryAndReadsBackInOrder) {
   std::vector<Got> want5, want6;
   for (uint64_t i = 0; i < 3000; ++i) {
     // Some messages larger than the read-back chunk (1 MiB) and than the limit.
-    const std::string body = i % 1000 == 7 ? std::string(3 << 20, char('a' + i % 26))
-                                           : "row " + std::to_string(i);
+    const std::string body =
+        i % 1000 == 7 ? std::string(3 << 20, char('a' + i % 26)) : "row " + std::to_string(i);
     ASSERT_TRUE(spool.add(5, 5, Lsn{i}, 'I', body).ok());
     want5.push_back({i, "I" + body});
     if (i % 100 == 0) {
@@ -85,10 +85,10 @@ TEST(TransactionSpool, AbortsDropATransactionOrASubtransactionsChanges) {
   ASSERT_TRUE(spool.add(30, 30, Lsn{7}, 'I', "aborted").ok());
   spool.abort(30, 30);
   spool.abort(99, 99);  // never held: nothing
-  EXPECT_EQ(drain(spool, 20), (std::vector<Got>{{1, "Ikept 1"},
-                                                {2, "Rrelation sent in the savepoint"},
-                                                {5, "Ikept 2"},
-                                                {6, "Tkept 3"}}));
+  EXPECT_EQ(
+      drain(spool, 20),
+      (std::vector<Got>{
+          {1, "Ikept 1"}, {2, "Rrelation sent in the savepoint"}, {5, "Ikept 2"}, {6, "Tkept 3"}}));
   auto gone = spool.take(30);
   ASSERT_FALSE(gone.ok());
   EXPECT_EQ(gone.error().code(), Errc::data);

@@ -274,8 +274,8 @@ PostgresDriver::PostgresDriver(PostgresSourceOptions o)
       chunk_size_(o.snapshot_chunk_size),
       message_key_columns_(std::move(o.key_columns_by_table)),
       parallel_(int(std::min<int64_t>(o.snapshot_parallel, 64))),
-      spool_(o.stream_in_progress_memory,
-             o.stream_spill_directory.empty() ? std::filesystem::temp_directory_path().string()
+      spool_(o.stream_in_progress_memory, o.stream_spill_directory.empty()
+                                              ? std::filesystem::temp_directory_path().string()
                                               : o.stream_spill_directory) {}
 
 void PostgresDriver::name_slot_and_publication(const ConnectorContext& ctx) {

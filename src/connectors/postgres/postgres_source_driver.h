@@ -329,7 +329,7 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool heartbeat_emit_message_;
   uint64_t slot_lag_warning_;
   bool logical_messages_;
-  bool binary_values_;  // setting `binary`: COPY (FORMAT binary) and pgoutput binary
+  bool binary_values_;       // setting `binary`: COPY (FORMAT binary) and pgoutput binary
   bool stream_in_progress_;  // setting stream.in_progress: protocol 2, streaming on (PG 14+)
   bool ddl_capture_;
   std::string signal_table_setting_;
