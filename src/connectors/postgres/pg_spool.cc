@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -84,6 +85,10 @@ Status TransactionSpool::add(uint32_t xid, uint32_t subxid, Lsn lsn, char type,
         fmt::format("pgoutput: a streamed message of transaction {} outside its stream", xid));
   Txn& t = *it->second;
   const size_t before = t.mem.size();
+  // Grown by doubling, but never past the limit (a string doubling at 8 MiB would hold 16).
+  if (const size_t need = before + kHeader + 1 + body.size(); need > t.mem.capacity())
+    t.mem.reserve(
+        std::max(need, std::min(memory_limit_, std::max<size_t>(2 * t.mem.capacity(), 64 << 10))));
   char header[kHeader];
   const uint32_t len = uint32_t(1 + body.size());
   std::memcpy(header, &lsn.value, 8);

@@ -81,7 +81,7 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "Memory that in-progress transactions (stream.in_progress) may take in sluice; beyond it "
         "the largest one's changes are written to a file in stream.spill_directory and read back "
         "at its commit.")
-        .with_default("16MiB")
+        .with_default("8MiB")
         .at_least(64 << 10),
     setting<&PostgresSourceOptions::stream_spill_directory>(
         "stream.spill_directory",

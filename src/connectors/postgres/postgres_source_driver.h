@@ -136,7 +136,7 @@ struct PostgresSourceOptions {
   bool logical_messages = false;
   bool binary = true;
   bool stream_in_progress = true;
-  uint64_t stream_in_progress_memory = 16 << 20;
+  uint64_t stream_in_progress_memory = 8 << 20;
   std::string stream_spill_directory;  // empty: the system's temporary directory
   bool ddl_capture = false;
   std::string signal_table;  // empty: no signal table
