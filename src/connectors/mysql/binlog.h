@@ -103,12 +103,23 @@ struct Event {
   std::string_view body;
 };
 
-// Splits `raw` into header and body; with `crc32_checksum`, verifies and strips the trailing
-// CRC32 (a mismatch is a data error). A FORMAT_DESCRIPTION event announces its own checksum
-// algorithm: parse it with parse_format_description, which handles both.
-Result<Event> parse_event(std::string_view raw, bool crc32_checksum);
+// What ends an event: nothing, or a CRC32 to verify, or one already verified (the source's
+// network reader checks it on its own thread) or not to be checked (`binlog.verify_checksum:
+// false`), only stripped.
+enum class Checksum : uint8_t { none, verify, strip };
+
+// Splits `raw` into header and body; verifies (a mismatch is a data error) and strips the trailing
+// CRC32 as `checksum` says. A FORMAT_DESCRIPTION event announces its own checksum algorithm: parse
+// it with parse_format_description, which handles both.
+Result<Event> parse_event(std::string_view raw, Checksum checksum);
+inline Result<Event> parse_event(std::string_view raw, bool crc32_checksum) {
+  return parse_event(raw, crc32_checksum ? Checksum::verify : Checksum::none);
+}
 // The event's views point into `raw`: a temporary would leave them dangling.
+Result<Event> parse_event(std::string&& raw, Checksum checksum) = delete;
 Result<Event> parse_event(std::string&& raw, bool crc32_checksum) = delete;
+// Whether `raw` (a whole event) ends with the CRC32 of the bytes before it.
+bool crc32_matches(std::string_view raw) noexcept;
 
 struct FormatDescription {
   uint16_t binlog_version = 4;

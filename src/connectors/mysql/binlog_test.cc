@@ -165,6 +165,26 @@ TEST(BinlogTest, ChecksumMismatchIsADataError) {
   EXPECT_FALSE(parse_format_description(f).ok());
 }
 
+// The reader thread checks CRC32s (crc32_matches); the decoder then only strips them.
+TEST(BinlogTest, AVerifiedChecksumIsStrippedNotCheckedAgain) {
+  std::string e = raw(kRawXid);
+  EXPECT_TRUE(crc32_matches(e));
+  auto verified = parse_event(e, Checksum::verify);
+  ASSERT_TRUE(verified.ok());
+  auto stripped = parse_event(e, Checksum::strip);
+  ASSERT_TRUE(stripped.ok());
+  EXPECT_EQ(stripped->body, verified->body);
+  EXPECT_EQ(stripped->body.size(), e.size() - kHeaderSize - 4);
+  auto none = parse_event(e, Checksum::none);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->body.size(), e.size() - kHeaderSize);
+  e[20] ^= 0x01;
+  EXPECT_FALSE(crc32_matches(e));
+  EXPECT_FALSE(parse_event(e, Checksum::verify).ok());
+  EXPECT_TRUE(parse_event(e, Checksum::strip).ok());  // not checked
+  EXPECT_FALSE(crc32_matches(std::string_view(e).substr(0, kHeaderSize + 3)));
+}
+
 TEST(BinlogTest, TruncatedEventsAreErrors) {
   std::string e = raw(kRawWriteAll);
   EXPECT_FALSE(parse_event(std::string_view(e).substr(0, 10), true).ok());
