@@ -100,6 +100,14 @@ bool crc32_matches(std::string_view raw) noexcept {
          le32(u8(raw) + raw.size() - 4) == crc32(raw.data(), raw.size() - 4);
 }
 
+bool StreamChecksums::verified(std::string_view raw) {
+  if (raw.size() >= kHeaderSize && uint8_t(raw[4]) == kFormatDescription) {
+    if (auto fd = parse_format_description(raw); fd.ok()) crc32_ = fd->crc32;
+    return false;
+  }
+  return crc32_ && crc32_matches(raw);
+}
+
 Result<Event> parse_event(std::string_view raw, Checksum checksum) {
   if (raw.size() < kHeaderSize)
     return Error(Errc::data,

@@ -121,6 +121,21 @@ Result<Event> parse_event(std::string&& raw, bool crc32_checksum) = delete;
 // Whether `raw` (a whole event) ends with the CRC32 of the bytes before it.
 bool crc32_matches(std::string_view raw) noexcept;
 
+// The network reader's check of a stream's CRC32s, event by event in stream order: whether the
+// stream carries them follows the server's binlog_checksum at first, then each
+// FORMAT_DESCRIPTION event's announcement — as the decoder follows it.
+class StreamChecksums {
+ public:
+  explicit StreamChecksums(bool crc32) : crc32_(crc32) {}
+  // True when `raw` carries a CRC32 and it matches (the decoder then only strips it); false for a
+  // FORMAT_DESCRIPTION (it checks its own), an event without one, or a mismatch (the decoder
+  // verifies again and reports it).
+  bool verified(std::string_view raw);
+
+ private:
+  bool crc32_;
+};
+
 struct FormatDescription {
   uint16_t binlog_version = 4;
   std::string server_version;

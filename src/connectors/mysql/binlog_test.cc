@@ -185,6 +185,25 @@ TEST(BinlogTest, AVerifiedChecksumIsStrippedNotCheckedAgain) {
   EXPECT_FALSE(crc32_matches(std::string_view(e).substr(0, kHeaderSize + 3)));
 }
 
+// The reader's view follows the FORMAT_DESCRIPTION's algorithm, as the decoder does.
+TEST(BinlogTest, StreamChecksumsFollowTheFormatDescription) {
+  const std::string fde = raw(kRawFde), xid = raw(kRawXid);
+  std::string bad = xid;
+  bad[20] ^= 0x01;
+  StreamChecksums off(false);
+  EXPECT_FALSE(off.verified(xid));  // no CRC32 announced yet: nothing verified
+  EXPECT_FALSE(off.verified(fde));  // announces CRC32 (checks its own)
+  EXPECT_TRUE(off.verified(xid));
+  EXPECT_FALSE(off.verified(bad));  // left to the decoder, which reports it
+  // A FORMAT_DESCRIPTION announcing no checksum: nothing after it is taken as verified.
+  std::string none_fde = fde;
+  none_fde[none_fde.size() - 5] = 0;  // algorithm NONE (its own trailing CRC32 is then not read)
+  StreamChecksums on(true);
+  EXPECT_TRUE(on.verified(xid));
+  EXPECT_FALSE(on.verified(none_fde));
+  EXPECT_FALSE(on.verified(xid));
+}
+
 TEST(BinlogTest, TruncatedEventsAreErrors) {
   std::string e = raw(kRawWriteAll);
   EXPECT_FALSE(parse_event(std::string_view(e).substr(0, 10), true).ok());

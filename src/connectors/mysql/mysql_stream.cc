@@ -92,22 +92,15 @@ Status MysqlDriver::start_stream(State&) {
   if (len == packet_error || len == 0) return dump_error(mysql_errno(m), mysql_error(m));
   ring_ = std::make_unique<EventRing>();
   EventRing* ring = ring_.get();
-  // Copies a packet's event into the ring; checks its CRC32 there (in cache, and off the decoding
-  // thread) while the stream announces CRC32s — as the decoder would: from the server's setting,
-  // then each FORMAT_DESCRIPTION event's. The decoder checks again only what this did not.
-  const bool verify = verify_checksum_;
-  auto put = [ring, verify, crc = checksum_](const uint8_t* p, size_t n) mutable {
+  // Copies a packet's event into the ring and checks its CRC32 there (in cache, and off the
+  // decoding thread); the decoder checks again only what this did not verify.
+  auto put = [ring, verify = verify_checksum_, checksums = bl::StreamChecksums(checksum_)](
+                 const uint8_t* p, size_t n) mutable {
     char* dst = ring->reserve(n);
     if (!dst) return false;
     std::memcpy(dst, p, n);
     const std::string_view ev(dst, n);
-    bool verified = false;
-    if (n >= bl::kHeaderSize && uint8_t(ev[4]) == bl::kFormatDescription) {
-      if (auto fd = bl::parse_format_description(ev); fd.ok()) crc = fd->crc32;
-    } else if (crc && verify) {
-      verified = bl::crc32_matches(ev);
-    }
-    ring->commit(verified);
+    ring->commit(verify && checksums.verified(ev));
     return true;
   };
   put(m->net.read_pos + 1, len - 1);
