@@ -226,9 +226,17 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   row_after_.resize(n);
   std::string_view data = rows->rows;
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
-  auto to_object = [&](const std::vector<Value>& vals) {
+  // An image holds the columns its bitmap names (decode_row leaves the others absent): the same
+  // count for every row of the event.
+  const auto image_size = [n](std::string_view bitmap) {
     uint32_t cnt = 0;
-    for (size_t i = 0; i < n; ++i) cnt += !vals[i].is_absent();
+    for (size_t i = 0; i < n && i / 8 < bitmap.size(); ++i)
+      cnt += (uint8_t(bitmap[i / 8]) >> (i % 8)) & 1;
+    return cnt;
+  };
+  const uint32_t before_size = image_size(rows->present);
+  const uint32_t after_size = image_size(rows->present_after);
+  auto to_object = [&](const std::vector<Value>& vals, uint32_t cnt) {
     ObjectBuilder b = batch.object(cnt);
     for (size_t i = 0; i < n; ++i)
       if (!vals[i].is_absent()) b.add(ms.names[i], vals[i]);
@@ -280,16 +288,16 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     switch (rows->kind) {
       case bl::RowsEvent::Kind::write:
         r.op = Operation::create;
-        r.after = to_object(row_before_);
+        r.after = to_object(row_before_, before_size);
         break;
       case bl::RowsEvent::Kind::update:
         r.op = Operation::update;
-        r.before = to_object(row_before_);
-        r.after = to_object(row_after_);
+        r.before = to_object(row_before_, before_size);
+        r.after = to_object(row_after_, after_size);
         break;
       case bl::RowsEvent::Kind::remove:
         r.op = Operation::remove;
-        r.before = to_object(row_before_);
+        r.before = to_object(row_before_, before_size);
         break;
     }
     if (!ms.key.empty()) {
