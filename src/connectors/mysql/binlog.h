@@ -208,6 +208,9 @@ struct RowsEvent {
   static constexpr uint16_t kEndOfStatement = 1;
 };
 bool is_rows_event(uint8_t type) noexcept;
+// How many of the first `n` columns a rows event's column bitmap names (at most the bitmap holds):
+// the number of values in each of its row images.
+size_t count_columns(std::string_view bitmap, size_t n) noexcept;
 Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd);
 
 // What information_schema says about a column (the binlog does not carry it by default).

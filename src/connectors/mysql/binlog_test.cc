@@ -204,6 +204,14 @@ TEST(BinlogTest, StreamChecksumsFollowTheFormatDescription) {
   EXPECT_FALSE(on.verified(xid));
 }
 
+TEST(BinlogTest, CountColumnsCountsTheBitmapsFirstColumns) {
+  EXPECT_EQ(count_columns("\x0b", 8), 3u);      // columns 0, 1, 3
+  EXPECT_EQ(count_columns("\xff\x01", 9), 9u);  // 9 columns, all present
+  EXPECT_EQ(count_columns("\xff\x03", 9), 9u);  // bits past the 9th are not columns
+  EXPECT_EQ(count_columns("\xff", 12), 8u);     // no further than the bitmap
+  EXPECT_EQ(count_columns("", 3), 0u);
+}
+
 TEST(BinlogTest, TruncatedEventsAreErrors) {
   std::string e = raw(kRawWriteAll);
   EXPECT_FALSE(parse_event(std::string_view(e).substr(0, 10), true).ok());

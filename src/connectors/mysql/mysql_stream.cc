@@ -228,14 +228,8 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
   // An image holds the columns its bitmap names (decode_row leaves the others absent): the same
   // count for every row of the event.
-  const auto image_size = [n](std::string_view bitmap) {
-    uint32_t cnt = 0;
-    for (size_t i = 0; i < n && i / 8 < bitmap.size(); ++i)
-      cnt += (uint8_t(bitmap[i / 8]) >> (i % 8)) & 1;
-    return cnt;
-  };
-  const uint32_t before_size = image_size(rows->present);
-  const uint32_t after_size = image_size(rows->present_after);
+  const auto before_size = uint32_t(bl::count_columns(rows->present, n));
+  const auto after_size = uint32_t(bl::count_columns(rows->present_after, n));
   auto to_object = [&](const std::vector<Value>& vals, uint32_t cnt) {
     ObjectBuilder b = batch.object(cnt);
     for (size_t i = 0; i < n; ++i)
