@@ -95,7 +95,20 @@ static Header parse_header(const uint8_t* p) {
   return h;
 }
 
-Result<Event> parse_event(std::string_view raw, bool crc32_checksum) {
+bool crc32_matches(std::string_view raw) noexcept {
+  return raw.size() >= kHeaderSize + 4 &&
+         le32(u8(raw) + raw.size() - 4) == crc32(raw.data(), raw.size() - 4);
+}
+
+bool StreamChecksums::verified(std::string_view raw) {
+  if (raw.size() >= kHeaderSize && uint8_t(raw[4]) == kFormatDescription) {
+    if (auto fd = parse_format_description(raw); fd.ok()) crc32_ = fd->crc32;
+    return false;
+  }
+  return crc32_ && crc32_matches(raw);
+}
+
+Result<Event> parse_event(std::string_view raw, Checksum checksum) {
   if (raw.size() < kHeaderSize)
     return Error(Errc::data,
                  fmt::format("binlog event of {} bytes is shorter than its header", raw.size()));
@@ -106,8 +119,8 @@ Result<Event> parse_event(std::string_view raw, bool crc32_checksum) {
                  fmt::format("binlog event size {} does not match the {} bytes received",
                              e.header.size, raw.size()));
   size_t end = raw.size();
-  if (crc32_checksum) {
-    if (end < kHeaderSize + 4) return truncated("checksummed");
+  if (checksum != Checksum::none && end < kHeaderSize + 4) return truncated("checksummed");
+  if (checksum == Checksum::verify) {
     const uint32_t want = le32(u8(raw) + end - 4);
     const uint32_t got = crc32(raw.data(), end - 4);
     if (want != got)
@@ -116,8 +129,8 @@ Result<Event> parse_event(std::string_view raw, bool crc32_checksum) {
           fmt::format("binlog event (type {}, ending at position {}) fails its CRC32 check "
                       "(stored {:08x}, computed {:08x}): the stream is corrupt",
                       e.header.type, e.header.next_pos, want, got));
-    end -= 4;
   }
+  if (checksum != Checksum::none) end -= 4;
   e.body = raw.substr(kHeaderSize, end - kHeaderSize);
   return e;
 }
@@ -335,6 +348,12 @@ Result<TableMap> parse_table_map(const Event& e, const FormatDescription& fd) {
 bool is_rows_event(uint8_t type) noexcept {
   return (type >= kWriteRowsV1 && type <= kDeleteRowsV1) ||
          (type >= kWriteRowsV2 && type <= kDeleteRowsV2);
+}
+
+size_t count_columns(std::string_view bitmap, size_t n) noexcept {
+  size_t count = 0;
+  for (size_t i = 0; i < n && i / 8 < bitmap.size(); ++i) count += bit(bitmap, i);
+  return count;
 }
 
 Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd) {

@@ -103,12 +103,38 @@ struct Event {
   std::string_view body;
 };
 
-// Splits `raw` into header and body; with `crc32_checksum`, verifies and strips the trailing
-// CRC32 (a mismatch is a data error). A FORMAT_DESCRIPTION event announces its own checksum
-// algorithm: parse it with parse_format_description, which handles both.
-Result<Event> parse_event(std::string_view raw, bool crc32_checksum);
+// What ends an event: nothing, or a CRC32 to verify, or one already verified (the source's
+// network reader checks it on its own thread) or not to be checked (`binlog.verify_checksum:
+// false`), only stripped.
+enum class Checksum : uint8_t { none, verify, strip };
+
+// Splits `raw` into header and body; verifies (a mismatch is a data error) and strips the trailing
+// CRC32 as `checksum` says. A FORMAT_DESCRIPTION event announces its own checksum algorithm: parse
+// it with parse_format_description, which handles both.
+Result<Event> parse_event(std::string_view raw, Checksum checksum);
+inline Result<Event> parse_event(std::string_view raw, bool crc32_checksum) {
+  return parse_event(raw, crc32_checksum ? Checksum::verify : Checksum::none);
+}
 // The event's views point into `raw`: a temporary would leave them dangling.
+Result<Event> parse_event(std::string&& raw, Checksum checksum) = delete;
 Result<Event> parse_event(std::string&& raw, bool crc32_checksum) = delete;
+// Whether `raw` (a whole event) ends with the CRC32 of the bytes before it.
+bool crc32_matches(std::string_view raw) noexcept;
+
+// The network reader's check of a stream's CRC32s, event by event in stream order: whether the
+// stream carries them follows the server's binlog_checksum at first, then each
+// FORMAT_DESCRIPTION event's announcement — as the decoder follows it.
+class StreamChecksums {
+ public:
+  explicit StreamChecksums(bool crc32) : crc32_(crc32) {}
+  // True when `raw` carries a CRC32 and it matches (the decoder then only strips it); false for a
+  // FORMAT_DESCRIPTION (it checks its own), an event without one, or a mismatch (the decoder
+  // verifies again and reports it).
+  bool verified(std::string_view raw);
+
+ private:
+  bool crc32_;
+};
 
 struct FormatDescription {
   uint16_t binlog_version = 4;
@@ -182,6 +208,9 @@ struct RowsEvent {
   static constexpr uint16_t kEndOfStatement = 1;
 };
 bool is_rows_event(uint8_t type) noexcept;
+// How many of the first `n` columns a rows event's column bitmap names (at most the bitmap holds):
+// the number of values in each of its row images.
+size_t count_columns(std::string_view bitmap, size_t n) noexcept;
 Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd);
 
 // What information_schema says about a column (the binlog does not carry it by default).

@@ -100,8 +100,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
   };
   if (present.size() * 8 < n)
     return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
-  size_t npresent = 0;
-  for (size_t i = 0; i < n; ++i) npresent += bit(present, i);
+  const size_t npresent = count_columns(present, n);
   const size_t null_bytes = (npresent + 7) / 8;
   if (data.size() < null_bytes) return truncated("ROWS");
   const std::string_view nulls = data.substr(0, null_bytes);

@@ -165,6 +165,53 @@ TEST(BinlogTest, ChecksumMismatchIsADataError) {
   EXPECT_FALSE(parse_format_description(f).ok());
 }
 
+// The reader thread checks CRC32s (crc32_matches); the decoder then only strips them.
+TEST(BinlogTest, AVerifiedChecksumIsStrippedNotCheckedAgain) {
+  std::string e = raw(kRawXid);
+  EXPECT_TRUE(crc32_matches(e));
+  auto verified = parse_event(e, Checksum::verify);
+  ASSERT_TRUE(verified.ok());
+  auto stripped = parse_event(e, Checksum::strip);
+  ASSERT_TRUE(stripped.ok());
+  EXPECT_EQ(stripped->body, verified->body);
+  EXPECT_EQ(stripped->body.size(), e.size() - kHeaderSize - 4);
+  auto none = parse_event(e, Checksum::none);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->body.size(), e.size() - kHeaderSize);
+  e[20] ^= 0x01;
+  EXPECT_FALSE(crc32_matches(e));
+  EXPECT_FALSE(parse_event(e, Checksum::verify).ok());
+  EXPECT_TRUE(parse_event(e, Checksum::strip).ok());  // not checked
+  EXPECT_FALSE(crc32_matches(std::string_view(e).substr(0, kHeaderSize + 3)));
+}
+
+// The reader's view follows the FORMAT_DESCRIPTION's algorithm, as the decoder does.
+TEST(BinlogTest, StreamChecksumsFollowTheFormatDescription) {
+  const std::string fde = raw(kRawFde), xid = raw(kRawXid);
+  std::string bad = xid;
+  bad[20] ^= 0x01;
+  StreamChecksums off(false);
+  EXPECT_FALSE(off.verified(xid));  // no CRC32 announced yet: nothing verified
+  EXPECT_FALSE(off.verified(fde));  // announces CRC32 (checks its own)
+  EXPECT_TRUE(off.verified(xid));
+  EXPECT_FALSE(off.verified(bad));  // left to the decoder, which reports it
+  // A FORMAT_DESCRIPTION announcing no checksum: nothing after it is taken as verified.
+  std::string none_fde = fde;
+  none_fde[none_fde.size() - 5] = 0;  // algorithm NONE (its own trailing CRC32 is then not read)
+  StreamChecksums on(true);
+  EXPECT_TRUE(on.verified(xid));
+  EXPECT_FALSE(on.verified(none_fde));
+  EXPECT_FALSE(on.verified(xid));
+}
+
+TEST(BinlogTest, CountColumnsCountsTheBitmapsFirstColumns) {
+  EXPECT_EQ(count_columns("\x0b", 8), 3u);      // columns 0, 1, 3
+  EXPECT_EQ(count_columns("\xff\x01", 9), 9u);  // 9 columns, all present
+  EXPECT_EQ(count_columns("\xff\x03", 9), 9u);  // bits past the 9th are not columns
+  EXPECT_EQ(count_columns("\xff", 12), 8u);     // no further than the bitmap
+  EXPECT_EQ(count_columns("", 3), 0u);
+}
+
 TEST(BinlogTest, TruncatedEventsAreErrors) {
   std::string e = raw(kRawWriteAll);
   EXPECT_FALSE(parse_event(std::string_view(e).substr(0, 10), true).ok());

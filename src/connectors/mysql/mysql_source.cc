@@ -70,6 +70,14 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
         "three periods is considered dead and reopened.")
         .with_default("10s")
         .at_least(1000),
+    setting<&MysqlSourceOptions::verify_checksum>(
+        "binlog.verify_checksum",
+        "Verify each binlog event's CRC32 (when the server writes them: binlog_checksum=CRC32), on "
+        "the thread that reads the connection. false: only strip them, which saves sluice that "
+        "work; allowed only on a checked transport (tls.mode required, verify_ca or "
+        "verify_identity: TLS detects corruption in transit), and nothing then detects an event "
+        "the server read corrupt from its own binlog file.")
+        .with_default("true"),
     setting<&MysqlSourceOptions::tls_mode>(
         "tls.mode",
         "TLS to the server. disabled: never; preferred: when the server offers it; required: always, "
@@ -139,6 +147,13 @@ Status finalize(MysqlSourceOptions& o) {
                       quote_user_text(t)));
   }
   SLUICE_TRY(check_tls_settings({o.tls_mode, o.tls_ca, o.tls_cert, o.tls_key, o.tls_key_password}));
+  if (!o.verify_checksum && (o.tls_mode == "disabled" || o.tls_mode == "preferred"))
+    return Error(Errc::config,
+                 fmt::format("setting 'binlog.verify_checksum: false' needs a checked transport: "
+                             "tls.mode is {}, which may carry the binlog in plain text (set "
+                             "tls.mode to required, verify_ca or verify_identity, or verify "
+                             "the checksums)",
+                             o.tls_mode));
   for (const auto& [table, columns] : o.message_key_columns) {
     const size_t dot = table.find('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == table.size() ||
@@ -168,6 +183,7 @@ Status finalize(MysqlSourceOptions& o) {
 MysqlDriver::MysqlDriver(MysqlSourceOptions o)
     : tables_setting_(std::move(o.tables)),
       zero_dates_null_(o.zero_dates == "null"),
+      verify_checksum_(o.verify_checksum),
       message_key_columns_(std::move(o.key_columns_by_table)),
       mode_(std::move(o.snapshot_mode)),
       chunk_size_(o.snapshot_chunk_size),

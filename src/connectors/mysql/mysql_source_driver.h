@@ -8,6 +8,7 @@
 //   mysql_source_types.cc       snapshot text values → the Values the binlog decoder produces
 //   mysql_snapshot.cc           the snapshot: consistent-snapshot transaction, keyset chunks
 //   mysql_stream.cc             the binlog stream: COM_BINLOG_DUMP, events → records
+//   binlog_event_ring.cc        the events' bytes between the stream's reader thread and decoding
 //   mysql_ddl.cc                QUERY events: DDL → schema history and schema records, TRUNCATE,
 //                               statement-based DML (refused)
 //   mysql_ddl_parse.cc          the statements' forms (ALTER / CREATE / DROP / RENAME, DML)
@@ -17,11 +18,8 @@
 //   mysql_doctor.cc             `sluice doctor`: the server's set-up, privileges, the checkpoint
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -36,6 +34,7 @@
 #include "connectors/common/key_columns.h"
 #include "connectors/common/log_source.h"
 #include "connectors/mysql/binlog.h"
+#include "connectors/mysql/binlog_event_ring.h"
 #include "connectors/mysql/mysql_connection.h"
 #include "connectors/mysql/mysql_schema_history.h"
 
@@ -91,26 +90,6 @@ std::string qualified_name(std::string_view db, std::string_view table);
 std::optional<std::pair<std::string, std::string>> parse_qualified_name(
     std::string_view s, std::string_view default_db);
 
-// Reads events off the dump connection on its own thread, so that the network and decoding
-// overlap; bounded by bytes.
-class EventQueue {
- public:
-  void push(std::string ev);
-  void fail(Error e);
-  // Pops into `out`; false on timeout. An error is returned once the queue is drained.
-  Result<bool> pop(std::string* out, std::chrono::steady_clock::time_point deadline);
-  void stop();
-
- private:
-  static constexpr size_t kMaxBytes = 8u << 20;
-  std::mutex mu_;
-  std::condition_variable not_full_, not_empty_;
-  std::deque<std::string> q_;
-  size_t bytes_ = 0;
-  bool stopped_ = false;
-  std::optional<Error> error_;
-};
-
 // The settings the source runs on, bound by the table in mysql_source.cc (which writes the
 // defaults) and checked by its finalize().
 struct MysqlSourceOptions {
@@ -119,6 +98,7 @@ struct MysqlSourceOptions {
   std::vector<std::string> tables;
   std::string snapshot_mode;
   std::string zero_dates;           // reject | null
+  bool verify_checksum = true;      // binlog.verify_checksum
   int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1
   int64_t server_id = 0;            // 0: derived from the pipeline id
   std::chrono::milliseconds heartbeat_interval{};
@@ -186,7 +166,8 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   Status begin_snapshot(bool fresh);
   // mysql_stream.cc
   void close_stream() noexcept;
-  Status handle_event(Batch& batch, std::string_view raw);
+  // `crc_verified`: the reader thread checked the event's CRC32 (EventRing::Event).
+  Status handle_event(Batch& batch, std::string_view raw, bool crc_verified);
   Status handle_rows(Batch& batch, const bl::Event& e);
   void begin_tx(uint32_t start, const bl::Header& h);
   void commit_tx(uint32_t next_pos);
@@ -238,6 +219,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   }();
   std::vector<std::string> tables_setting_;
   bool zero_dates_null_ = false;  // zero_dates: null
+  bool verify_checksum_ = true;   // binlog.verify_checksum: the reader thread checks each CRC32
   KeyColumnsByTable message_key_columns_;
   std::string mode_;
   int64_t chunk_size_;
@@ -268,8 +250,9 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // stream
   MysqlConn rpl_conn_;
   MARIADB_RPL* rpl_ = nullptr;
-  EventQueue* queue_ = nullptr;
-  std::unique_ptr<EventQueue> queue_owner_;
+  // Events read off the dump connection by reader_, decoded on the source's thread; the network
+  // and decoding overlap.
+  std::unique_ptr<EventRing> ring_;
   std::jthread reader_;
   std::optional<bl::FormatDescription> fd_;
   bool checksum_ = false;  // events carry a CRC32
@@ -279,7 +262,6 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   std::string tx_gtid_text_;             // the current transaction's GTID (metadata)
   uint32_t tx_time_ = 0;
   uint32_t tx_server_id_ = 0;  // the server that wrote the transaction (event header)
-  std::string event_buf_;
   std::vector<Value> row_before_, row_after_;
 };
 

@@ -50,6 +50,22 @@ TEST(MysqlSourceConfig, SettingsAreValidated) {
   EXPECT_FALSE(make({{"url", "mysql://u:p@h/d"}, {"snapshot.mode", "sometimes"}}).ok());
 }
 
+// Checksums may go unverified only where TLS checks the bytes in transit.
+TEST(MysqlSourceConfig, UnverifiedChecksumsNeedACheckedTransport) {
+  const std::string url = "mysql://u:p@h/d";
+  EXPECT_TRUE(make({{"url", url}, {"binlog.verify_checksum", "true"}}).ok());
+  for (const char* mode : {"disabled", "preferred"}) {
+    auto plain = make({{"url", url}, {"binlog.verify_checksum", "false"}, {"tls.mode", mode}});
+    ASSERT_FALSE(plain.ok()) << mode;
+    EXPECT_NE(plain.error().message().find("binlog.verify_checksum"), std::string::npos);
+    EXPECT_NE(plain.error().message().find(mode), std::string::npos);
+  }
+  auto plain_default = make({{"url", url}, {"binlog.verify_checksum", "false"}});
+  EXPECT_FALSE(plain_default.ok());  // tls.mode preferred may fall back to plain text
+  EXPECT_TRUE(
+      make({{"url", url}, {"binlog.verify_checksum", "false"}, {"tls.mode", "required"}}).ok());
+}
+
 // The destination's options struct keeps initializers for code that builds it directly; they must
 // be the settings table's defaults.
 TEST(MysqlSettings, DestinationDefaultsMatchTheOptionsStruct) {

@@ -1,54 +1,20 @@
 // The mysql change stream: COM_BINLOG_DUMP (libmariadb's mariadb_rpl_open) from the position — by
-// GTID on MariaDB (@slave_connect_state) — raw events read on a reader thread into a bounded
-// queue, decoded by our own decoder (binlog.h) into records on the source's thread.
+// GTID on MariaDB (@slave_connect_state) — raw events read on a reader thread into a ring of memory
+// (binlog_event_ring.h; the reader also checks their CRC32s), decoded by our own decoder
+// (binlog.h) into records on the source's thread.
 #include <fmt/format.h>
 #include <mysqld_error.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "connectors/mysql/mysql_source_driver.h"
 
 namespace sluice::mysql {
 
 using Clock = std::chrono::steady_clock;
-
-void EventQueue::push(std::string ev) {
-  std::unique_lock lock(mu_);
-  not_full_.wait(lock, [&] { return bytes_ < kMaxBytes || stopped_; });
-  if (stopped_) return;
-  bytes_ += ev.size();
-  q_.push_back(std::move(ev));
-  not_empty_.notify_one();
-}
-
-void EventQueue::fail(Error e) {
-  std::lock_guard lock(mu_);
-  if (!error_) error_ = std::move(e);
-  not_empty_.notify_one();
-}
-
-Result<bool> EventQueue::pop(std::string* out, std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  not_empty_.wait_until(lock, deadline, [&] { return !q_.empty() || error_; });
-  if (!q_.empty()) {
-    out->swap(q_.front());
-    bytes_ -= out->size();
-    q_.pop_front();
-    not_full_.notify_one();
-    return true;
-  }
-  if (error_) return *error_;
-  return false;
-}
-
-void EventQueue::stop() {
-  std::lock_guard lock(mu_);
-  stopped_ = true;
-  not_full_.notify_all();
-  not_empty_.notify_all();
-}
 
 Status MysqlDriver::start_stream(State&) {
   close_stream();
@@ -124,13 +90,22 @@ Status MysqlDriver::start_stream(State&) {
   // The first packet tells whether the server accepted the position.
   const unsigned long len = mysql_net_read_packet(m);
   if (len == packet_error || len == 0) return dump_error(mysql_errno(m), mysql_error(m));
-  std::string first(reinterpret_cast<const char*>(m->net.read_pos) + 1, len - 1);
-  queue_owner_ = std::make_unique<EventQueue>();
-  queue_ = queue_owner_.get();
-  queue_->push(std::move(first));
-  EventQueue* q2 = queue_;
+  ring_ = std::make_unique<EventRing>();
+  EventRing* ring = ring_.get();
+  // Copies a packet's event into the ring and checks its CRC32 there (in cache, and off the
+  // decoding thread); the decoder checks again only what this did not verify.
+  auto put = [ring, verify = verify_checksum_, checksums = bl::StreamChecksums(checksum_)](
+                 const uint8_t* p, size_t n) mutable {
+    char* dst = ring->reserve(n);
+    if (!dst) return false;
+    std::memcpy(dst, p, n);
+    const std::string_view ev(dst, n);
+    ring->commit(verify && checksums.verified(ev));
+    return true;
+  };
+  put(m->net.read_pos + 1, len - 1);
   const auto read_timeout = std::chrono::seconds(dump_options.read_timeout_s);
-  reader_ = std::jthread([m, q2, dump_error, read_timeout](std::stop_token st) {
+  reader_ = std::jthread([m, ring, put, dump_error, read_timeout](std::stop_token st) mutable {
     auto last_packet = Clock::now();
     while (!st.stop_requested()) {
       const unsigned long n = mysql_net_read_packet(m);
@@ -138,7 +113,7 @@ Status MysqlDriver::start_stream(State&) {
         const auto silent = Clock::now() - last_packet;
         if (!st.stop_requested() && silent >= read_timeout - std::chrono::milliseconds(500)) {
           // Not even a heartbeat for the read timeout: the connection is taken for dead.
-          q2->fail(
+          ring->fail(
               Error(Errc::timeout,
                     fmt::format("the binlog stream was silent for {} s, beyond 3 x "
                                 "heartbeat.interval ({} s): taking it for dead and "
@@ -148,16 +123,16 @@ Status MysqlDriver::start_stream(State&) {
                     true));
           return;
         }
-        q2->fail(dump_error(mysql_errno(m), mysql_error(m)));
+        ring->fail(dump_error(mysql_errno(m), mysql_error(m)));
         return;
       }
       last_packet = Clock::now();
       const uint8_t* p = m->net.read_pos;
       if (p[0] == 0xfe && n < 8) {
-        q2->fail(Error(Errc::connection, "the server ended the binlog stream", true));
+        ring->fail(Error(Errc::connection, "the server ended the binlog stream", true));
         return;
       }
-      q2->push(std::string(reinterpret_cast<const char*>(p) + 1, n - 1));
+      if (!put(p + 1, n - 1)) return;  // stopped
     }
   });
   fd_.reset();
@@ -170,7 +145,7 @@ Status MysqlDriver::start_stream(State&) {
 void MysqlDriver::close_stream() noexcept {
   if (reader_.joinable()) {
     reader_.request_stop();
-    if (queue_) queue_->stop();
+    if (ring_) ring_->stop();
     if (rpl_conn_) {
       const int fd = int(mysql_get_socket(rpl_conn_.get()));
       if (fd >= 0) ::shutdown(fd, SHUT_RDWR);  // unblocks the reader's read
@@ -184,8 +159,7 @@ void MysqlDriver::close_stream() noexcept {
     rpl_ = nullptr;
   }
   rpl_conn_.reset();
-  queue_ = nullptr;
-  queue_owner_.reset();
+  ring_.reset();
 }
 
 void MysqlDriver::stop_stream(State&) noexcept {
@@ -252,9 +226,11 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   row_after_.resize(n);
   std::string_view data = rows->rows;
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
-  auto to_object = [&](const std::vector<Value>& vals) {
-    uint32_t cnt = 0;
-    for (size_t i = 0; i < n; ++i) cnt += !vals[i].is_absent();
+  // An image holds the columns its bitmap names (decode_row leaves the others absent): the same
+  // count for every row of the event.
+  const auto before_size = uint32_t(bl::count_columns(rows->present, n));
+  const auto after_size = uint32_t(bl::count_columns(rows->present_after, n));
+  auto to_object = [&](const std::vector<Value>& vals, uint32_t cnt) {
     ObjectBuilder b = batch.object(cnt);
     for (size_t i = 0; i < n; ++i)
       if (!vals[i].is_absent()) b.add(ms.names[i], vals[i]);
@@ -306,16 +282,16 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     switch (rows->kind) {
       case bl::RowsEvent::Kind::write:
         r.op = Operation::create;
-        r.after = to_object(row_before_);
+        r.after = to_object(row_before_, before_size);
         break;
       case bl::RowsEvent::Kind::update:
         r.op = Operation::update;
-        r.before = to_object(row_before_);
-        r.after = to_object(row_after_);
+        r.before = to_object(row_before_, before_size);
+        r.after = to_object(row_after_, after_size);
         break;
       case bl::RowsEvent::Kind::remove:
         r.op = Operation::remove;
-        r.before = to_object(row_before_);
+        r.before = to_object(row_before_, before_size);
         break;
     }
     if (!ms.key.empty()) {
@@ -334,7 +310,7 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   return ok_status();
 }
 
-Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
+Status MysqlDriver::handle_event(Batch& batch, std::string_view raw, bool crc_verified) {
   if (raw.size() < bl::kHeaderSize)
     return Error(Errc::data, "binlog event shorter than its header");
   const uint8_t type = uint8_t(raw[4]);
@@ -345,7 +321,10 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw) {
     checksum_ = fd_->crc32;
     return ok_status();
   }
-  auto ev = bl::parse_event(raw, checksum_);
+  const bl::Checksum checksum = !checksum_                          ? bl::Checksum::none
+                                : crc_verified || !verify_checksum_ ? bl::Checksum::strip
+                                                                    : bl::Checksum::verify;
+  auto ev = bl::parse_event(raw, checksum);
   if (!ev.ok()) return std::move(ev).error();
   const bl::Event& e = ev.value();
   const uint32_t start = e.header.next_pos >= e.header.size ? e.header.next_pos - e.header.size : 0;
@@ -434,7 +413,8 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
     const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
-    auto got = queue_->pop(&event_buf_, deadline);
+    EventRing::Event ev;
+    auto got = ring_->pop(&ev, deadline);
     if (!got.ok()) {
       Error e = std::move(got).error();
       if (!e.retriable()) return e;
@@ -451,7 +431,9 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
       break;
     }
     const size_t before = batch.size();
-    if (Status st = handle_event(batch, event_buf_); !st.ok()) return st.error();
+    Status st = handle_event(batch, ev.bytes, ev.crc_verified);
+    ring_->release();
+    if (!st.ok()) return st.error();
     if (before == 0 && batch.size() > 0) first = Clock::now();
   }
   return idle ? StreamRead::idle : StreamRead::more;
