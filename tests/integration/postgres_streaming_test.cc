@@ -137,6 +137,49 @@ TEST(PgStreaming, OffGivesTheSameRecordsThroughTheServersSpill) {
   src->close();
 }
 
+// A column added in the middle of a streamed transaction: the changes before it have the old
+// columns, those after it the new one, and so has a transaction after it — the Relation messages
+// held with the transaction take effect at its commit, in order.
+TEST(PgStreaming, AColumnAddedInsideAStreamedTransactionAppliesFromThereOn) {
+  TestDb db("streaming_ddl");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE big (id int PRIMARY KEY, v text)"));
+  auto src = open_streaming(db, "t_streaming_ddl", {{"stream.in_progress_memory", "64KiB"}});
+  ASSERT_TRUE(src);
+  Reader reader(*src);
+  ASSERT_TRUE(reader.drain());
+  ASSERT_TRUE(db.sql().exec(
+      "BEGIN; INSERT INTO big SELECT g, repeat(md5(g::text), 4) FROM generate_series(1, 2000) g;"
+      "ALTER TABLE big ADD COLUMN extra int;"
+      "INSERT INTO big SELECT g, repeat(md5(g::text), 4), g FROM generate_series(2001, 4000) g;"
+      "COMMIT; INSERT INTO big (id, v) VALUES (4001, 'after')"));
+  ASSERT_TRUE(reader.read_until(
+      [&](const auto& rs) {
+        size_t n = 0;
+        for (const Record* r : rs) n += r->op == Operation::create;
+        return n >= 4001;
+      },
+      60s));
+  std::vector<const Record*> rows;
+  for (const Record* r : reader.records())
+    if (r->op == Operation::create) rows.push_back(r);
+  ASSERT_EQ(rows.size(), 4001u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t id = int64_t(i + 1);
+    ASSERT_EQ(rows[i]->after.find("id")->as_int64(), id);
+    const Value* extra = rows[i]->after.find("extra");
+    if (id <= 2000) {
+      EXPECT_EQ(extra, nullptr) << "row " << id << " has " << to_debug_string(*extra);
+    } else {
+      ASSERT_NE(extra, nullptr) << "row " << id;
+      if (id <= 4000) EXPECT_EQ(extra->as_int64(), id) << "row " << id;
+      else EXPECT_TRUE(extra->is_null()) << "row " << id << ": " << to_debug_string(*extra);
+    }
+  }
+  EXPECT_GE(slot_stat(db, "sluice_t_streaming_ddl", "stream_txns"), 1);
+  src->close();
+}
+
 // The walsender is terminated while a large transaction is streamed (before its commit) and again
 // while its records are forwarded: every change arrives once, in order, and the positions never go
 // back. Batches are small, so the held transaction is forwarded over many reads.
