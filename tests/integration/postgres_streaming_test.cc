@@ -137,6 +137,45 @@ TEST(PgStreaming, OffGivesTheSameRecordsThroughTheServersSpill) {
   src->close();
 }
 
+// Two large transactions in progress at once, their blocks interleaved and one of them spilled
+// while the other grows: each arrives whole at its own commit, the later-begun one first.
+TEST(PgStreaming, InterleavedInProgressTransactionsArriveEachWholeInCommitOrder) {
+  TestDb db("streaming_two");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE big (id int PRIMARY KEY, v text)"));
+  auto src = open_streaming(db, "t_streaming_two", {{"stream.in_progress_memory", "64KiB"}});
+  ASSERT_TRUE(src);
+  Reader reader(*src);
+  ASSERT_TRUE(reader.drain());
+  Conn b(db.url());
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(db.sql().exec("BEGIN"));
+  ASSERT_TRUE(b.exec("BEGIN"));
+  for (int round = 0; round < 4; ++round) {  // A: 1..4000, B: 100001..104000, 1,000 at a time
+    const int a0 = round * 1000 + 1, b0 = 100000 + round * 1000 + 1;
+    ASSERT_TRUE(
+        db.sql().exec("INSERT INTO big SELECT g, repeat(md5(g::text), 4) FROM "
+                      "generate_series(" +
+                      std::to_string(a0) + ", " + std::to_string(a0 + 999) + ") g"));
+    ASSERT_TRUE(b.exec("INSERT INTO big SELECT g, repeat(md5(g::text), 4) FROM generate_series(" +
+                       std::to_string(b0) + ", " + std::to_string(b0 + 999) + ") g"));
+  }
+  ASSERT_TRUE(b.exec("COMMIT"));
+  ASSERT_TRUE(db.sql().exec("COMMIT"));
+  ASSERT_TRUE(reader.read_count(8000, 60s));
+  ASSERT_TRUE(reader.drain());
+  std::vector<int64_t> want;
+  append_range(&want, 100001, 104000);
+  append_range(&want, 1, 4000);
+  const auto got = ids_of(reader.records());
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "first difference at record "
+                           << (std::mismatch(got.begin(), got.end(), want.begin()).first -
+                               got.begin());
+  EXPECT_GE(slot_stat(db, "sluice_t_streaming_two", "stream_txns"), 2);
+  src->close();
+}
+
 // A column added in the middle of a streamed transaction: the changes before it have the old
 // columns, those after it the new one, and so has a transaction after it — the Relation messages
 // held with the transaction take effect at its commit, in order.
