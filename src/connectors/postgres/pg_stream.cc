@@ -425,6 +425,16 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
   const auto started = Clock::now();
   Clock::time_point first{};
   bool idle = false;
+  // After a message, read or replayed: notes the batch's first record; true when the stream is to
+  // start again in text from what was read (handle_message met a column only text can carry).
+  auto after_message = [&](size_t before) {
+    if (before == 0 && batch.size() > 0) first = Clock::now();
+    if (!restart_stream_) return false;
+    restart_stream_ = false;
+    streaming_ = false;
+    repl_.reset();
+    return true;
+  };
   spooled_ = false;
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
@@ -432,13 +442,7 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
     if (replay_) {  // a streamed transaction that committed: its messages, then its commit
       const size_t before = batch.size();
       if (Status st = replay_next(batch); !st.ok()) return st.error();
-      if (restart_stream_) {
-        restart_stream_ = false;
-        streaming_ = false;
-        repl_.reset();
-        return StreamRead::lost;
-      }
-      if (before == 0 && batch.size() > 0) first = Clock::now();
+      if (after_message(before)) return StreamRead::lost;
       continue;
     }
     char* buf = nullptr;
@@ -450,13 +454,7 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       Status st = handle_xlog(batch, buf, n);
       PQfreemem(buf);
       if (!st.ok()) return st.error();
-      if (restart_stream_) {  // in text from here (handle_xlog): from what was read
-        restart_stream_ = false;
-        streaming_ = false;
-        repl_.reset();
-        return StreamRead::lost;
-      }
-      if (before == 0 && batch.size() > 0) first = Clock::now();
+      if (after_message(before)) return StreamRead::lost;
       continue;
     }
     if (n == 0) {
