@@ -248,6 +248,22 @@ inline bool starts_with(const std::string& s, const std::string& prefix) {
   return s.rfind(prefix, 0) == 0;
 }
 
+// The positions the reader saw never go back (position_order); each starts with `prefix` when one
+// is given.
+inline void expect_positions_never_go_back(const Reader& reader, const std::string& prefix = "") {
+  std::string prev;
+  for (const auto& [n, pos] : reader.positions()) {
+    if (!prefix.empty()) {
+      ASSERT_TRUE(starts_with(pos, prefix)) << pos;
+    }
+    if (!prev.empty()) {
+      EXPECT_TRUE(position_order(pos) >= position_order(prev))
+          << "position went back from " << prev << " to " << pos << " after " << n << " records";
+    }
+    prev = pos;
+  }
+}
+
 // Compares table `table` in PostgreSQL with the SQLite table of the same name, row by row on the
 // given columns (PostgreSQL side cast to text; `pg_cols` and `sqlite_cols` pair up, the first is
 // the key, ordered by it). Returns the number of differences (the first few are reported).

@@ -816,15 +816,7 @@ TEST(PostgresSource, ReconnectInsideATransactionResumesExactlyAndPositionsNeverR
     const Value* id = reader.records()[i]->after.find("id");
     ASSERT_TRUE(id && id->as_int64() == int64_t(i + 1)) << "record " << i << " is " << dbg(id);
   }
-  std::string prev;
-  for (const auto& [n, pos] : reader.positions()) {
-    ASSERT_TRUE(starts_with(pos, "cdc ")) << pos;
-    if (!prev.empty()) {
-      EXPECT_TRUE(position_order(pos) >= position_order(prev))
-          << "position went back from " << prev << " to " << pos << " after " << n << " records";
-    }
-    prev = pos;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_positions_never_go_back(reader, "cdc "));
   src->close();
 }
 

@@ -45,6 +45,14 @@ std::vector<int64_t> ids_of(const std::vector<const Record*>& rs) {
   return ids;
 }
 
+// The records' ids are exactly `want`, in order (else where they first differ).
+void expect_ids(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want) << "first difference at record "
+                           << (std::mismatch(got.begin(), got.end(), want.begin()).first -
+                               got.begin());
+}
+
 void append_range(std::vector<int64_t>* v, int64_t from, int64_t to) {
   for (int64_t i = from; i <= to; ++i) v->push_back(i);
 }
@@ -102,10 +110,7 @@ TEST(PgStreaming, InProgressTransactionsArriveAtCommitWithoutWhatWasRolledBack) 
         [&](const auto& rs) { return !rs.empty() && ids_of(rs).back() == 9002; }, 60s));
     ASSERT_TRUE(reader.drain());
     const auto got = ids_of(reader.records());
-    ASSERT_EQ(got.size(), want.size());
-    EXPECT_TRUE(got == want) << "first difference at record "
-                             << (std::mismatch(got.begin(), got.end(), want.begin()).first -
-                                 got.begin());
+    ASSERT_NO_FATAL_FAILURE(expect_ids(got, want));
     // The update of 5001 within the transaction, and the delete rolled back to s3 never arrived.
     const Record* upd = reader.records()[want.size() - 2];
     EXPECT_EQ(upd->op, Operation::update);
@@ -168,10 +173,7 @@ TEST(PgStreaming, InterleavedInProgressTransactionsArriveEachWholeInCommitOrder)
   append_range(&want, 100001, 104000);
   append_range(&want, 1, 4000);
   const auto got = ids_of(reader.records());
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_TRUE(got == want) << "first difference at record "
-                           << (std::mismatch(got.begin(), got.end(), want.begin()).first -
-                               got.begin());
+  ASSERT_NO_FATAL_FAILURE(expect_ids(got, want));
   EXPECT_GE(slot_stat(db, "sluice_t_streaming_two", "stream_txns"), 2);
   src->close();
 }
@@ -253,18 +255,8 @@ TEST(PgStreaming, AReconnectWhileATransactionIsHeldOrForwardedRepeatsAndLosesNot
   std::vector<int64_t> want;
   append_range(&want, 1, kRows + 1);
   const auto got = ids_of(reader.records());
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_TRUE(got == want) << "first difference at record "
-                           << (std::mismatch(got.begin(), got.end(), want.begin()).first -
-                               got.begin());
-  std::string prev;
-  for (const auto& [n, pos] : reader.positions()) {
-    if (!prev.empty()) {
-      EXPECT_TRUE(position_order(pos) >= position_order(prev))
-          << "position went back from " << prev << " to " << pos << " after " << n << " records";
-    }
-    prev = pos;
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_ids(got, want));
+  expect_positions_never_go_back(reader);
   src->close();
 }
 
