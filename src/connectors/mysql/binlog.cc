@@ -4,7 +4,7 @@
 #include "connectors/mysql/binlog.h"
 
 #include <fmt/format.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <algorithm>
 #include <array>
@@ -24,17 +24,9 @@ using namespace wire;  // NOLINT: the decoder's own field readers
 namespace {}  // namespace
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc) noexcept {
-  // zlib's (the same CRC-32 as the server's; slice-by-N or hardware-assisted), in chunks its
-  // uInt length can hold.
-  const auto* p = static_cast<const Bytef*>(data);
-  uLong c = crc;
-  while (n > 0) {
-    const uInt chunk = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
-    c = ::crc32(c, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(c);
+  // libdeflate's: the same CRC-32 as the server's, with carry-less multiplication where the CPU
+  // has it.
+  return libdeflate_crc32(crc, data, n);
 }
 
 bool read_lenenc(std::string_view& in, uint64_t* out) noexcept {

@@ -32,18 +32,26 @@ char* EventRing::reserve(size_t n) {
   std::unique_lock lock(mu_);
   const size_t room = std::max<size_t>(n, 1);  // an empty event still takes a byte: head_ moves
   if (room > capacity_) {
+    reader_waiting_ = true;
+    reader_needs_ = room;
     room_.wait(lock, [&] { return stopped_ || slots_.empty(); });
+    reader_waiting_ = false;
     if (stopped_) return nullptr;
     big_.resize(n);
     reserved_ = Slot{0, n, true, false};
     return big_.data();
   }
-  std::optional<size_t> at;
-  room_.wait(lock, [&] {
-    if (stopped_) return true;
-    at = fit(room);
-    return at.has_value();
-  });
+  std::optional<size_t> at = fit(room);
+  if (!at) {
+    reader_waiting_ = true;
+    reader_needs_ = room;
+    room_.wait(lock, [&] {
+      if (stopped_) return true;
+      at = fit(room);
+      return at.has_value();
+    });
+    reader_waiting_ = false;
+  }
   if (stopped_) return nullptr;
   reserved_ = Slot{*at, n, false, false};
   head_ = *at + room;
@@ -85,7 +93,15 @@ void EventRing::release() {
   if (slots_.front().own_buffer) std::string().swap(big_);  // its memory goes back at once
   slots_.pop_front();
   --popped_;
-  room_.notify_one();
+  if (!reader_waiting_) return;
+  // Wake the reader for a good stretch of room, not for every event's: or at once when the decoder
+  // has nothing left to take (it is about to wait for the reader).
+  const bool now = reader_needs_ > capacity_
+                       ? slots_.empty()
+                       : fit(reader_needs_).has_value() &&
+                             (popped_ == slots_.size() ||
+                              fit(std::max(reader_needs_, capacity_ / 4)).has_value());
+  if (now) room_.notify_one();
 }
 
 void EventRing::stop() {

@@ -11,9 +11,16 @@
 //   decoder:       pop() ─▶ decode ─▶ release()                        (in the order popped)
 //
 // Bounded by its capacity: a reader ahead of the decoder waits for room, so the ring is the whole
-// read-ahead. An event that does not fit in the ring (a row image of many megabytes) is written
-// to a buffer of its own once everything before it was released. An error (the connection broke)
-// comes out of pop() after every event committed before it.
+// read-ahead.
+//
+// A reader waiting for room is woken once a quarter of the ring (or what it needs, if more) is
+// free in one piece, or once the decoder has taken every committed event: not for each event
+// released, which made the two threads take turns event by event (a futex call, an
+// inter-processor interrupt and two context switches each) whenever the decoder was behind. A
+// waiting decoder is woken by every commit: it waits only when it has nothing to do, and holding
+// events back from it would delay them. An event that does not fit in the ring (a row image of many
+// megabytes) is written to a buffer of its own once everything before it was released. An error
+// (the connection broke) comes out of pop() after every event committed before it.
 #pragma once
 
 #include <chrono>
@@ -81,6 +88,9 @@ class EventRing {
   size_t popped_ = 0;       // slots_[0, popped_) are with the decoder
   size_t head_ = 0;         // end of the newest ring slot
   std::optional<Slot> reserved_;
+  // The reader waits for `reader_needs_` bytes of room.
+  bool reader_waiting_ = false;
+  size_t reader_needs_ = 0;
   bool stopped_ = false;
   std::optional<Error> error_;
 };

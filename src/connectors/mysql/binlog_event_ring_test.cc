@@ -155,5 +155,27 @@ TEST(EventRing, AReaderAndADecoderMoveEveryEventInOrder) {
   reader.join();
 }
 
+// A reader waiting for room is woken once a quarter of the ring is free, not when one event's
+// room is; and at once when the decoder has taken everything.
+TEST(EventRing, AWaitingReaderIsWokenForAStretchOfRoom) {
+  EventRing ring(1000);
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(put(ring, std::string(100, char('a' + i))));
+  std::atomic<bool> written{false};
+  std::thread reader([&] {
+    put(ring, std::string(100, 'z'));
+    written = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // its wait begins
+  EXPECT_EQ(take(ring), std::string(100, 'a'));  // 100 bytes free: enough for it, not a quarter
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(written.load());
+  EXPECT_EQ(take(ring), std::string(100, 'b'));
+  EXPECT_EQ(take(ring), std::string(100, 'c'));  // 300 bytes free in one piece: woken
+  reader.join();
+  EXPECT_TRUE(written.load());
+  for (int i = 3; i < 10; ++i) EXPECT_EQ(take(ring), std::string(100, char('a' + i)));
+  EXPECT_EQ(take(ring), std::string(100, 'z'));
+}
+
 }  // namespace
 }  // namespace sluice::mysql

@@ -4,8 +4,8 @@
 //   DIR/0000000000000000000k+1.seg frames k+1..    (the active segment: appends go here)
 //
 //   frame := u32 magic "SPL1" · u32 payload length · u64 seq · i64 append time (unix ms) ·
-//            u32 records · u32 crc32 (zlib, over the 24 header bytes before it and the payload)
-//            · payload (batch_codec)
+//            u32 records · u32 crc32 (CRC-32 as zlib's, over the 24 header bytes before it and the
+//            payload) · payload (batch_codec)
 //
 // A segment is named after its first sequence number. A frame is written with one write(2), then
 // fdatasync'd (`fsync`), and only then shown to readers and acknowledged: a reader never delivers
