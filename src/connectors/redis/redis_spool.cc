@@ -38,6 +38,9 @@ std::string_view str(const redisReply* r) {
              : std::string_view();
 }
 
+// Entries a reader asks for per XRANGE / XREAD (see fill()).
+constexpr const char* kEntriesPerRead = "2";
+
 // One entry of an XRANGE / XREAD reply: [id, [field, value, …]].
 struct Entry {
   uint64_t seq = 0;
@@ -177,7 +180,10 @@ class RedisSpool::Reader final : public spool::SpoolReader {
     }
     const std::string key = spool_->options_.key;
     const std::string from = "(" + entry_id(last_);
-    auto r = conn_->command({"XRANGE", key, from, "+", "COUNT", "16"});
+    // Two batches per call: each entry is a whole batch (up to batch.max_bytes), held twice while
+    // it is parsed (hiredis's reply and the copy). With 16 the reader of a 1 M-row PostgreSQL
+    // pipeline peaked at 177 MB; one round trip per two batches costs nothing measurable.
+    auto r = conn_->command({"XRANGE", key, from, "+", "COUNT", kEntriesPerRead});
     if (!r.ok()) return std::move(r).error();
     auto entries = parse_entries(r.value().get(), key);
     if (!entries.ok()) return std::move(entries).error();
@@ -186,7 +192,7 @@ class RedisSpool::Reader final : public spool::SpoolReader {
       // Nothing yet: block for new entries (bounded by `wait`, so a stop is seen soon).
       const std::string ms = std::to_string(std::min<int64_t>(wait.count(), 2000));
       auto x =
-          conn_->command({"XREAD", "COUNT", "16", "BLOCK", ms, "STREAMS", key, entry_id(last_)});
+          conn_->command({"XREAD", "COUNT", kEntriesPerRead, "BLOCK", ms, "STREAMS", key, entry_id(last_)});
       if (!x.ok()) return std::move(x).error();
       block = std::move(x.value());
       const redisReply* streams = block.get();
