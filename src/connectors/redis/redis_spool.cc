@@ -191,8 +191,8 @@ class RedisSpool::Reader final : public spool::SpoolReader {
     if (entries.value().empty() && wait.count() > 0 && !stop.stop_requested()) {
       // Nothing yet: block for new entries (bounded by `wait`, so a stop is seen soon).
       const std::string ms = std::to_string(std::min<int64_t>(wait.count(), 2000));
-      auto x =
-          conn_->command({"XREAD", "COUNT", kEntriesPerRead, "BLOCK", ms, "STREAMS", key, entry_id(last_)});
+      auto x = conn_->command(
+          {"XREAD", "COUNT", kEntriesPerRead, "BLOCK", ms, "STREAMS", key, entry_id(last_)});
       if (!x.ok()) return std::move(x).error();
       block = std::move(x.value());
       const redisReply* streams = block.get();
