@@ -28,31 +28,29 @@ std::optional<size_t> EventRing::fit(size_t n) const {
   return std::nullopt;
 }
 
+bool EventRing::has_room(size_t room, std::optional<size_t>* at) const {
+  if (room > capacity_) return slots_.empty();
+  std::optional<size_t> where = fit(room);
+  if (at) *at = where;
+  return where.has_value();
+}
+
 char* EventRing::reserve(size_t n) {
   std::unique_lock lock(mu_);
   const size_t room = std::max<size_t>(n, 1);  // an empty event still takes a byte: head_ moves
-  if (room > capacity_) {
+  std::optional<size_t> at;
+  if (!stopped_ && !has_room(room, &at)) {
     reader_waiting_ = true;
     reader_needs_ = room;
-    room_.wait(lock, [&] { return stopped_ || slots_.empty(); });
+    room_.wait(lock, [&] { return stopped_ || has_room(room, &at); });
     reader_waiting_ = false;
-    if (stopped_) return nullptr;
+  }
+  if (stopped_) return nullptr;
+  if (room > capacity_) {
     big_.resize(n);
     reserved_ = Slot{0, n, true, false};
     return big_.data();
   }
-  std::optional<size_t> at = fit(room);
-  if (!at) {
-    reader_waiting_ = true;
-    reader_needs_ = room;
-    room_.wait(lock, [&] {
-      if (stopped_) return true;
-      at = fit(room);
-      return at.has_value();
-    });
-    reader_waiting_ = false;
-  }
-  if (stopped_) return nullptr;
   reserved_ = Slot{*at, n, false, false};
   head_ = *at + room;
   return ring_.get() + *at;
@@ -96,12 +94,9 @@ void EventRing::release() {
   if (!reader_waiting_) return;
   // Wake the reader for a good stretch of room, not for every event's: or at once when the decoder
   // has nothing left to take (it is about to wait for the reader).
-  const bool now = reader_needs_ > capacity_
-                       ? slots_.empty()
-                       : fit(reader_needs_).has_value() &&
-                             (popped_ == slots_.size() ||
-                              fit(std::max(reader_needs_, capacity_ / 4)).has_value());
-  if (now) room_.notify_one();
+  if (has_room(reader_needs_) &&
+      (popped_ == slots_.size() || has_room(std::max(reader_needs_, capacity_ / 4))))
+    room_.notify_one();
 }
 
 void EventRing::stop() {

@@ -78,6 +78,9 @@ class EventRing {
   };
   // Where an event of `n` bytes fits now (the ring's offset), if it does. Under mu_.
   std::optional<size_t> fit(size_t n) const;
+  // Whether `room` bytes can be reserved now: in the ring (at *at), or for an event larger than
+  // the ring in a buffer of its own, once the ring is empty. Under mu_.
+  bool has_room(size_t room, std::optional<size_t>* at = nullptr) const;
 
   const size_t capacity_;
   std::unique_ptr<char[]> ring_;
