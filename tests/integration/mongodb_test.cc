@@ -231,6 +231,39 @@ TEST(MongodbToSqlite, KillNineDuringTheSnapshotThenResumeEndsEqual) {
   std::filesystem::remove_all(dir);
 }
 
+// FerretDB sorts the whole collection before a sorted find's first batch. A socket timeout shorter
+// than that sort must not make the snapshot retry the same query forever: after three attempts
+// that each waited the whole timeout without a document, the pipeline stops with the fix.
+TEST(MongodbSource, ASnapshotQuerySlowerThanTheSocketTimeoutStopsWithTheFix) {
+  MongoTestDb mdb("slowsort");
+  ASSERT_TRUE(mdb.ok());
+  std::vector<std::string> docs;
+  for (int i = 0; i < 20000; ++i)
+    docs.push_back(R"({"_id":)" + std::to_string(i) + R"(,"s":"row )" + std::to_string(i) +
+                   R"("})");
+  ASSERT_TRUE(mdb.insert_many("big", docs));
+  const std::string url = mdb.url();
+  auto dir = e2e::make_temp_dir("mongo-slow-sort");
+  test::PipelineFile f;
+  test::PipelineYaml& p = f.pipeline("slow");
+  p.source("mongodb")
+      .set("url", url + (url.find('?') == std::string::npos ? "?" : "&") + "socketTimeoutMS=150")
+      .set("collections", test::Yaml::strings({"big"}))
+      .set("stream", false);
+  p.destination("discard");
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process run({"run", "p.yaml", "--idle-exit", "2"}, dir);
+  const int rc = run.wait_for(std::chrono::seconds(90));
+  EXPECT_NE(rc, 0) << run.stderr_text();
+  EXPECT_NE(rc, -1) << "still running after 90 s: " << run.stderr_text();
+  EXPECT_NE(run.stderr_text().find("did not answer the snapshot's query within socketTimeoutMS "
+                                   "(150 ms), 3 times in a row"),
+            std::string::npos)
+      << run.stderr_text();
+  EXPECT_NE(run.stderr_text().find("add socketTimeoutMS=600000"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(MongodbDestination, DuplicateKeyRejectionGoesToTheDeadLetterQueueAlone) {
   MongoTestDb mdb("dlq");
   ASSERT_TRUE(mdb.ok());

@@ -86,6 +86,8 @@ Result<Connection> connect(const std::string& url, std::string_view what) {
     mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS, 60000);
   Connection c;
   c.database = db;
+  c.socket_timeout = std::chrono::milliseconds(
+      mongoc_uri_get_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS, 0));
   c.client.reset(mongoc_client_new_from_uri_with_error(uri.get(), &err));
   if (!c.client) return to_error(err, std::string(what) + ": cannot create a client");
   mongoc_client_set_error_api(c.client.get(), MONGOC_ERROR_API_VERSION_2);

@@ -4,6 +4,7 @@
 
 #include <mongoc/mongoc.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,6 +35,8 @@ using BulkPtr = std::unique_ptr<mongoc_bulk_operation_t, BulkFree>;
 struct Connection {
   ClientPtr client;
   std::string database;
+  // The URL's socketTimeoutMS (sluice's default unless the URL sets it); zero: none.
+  std::chrono::milliseconds socket_timeout{0};
 };
 
 // Parses `url` (mongodb://[user:password@]host:port/database), connects and pings the server.

@@ -18,7 +18,9 @@ constexpr std::string_view kUrlDoc =
     "MongoDB URL naming the database: mongodb://[user:password@]host:port/database[?options]; "
     "every libmongoc URI option (TLS, authSource, replicaSet, timeouts) is passed through. Defaults "
     "sluice sets unless the URL does: serverSelectionTimeoutMS=5000, connectTimeoutMS=5000, "
-    "socketTimeoutMS=60000 (a server that stops answering fails the operation, which is retried).";
+    "socketTimeoutMS=60000 (a server that stops answering fails the operation, which is retried; "
+    "a snapshot query that waits the whole timeout without a document 3 times in a row stops the "
+    "pipeline: raise socketTimeoutMS for a server that sorts a large collection slowly).";
 
 constexpr auto kDestinationSettings = settings_table<MongodbDestinationOptions>(
     setting<&MongodbDestinationOptions::url>("url", kUrlDoc).mandatory().secret_value(),

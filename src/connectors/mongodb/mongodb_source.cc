@@ -120,6 +120,8 @@ class MongodbSource final : public Source {
       if (!cursor_) open_cursor();
       const bson_t* doc = nullptr;
       while (mongoc_cursor_next(cursor_.get(), &doc)) {
+        silent_timeouts_ = 0;
+        cursor_answered_ = true;
         SLUICE_TRY(add_record(batch, doc));
         if (batch.size() >= req.max_records || batch.bytes() >= req.max_bytes) {
           batch.set_position(encode_position());
@@ -132,6 +134,7 @@ class MongodbSource final : public Source {
         Error e = mongodb::to_error(
             err, fmt::format("{}: reading \"{}.{}\"", kWhat, list_[index_].db, list_[index_].coll));
         if (!e.retriable()) return e;
+        SLUICE_TRY(count_silent_timeout());
         // The server went away: reconnect with backoff and go on after the last _id read (the
         // records already in `batch` stay there).
         spdlog::warn("{}; reconnecting", e.message());
@@ -345,6 +348,31 @@ class MongodbSource final : public Source {
     cursor_.reset(
         mongoc_collection_find_with_opts(collection_.get(), filter.get(), opts.get(), nullptr));
     table_meta_ = n;
+    cursor_opened_ = std::chrono::steady_clock::now();
+    cursor_answered_ = false;
+  }
+
+  // A cursor that failed without a document after waiting the whole socket timeout: the server
+  // is slower than the timeout, not gone. A server that must sort the whole collection before
+  // its first batch (FerretDB: no index behind the sort) starts over on every retry, so after
+  // kMaxSilentTimeouts such failures in a row the snapshot stops with the fix instead of
+  // retrying forever. Failures that come sooner (a restart, a reset) are retried as before.
+  Status count_silent_timeout() {
+    const auto waited = std::chrono::steady_clock::now() - cursor_opened_;
+    if (cursor_answered_ || conn_.socket_timeout.count() <= 0 ||
+        waited < conn_.socket_timeout * 9 / 10) {
+      silent_timeouts_ = 0;
+      return ok_status();
+    }
+    if (++silent_timeouts_ < kMaxSilentTimeouts) return ok_status();
+    return Error(Errc::connection,
+                 fmt::format("{}: reading \"{}.{}\": the server did not answer the snapshot's "
+                             "query within socketTimeoutMS ({} ms), {} times in a row at the same "
+                             "position; a server that sorts the whole collection before answering "
+                             "(FerretDB) needs longer: add socketTimeoutMS=600000 (or more) to "
+                             "`url`",
+                             kWhat, list_[index_].db, list_[index_].coll,
+                             conn_.socket_timeout.count(), silent_timeouts_));
   }
 
   Status add_record(Batch& batch, const bson_t* doc) {
@@ -623,7 +651,11 @@ class MongodbSource final : public Source {
   mongodb::CursorPtr cursor_;
   Namespace table_meta_;
   Backoff backoff_;
-  bool streaming_ = false;  // the snapshot is read (or was, before the checkpoint)
+  static constexpr int kMaxSilentTimeouts = 3;
+  std::chrono::steady_clock::time_point cursor_opened_{};
+  bool cursor_answered_ = false;  // the open cursor has returned a document
+  int silent_timeouts_ = 0;       // cursors in a row that timed out before their first document
+  bool streaming_ = false;        // the snapshot is read (or was, before the checkpoint)
   StartTime at_;
   BsonPtr token_;  // the last resume token read
   StreamPtr stream_;
