@@ -171,14 +171,24 @@ void set_spool(const PipelineConfig& config, PipelineOptions& options) {
   }
 }
 
+// batch.max_records as given, else its default lowered to what the destination prefers and, with
+// a spool, to kSpooledMaxRecords: a spooled pipeline holds two pools of batches (either side of
+// the spool) and a serialized copy of the batch being spooled, so its batches are smaller to keep
+// the same memory bound as an unspooled one.
+constexpr size_t kSpooledMaxRecords = 5000;
+size_t batch_max_records(const PipelineConfig& config, size_t preferred) {
+  size_t n = config.batch.max_records;
+  if (config.batch.max_records_set) return n;
+  if (preferred > 0) n = std::min(n, preferred);
+  if (config.spool) n = std::min(n, kSpooledMaxRecords);
+  return n;
+}
+
 PipelineOptions base_options(const PipelineConfig& config, size_t preferred_max_records) {
   PipelineOptions options;
   options.id = config.id;
   options.source_connector = config.source.connector;
-  options.max_records = config.batch.max_records;
-  if (!config.batch.max_records_set && preferred_max_records > 0 &&
-      preferred_max_records < options.max_records)
-    options.max_records = preferred_max_records;
+  options.max_records = batch_max_records(config, preferred_max_records);
   options.max_bytes = config.batch.max_bytes;
   options.linger = config.batch.linger;
   options.stall_timeout = config.stall_timeout;
@@ -220,11 +230,7 @@ std::unique_ptr<Pipeline> make_pipeline(const PipelineConfig& config,
     for (const DestinationConfig& d : config.destinations)
       options.destination_connector += (options.destination_connector.empty() ? "" : "+") + d.name;
   }
-  options.max_records = config.batch.max_records;
-  if (size_t preferred = destination->preferred_max_records();
-      !config.batch.max_records_set && preferred > 0 && preferred < options.max_records) {
-    options.max_records = preferred;
-  }
+  options.max_records = batch_max_records(config, destination->preferred_max_records());
   options.max_bytes = config.batch.max_bytes;
   options.linger = config.batch.linger;
   options.on_error = config.on_error == OnError::dlq && dlq ? PipelineOptions::OnError::dlq

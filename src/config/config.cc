@@ -225,8 +225,9 @@ constexpr auto kPipelineSettings = settings_table<PipelineConfig>(
 constexpr auto kBatchSettings = settings_table<BatchConfig>(
     setting<&BatchConfig::max_records>(
         "max_records",
-        "Most records in one batch (a destination may ask for fewer when this "
-        "is not given).",
+        "Most records in one batch. When this is not given, a destination may ask for "
+        "fewer, and a pipeline with a `spool` uses at most 5000 (it holds batches on both "
+        "sides of the spool).",
         SettingType::integer)
         .with_default("10000")
         .at_least(1),

@@ -9,6 +9,7 @@
 #include "e2e/harness.h"
 #include "sluice/value.h"
 #include "support/pipeline_file.h"
+#include "support/sqlite.h"
 
 namespace sluice::e2e {
 namespace {
@@ -253,6 +254,28 @@ TEST(Cli, IdleExitStopsAFollowingPipelineOnceEverythingIsAcknowledged) {
   Process p({"run", "p.yaml", "--idle-exit", "1"}, dir);
   EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
   std::filesystem::remove_all(dir);
+}
+
+// A spooled pipeline holds batches on both sides of the spool, so unless the file sets
+// batch.max_records its batches are at most 5,000 records (the spool's sequence numbers count
+// them); a max_records the file sets is kept.
+TEST(GeneratorToSqlite, ASpooledPipelineBatchesAtMost5000RecordsUnlessTheFileSaysOtherwise) {
+  for (const bool set : {false, true}) {
+    auto dir = make_temp_dir("spool-batch");
+    test::PipelineFile f;
+    test::PipelineYaml& p = f.pipeline("gen");
+    p.source("generator").set("count", 12000);
+    p.destination("sqlite").set("path", "out.db");
+    if (set) p.max_records(10000);
+    p.extra.set("spool", test::Yaml::map({{"type", "disk"}, {"path", "spool"}}));
+    f.write(dir / "p.yaml");
+    Process run({"run", "p.yaml", "--idle-exit", "1"}, dir);
+    ASSERT_EQ(run.wait_for(60s), 0) << run.stderr_text();
+    EXPECT_EQ(test::stored_checkpoint(dir / "state/checkpoints.db", "gen/spool/destination"),
+              set ? "spool:2" : "spool:3")
+        << "batch.max_records " << (set ? "set" : "not set");
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace
