@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -75,7 +76,11 @@ class SignalWatcher {
     Reloader* reloader = nullptr;
     std::atomic<int> count{0};
   };
+  // A second signal this soon after the first, of the same kind, is the same request.
+  static constexpr std::chrono::milliseconds kSameRequest{500};
   static void loop(sigset_t set, std::shared_ptr<State> state) {
+    int first_sig = 0;
+    std::chrono::steady_clock::time_point first_at{};
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
@@ -89,7 +94,18 @@ class SignalWatcher {
         }
         continue;
       }
+      const auto now = std::chrono::steady_clock::now();
+      if (state->count.load() > 0 && sig == first_sig && now - first_at < kSameRequest) {
+        // timeout(1) and some supervisors signal the process and then its process group: the
+        // same request delivered twice, not an operator asking to abort.
+        spdlog::debug("received {} again {} ms after the first: the same request",
+                      sig == SIGINT ? "SIGINT" : "SIGTERM",
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now - first_at).count());
+        continue;
+      }
       if (state->count.fetch_add(1) == 0) {
+        first_sig = sig;
+        first_at = now;
         spdlog::info(
             "received {}: draining in-flight batches and checkpointing (send again to abort)",
             sig == SIGINT ? "SIGINT" : "SIGTERM");

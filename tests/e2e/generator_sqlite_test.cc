@@ -221,6 +221,22 @@ TEST(GeneratorToSqlite, SigtermDrainsCheckpointsAndExitsZero) {
   std::filesystem::remove_all(dir);
 }
 
+// timeout(1) sends its signal to the process and then to its process group: the same SIGINT twice
+// within microseconds is one request to drain, not an operator's second Ctrl-C asking to abort.
+TEST(GeneratorToSqlite, TheSameSignalTwiceAtOnceStillDrainsAndExitsZero) {
+  auto dir = make_temp_dir("sigint-twice");
+  write_file(dir / "p.yaml", pipeline_yaml(0, "", 20000));  // unlimited, 20k/s
+  Process p({"run", "p.yaml"}, dir);
+  ASSERT_TRUE(wait_for_checkpoint(p, dir, 5000)) << p.stderr_text();
+  p.signal(SIGINT);
+  p.signal(SIGINT);
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_EQ(p.stderr_text().find("aborting"), std::string::npos) << p.stderr_text();
+  Db db(dir / "out.db");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM employees"), std::stoll(checkpoint(dir)));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Cli, BadConfigIsOneLineWithLocationAndExitTwo) {
   auto dir = make_temp_dir("badcfg");
   write_file(
