@@ -3,10 +3,10 @@
 //   sluice_raw_upsert --target postgres|mysql|sqlite (--url URL | --path FILE) [--rows N]
 //                     [--batch 10000] [--seed 1] [--method insert|copy]
 //
-// A plain, competent client loop: creates the `employees` table (postgres, mysql: the reference DDL,
-// PRIMARY KEY id; sqlite: the table the destination creates; dropped first if it exists), then writes the rows sluice's generator source produces for
-// count N and that seed (employee_row(seed, id, id - 1) for id 1..N) with upserts, one transaction
-// per batch:
+// A plain, competent client loop: creates the `employees` table (postgres, mysql: the reference
+// DDL, PRIMARY KEY id; sqlite: the table the destination creates; dropped first if it exists), then
+// writes the rows sluice's generator source produces for count N and that seed (employee_row(seed,
+// id, id - 1) for id 1..N) with upserts, one transaction per batch:
 //   postgres  one multi-row INSERT ... VALUES (...),(...) ON CONFLICT (id) DO UPDATE SET ... with
 //             text literals per batch (libpq, synchronous_commit as the server has it); with
 //             --method copy instead: COPY into a temporary staging table, then one

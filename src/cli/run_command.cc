@@ -98,9 +98,10 @@ class SignalWatcher {
       if (state->count.load() > 0 && sig == first_sig && now - first_at < kSameRequest) {
         // timeout(1) and some supervisors signal the process and then its process group: the
         // same request delivered twice, not an operator asking to abort.
-        spdlog::debug("received {} again {} ms after the first: the same request",
-                      sig == SIGINT ? "SIGINT" : "SIGTERM",
-                      std::chrono::duration_cast<std::chrono::milliseconds>(now - first_at).count());
+        spdlog::debug(
+            "received {} again {} ms after the first: the same request",
+            sig == SIGINT ? "SIGINT" : "SIGTERM",
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - first_at).count());
         continue;
       }
       if (state->count.fetch_add(1) == 0) {
