@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 
 #include "connectors/generator/employees.h"
@@ -206,35 +207,35 @@ TEST(GeneratorToSqlite, UpdateDeleteMixEndsInExactlyTheExpectedTable) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(GeneratorToSqlite, SigtermDrainsCheckpointsAndExitsZero) {
-  auto dir = make_temp_dir("sigterm");
-  write_file(dir / "p.yaml", pipeline_yaml(0, "", 20000));  // unlimited, 20k/s
+// Runs an unlimited generator → SQLite pipeline (20k/s) until it has checkpointed 5,000 rows,
+// sends `signals` back to back, and expects a drain: exit 0, and exactly the rows the checkpoint
+// covers in the table (everything read was written). `stderr_text` gets sluice's stderr.
+void expect_drain_after(const char* name, std::initializer_list<int> signals,
+                        std::string* stderr_text) {
+  auto dir = make_temp_dir(name);
+  write_file(dir / "p.yaml", pipeline_yaml(0, "", 20000));
   Process p({"run", "p.yaml"}, dir);
   ASSERT_TRUE(wait_for_checkpoint(p, dir, 5000)) << p.stderr_text();
-  p.signal(SIGTERM);
+  for (int sig : signals) p.signal(sig);
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
-  const int64_t cp = std::stoll(checkpoint(dir));
+  *stderr_text = p.stderr_text();
   Db db(dir / "out.db");
-  // Drained: everything read was written and the checkpoint covers exactly the rows present.
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM employees"), cp);
-  EXPECT_NE(p.stderr_text().find("stopped"), std::string::npos);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM employees"), std::stoll(checkpoint(dir)));
   std::filesystem::remove_all(dir);
+}
+
+TEST(GeneratorToSqlite, SigtermDrainsCheckpointsAndExitsZero) {
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(expect_drain_after("sigterm", {SIGTERM}, &err));
+  EXPECT_NE(err.find("stopped"), std::string::npos) << err;
 }
 
 // timeout(1) sends its signal to the process and then to its process group: the same SIGINT twice
 // within microseconds is one request to drain, not an operator's second Ctrl-C asking to abort.
 TEST(GeneratorToSqlite, TheSameSignalTwiceAtOnceStillDrainsAndExitsZero) {
-  auto dir = make_temp_dir("sigint-twice");
-  write_file(dir / "p.yaml", pipeline_yaml(0, "", 20000));  // unlimited, 20k/s
-  Process p({"run", "p.yaml"}, dir);
-  ASSERT_TRUE(wait_for_checkpoint(p, dir, 5000)) << p.stderr_text();
-  p.signal(SIGINT);
-  p.signal(SIGINT);
-  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
-  EXPECT_EQ(p.stderr_text().find("aborting"), std::string::npos) << p.stderr_text();
-  Db db(dir / "out.db");
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM employees"), std::stoll(checkpoint(dir)));
-  std::filesystem::remove_all(dir);
+  std::string err;
+  ASSERT_NO_FATAL_FAILURE(expect_drain_after("sigint-twice", {SIGINT, SIGINT}, &err));
+  EXPECT_EQ(err.find("aborting"), std::string::npos) << err;
 }
 
 TEST(Cli, BadConfigIsOneLineWithLocationAndExitTwo) {

@@ -120,7 +120,6 @@ class MongodbSource final : public Source {
       if (!cursor_) open_cursor();
       const bson_t* doc = nullptr;
       while (mongoc_cursor_next(cursor_.get(), &doc)) {
-        silent_timeouts_ = 0;
         cursor_answered_ = true;
         SLUICE_TRY(add_record(batch, doc));
         if (batch.size() >= req.max_records || batch.bytes() >= req.max_bytes) {
@@ -145,6 +144,7 @@ class MongodbSource final : public Source {
       ++index_;
       last_id_.reset();
       backoff_.reset();
+      silent_timeouts_ = 0;
     }
     if (index_ >= list_.size() && o_.stream) {
       // The snapshot is read: the stream starts at the time taken before it (the position says
