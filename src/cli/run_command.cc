@@ -84,12 +84,15 @@ class SignalWatcher {
     for (;;) {
       int sig = 0;
       if (sigwait(&set, &sig) != 0) continue;
+      // After ~SignalWatcher (engine null) the process is exiting and may be tearing down the
+      // logger: the thread then logs nothing. The lock keeps the destructor from passing a log.
+      std::lock_guard lock(state->mu);
+      const bool connected = state->engine != nullptr;
       if (sig == SIGHUP) {
-        std::lock_guard lock(state->mu);
         if (state->reloader && state->count.load() == 0) {
           spdlog::info("received SIGHUP: reloading the pipeline file");
           state->reloader->request();
-        } else {
+        } else if (connected) {
           spdlog::info("received SIGHUP: nothing to reload (no pipeline file, or stopping)");
         }
         continue;
@@ -98,23 +101,27 @@ class SignalWatcher {
       if (state->count.load() > 0 && sig == first_sig && now - first_at < kSameRequest) {
         // timeout(1) and some supervisors signal the process and then its process group: the
         // same request delivered twice, not an operator asking to abort.
-        spdlog::debug(
-            "received {} again {} ms after the first: the same request",
-            sig == SIGINT ? "SIGINT" : "SIGTERM",
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - first_at).count());
+        if (connected)
+          spdlog::debug(
+              "received {} again {} ms after the first: the same request",
+              sig == SIGINT ? "SIGINT" : "SIGTERM",
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - first_at).count());
         continue;
       }
       if (state->count.fetch_add(1) == 0) {
         first_sig = sig;
         first_at = now;
-        spdlog::info(
-            "received {}: draining in-flight batches and checkpointing (send again to abort)",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
-        std::lock_guard lock(state->mu);
-        if (state->engine) state->engine->stop_all();
+        if (connected) {
+          spdlog::info(
+              "received {}: draining in-flight batches and checkpointing (send again to abort)",
+              sig == SIGINT ? "SIGINT" : "SIGTERM");
+          state->engine->stop_all();
+        }
       } else {
-        spdlog::error("received a second signal: aborting without waiting for in-flight batches");
-        spdlog::default_logger()->flush();
+        if (connected) {
+          spdlog::error("received a second signal: aborting without waiting for in-flight batches");
+          spdlog::default_logger()->flush();
+        }
         std::_Exit(130);
       }
     }
