@@ -152,6 +152,14 @@ class JsonToValue {
     return fail(fmt::format("{}: invalid base64", name));
   }
 
+  // Milliseconds to microseconds, refusing a value whose microseconds overflow int64.
+  bool micros_from_millis(int64_t* i, std::string_view name) {
+    const int64_t ms = *i;
+    if (__builtin_mul_overflow(ms, int64_t(1000), i))
+      return fail(fmt::format("{}: {} milliseconds is out of range", name, ms));
+    return true;
+  }
+
   // Logical types named in the schema. *handled=false leaves `e` to the plain conversion.
   bool logical(const element& e, const element& schema, Value* out, bool* handled) {
     const std::string_view name = schema_string(schema, "name");
@@ -161,11 +169,13 @@ class JsonToValue {
     std::string_view s;
     if (name == "io.debezium.time.Date" || name == "org.apache.kafka.connect.data.Date") {
       if (!want_int(e, &i, name)) return false;
+      if (i < INT32_MIN || i > INT32_MAX)
+        return fail(fmt::format("{}: {} is out of range", name, i));
       *out = Value::date(int32_t(i));
     } else if (name == "io.debezium.time.Timestamp" ||
                name == "org.apache.kafka.connect.data.Timestamp") {
-      if (!want_int(e, &i, name)) return false;
-      *out = Value::timestamp(i * 1000);
+      if (!want_int(e, &i, name) || !micros_from_millis(&i, name)) return false;
+      *out = Value::timestamp(i);
     } else if (name == "io.debezium.time.MicroTimestamp") {
       if (!want_int(e, &i, name)) return false;
       *out = Value::timestamp(i);
@@ -173,8 +183,8 @@ class JsonToValue {
       if (!want_int(e, &i, name)) return false;
       *out = Value::timestamp(i / 1000);
     } else if (name == "io.debezium.time.Time" || name == "org.apache.kafka.connect.data.Time") {
-      if (!want_int(e, &i, name)) return false;
-      *out = Value::time(i * 1000);
+      if (!want_int(e, &i, name) || !micros_from_millis(&i, name)) return false;
+      *out = Value::time(i);
     } else if (name == "io.debezium.time.MicroTime") {
       if (!want_int(e, &i, name)) return false;
       *out = Value::time(i);

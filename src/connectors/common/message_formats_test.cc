@@ -2,6 +2,7 @@
 // Debezium's JsonConverter writes them, with and without schemas), and its position text.
 #include "connectors/common/message_formats.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -214,6 +215,26 @@ TEST(KafkaDebezium, MalformedMessagesAreOneLineDataErrorsNamingTheMessage) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("key"), std::string::npos);
   EXPECT_EQ(b.size(), 0u);
+}
+
+// A temporal value whose microseconds do not fit int64 (or a date beyond int32 days) is a data
+// error naming the field's type, never a wrapped value (a fuzz finding: ms * 1000 overflowed).
+TEST(KafkaDebezium, TemporalValuesOutOfRangeAreDataErrors) {
+  MessageDecoder d(Format::debezium);
+  const std::pair<std::string_view, std::string_view> cases[] = {
+      {"io.debezium.time.Timestamp", "170921449500000000"},
+      {"org.apache.kafka.connect.data.Time", "-170921449500000000"},
+      {"io.debezium.time.Date", "4294967296"}};
+  for (const auto& [type, v] : cases) {
+    const std::string value = fmt::format(
+        R"({{"schema": {{"type": "struct", "name": "E", "fields": [{{"type": "struct", "optional": true, "name": "V", "field": "after", "fields": [{{"type": "int64", "optional": true, "name": "{}", "field": "t"}}]}}, {{"type": "string", "field": "op"}}]}}, "payload": {{"op": "c", "after": {{"t": {}}}}}}})",
+        type, v);
+    Batch b;
+    Status st = d.decode(msg(std::nullopt, value), b);
+    ASSERT_FALSE(st.ok()) << type;
+    EXPECT_EQ(st.error().code(), Errc::data);
+    EXPECT_NE(st.error().message().find("out of range"), std::string::npos) << st.error().message();
+  }
 }
 
 // ── opencdc ─────────────────────────────────────────────────────────────────
