@@ -417,8 +417,14 @@ Status MessageDecoder::decode(const MessageView& m, Batch& batch) {
   cache.topic = st.topic_text;
   if (m.timestamp_ms >= 0) {
     if (st.ts_ms != m.timestamp_ms) {
+      // A producer may set any int64; one whose microseconds overflow is refused, not wrapped.
+      int64_t micros = 0;
+      if (__builtin_mul_overflow(m.timestamp_ms, int64_t(1000), &micros))
+        return decode_error(
+            m, format_, "timestamp",
+            fmt::format("{} milliseconds is out of range for a timestamp", m.timestamp_ms));
       st.ts_ms = m.timestamp_ms;
-      st.ts_text = arena.copy(format_timestamptz(m.timestamp_ms * 1000));
+      st.ts_text = arena.copy(format_timestamptz(micros));
     }
     cache.timestamp = st.ts_text;
   }

@@ -237,6 +237,30 @@ TEST(KafkaDebezium, TemporalValuesOutOfRangeAreDataErrors) {
   }
 }
 
+// The message's own timestamp is whatever its producer set: one whose microseconds overflow int64
+// is a data error whatever the format (it is checked before the value; ms * 1000 used to wrap), and
+// the decoder still takes the next, ordinary message.
+TEST(KafkaMessage, ATimestampBeyondMicrosecondRangeIsADataError) {
+  for (Format f : {Format::debezium, Format::raw}) {
+    MessageDecoder d(f);
+    Batch b;
+    MessageView m = msg(R"({"id": 1004})", kPlainCreate);
+    m.kafka_metadata = true;
+    m.timestamp_ms = INT64_MAX / 10;
+    Status st = d.decode(m, b);
+    ASSERT_FALSE(st.ok()) << int(f);
+    EXPECT_EQ(st.error().code(), Errc::data);
+    EXPECT_NE(st.error().message().find("out of range"), std::string::npos) << st.error().message();
+    EXPECT_EQ(b.size(), 0u);
+    m.timestamp_ms = 1700000000123;
+    ASSERT_TRUE(d.decode(m, b).ok()) << int(f);
+    ASSERT_EQ(b.size(), 1u);
+    const Value* ts = b.records()[0].metadata.find("kafka.timestamp");
+    ASSERT_NE(ts, nullptr) << int(f);
+    EXPECT_EQ(ts->as_text().substr(0, 10), "2023-11-14") << int(f);
+  }
+}
+
 // ── opencdc ─────────────────────────────────────────────────────────────────
 
 TEST(KafkaOpenCdc, DecodesTheRecordAndKeepsItsMetadata) {
