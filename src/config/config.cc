@@ -226,7 +226,7 @@ constexpr auto kBatchSettings = settings_table<BatchConfig>(
     setting<&BatchConfig::max_records>(
         "max_records",
         "Most records in one batch. When this is not given, a destination may ask for "
-        "fewer, and a pipeline with a `spool` uses at most 5000 (it holds batches on both "
+        "fewer, and a pipeline with a `spool` uses at most 2500 (it holds batches on both "
         "sides of the spool).",
         SettingType::integer)
         .with_default("10000")

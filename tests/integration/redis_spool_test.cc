@@ -72,7 +72,7 @@ class RedisSpoolTest : public ::testing::Test {
     }
     if (seq) *seq = b.value()->seq;
     Batch out;
-    EXPECT_TRUE(spool::decode_batch(*b.value()->payload, out).ok());
+    EXPECT_TRUE(spool::decode_batch(b.value()->payload, out).ok());
     return out.records().empty() ? -1 : out.records().front().key.fields()[0].value.as_int64();
   }
   std::string key_;

@@ -185,17 +185,18 @@ class RedisSpool::Reader final : public spool::SpoolReader {
     // pipeline peaked at 177 MB; one round trip per two batches costs nothing measurable.
     auto r = conn_->command({"XRANGE", key, from, "+", "COUNT", kEntriesPerRead});
     if (!r.ok()) return std::move(r).error();
-    auto entries = parse_entries(r.value().get(), key);
+    // The reply holds the entries' payloads: the batches decoded from them keep it (no copy).
+    std::shared_ptr<const redisReply> reply(r.value().release(), ReplyDeleter{});
+    auto entries = parse_entries(reply.get(), key);
     if (!entries.ok()) return std::move(entries).error();
-    Reply block;  // keeps the entries' strings alive
     if (entries.value().empty() && wait.count() > 0 && !stop.stop_requested()) {
       // Nothing yet: block for new entries (bounded by `wait`, so a stop is seen soon).
       const std::string ms = std::to_string(std::min<int64_t>(wait.count(), 2000));
       auto x = conn_->command(
           {"XREAD", "COUNT", kEntriesPerRead, "BLOCK", ms, "STREAMS", key, entry_id(last_)});
       if (!x.ok()) return std::move(x).error();
-      block = std::move(x.value());
-      const redisReply* streams = block.get();
+      reply.reset(x.value().release(), ReplyDeleter{});
+      const redisReply* streams = reply.get();
       if (streams && streams->type == REDIS_REPLY_ARRAY && streams->elements == 1 &&
           streams->element[0]->type == REDIS_REPLY_ARRAY && streams->element[0]->elements == 2) {
         entries = parse_entries(streams->element[0]->element[1], key);
@@ -214,7 +215,8 @@ class RedisSpool::Reader final : public spool::SpoolReader {
       item.batch.seq = e.seq;
       item.batch.records = static_cast<uint32_t>(e.records);
       item.batch.appended_unix_ms = e.unix_ms;
-      item.batch.payload = std::make_shared<const std::string>(e.payload);
+      item.batch.payload = e.payload;
+      item.batch.owner = reply;
       item.meta = Meta{e.seq, e.records, e.cum_records, e.cum_bytes, e.unix_ms};
       buffered_.push_back(std::move(item));
     }

@@ -193,8 +193,9 @@ class DiskSpool::Reader final : public SpoolReader {
         std::lock_guard lock(spool_->mu_);
         read_.push_back({h.seq, seg_first_, offset_, records_});
       }
+      const std::string_view bytes(*payload);
       return std::optional<SpooledBatch>(
-          SpooledBatch{h.seq, h.records, h.unix_ms, std::move(payload)});
+          SpooledBatch{h.seq, h.records, h.unix_ms, bytes, std::move(payload)});
     }
   }
 

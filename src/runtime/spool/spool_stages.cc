@@ -35,8 +35,8 @@ Result<ReadStatus> SpoolReaderSource::read(Batch& batch, const ReadRequest& req,
   std::optional<SpooledBatch> item = std::move(first.value());
   int64_t newest_ms = 0;
   while (item) {
-    SLUICE_TRY(decode_batch(*item->payload, batch));
-    batch.retain(item->payload);
+    SLUICE_TRY(decode_batch(item->payload, batch));
+    batch.retain(std::move(item->owner));
     batch.set_position(spool_position(item->seq));
     newest_ms = item->appended_unix_ms;
     item.reset();

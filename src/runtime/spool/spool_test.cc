@@ -174,7 +174,7 @@ TEST(DiskSpool, AppendsReadsAndResumesAfterReopen) {
   ASSERT_TRUE(third.ok() && third.value());
   EXPECT_EQ(third.value()->seq, 3u);
   Batch got;
-  ASSERT_TRUE(decode_batch(*third.value()->payload, got).ok());
+  ASSERT_TRUE(decode_batch(third.value()->payload, got).ok());
   EXPECT_EQ(first_key(got), 20);
   auto fourth = reader.value()->next(0ms, {});
   ASSERT_TRUE(fourth.ok() && fourth.value());

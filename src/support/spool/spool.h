@@ -17,6 +17,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sluice/batch.h"
@@ -24,12 +25,16 @@
 
 namespace sluice::spool {
 
-// One spooled batch as a reader gets it: `payload` is the batch_codec encoding.
+// One spooled batch as a reader gets it: `payload` is the batch_codec encoding, whose bytes `owner`
+// keeps alive (a batch decoded from it retains `owner`: its records point into those bytes). The
+// owner is whatever the spool read them into, so a reader need not copy them (the Redis spool's
+// is the server's reply).
 struct SpooledBatch {
   uint64_t seq = 0;
   uint32_t records = 0;
   int64_t appended_unix_ms = 0;
-  std::shared_ptr<const std::string> payload;
+  std::string_view payload;
+  std::shared_ptr<const void> owner;
 };
 
 // What the spool holds that its slowest reader has not released: records, bytes on disk, and the
