@@ -175,8 +175,8 @@ void set_spool(const PipelineConfig& config, PipelineOptions& options) {
 // a spool, to kSpooledMaxRecords: a spooled pipeline holds two pools of batches (either side of
 // the spool) and serialized copies of the batches being spooled and read back (a Redis spool's
 // client buffers hold several), so its batches are smaller to keep the same memory bound as an
-// unspooled one. 2,500 measured 36 / 47 MB (disk / Redis spool, PostgreSQL CDC → PostgreSQL)
-// against 57 / 75 MB with 5,000 (benchmarks/2026-12-04-spool-batches-2500).
+// unspooled one. 2,500 measured 37 / 43 MB peak (disk / Redis spool, PostgreSQL CDC →
+// PostgreSQL) against 59–63 / 73–77 MB with 5,000 (benchmarks/2026-12-04-spool-batches-2500).
 constexpr size_t kSpooledMaxRecords = 2500;
 size_t batch_max_records(const PipelineConfig& config, size_t preferred) {
   size_t n = config.batch.max_records;
