@@ -94,6 +94,12 @@ constexpr bool combine_checked(int32_t days, int64_t time_micros, int64_t offset
   return true;
 }
 
+// Milliseconds (as Kafka, Kafka Connect and BSON count them) as µs; false when that overflows an
+// int64 (a value a producer may set, outside the range a timestamp can hold).
+constexpr bool micros_from_millis_checked(int64_t millis, int64_t* micros) noexcept {
+  return !__builtin_mul_overflow(millis, int64_t(1000), micros);
+}
+
 // Allocation-free writers of the canonical forms; each returns the end of what it wrote.
 // The common cases (years 0..9999, times within 100 hours) are inline: destinations render a
 // timestamp per row. Each returns the end of what it wrote.

@@ -11,6 +11,7 @@
 
 #include "sluice/json.h"
 #include "sluice/settings.h"
+#include "sluice/temporal.h"
 
 namespace sluice::kafka {
 
@@ -155,7 +156,7 @@ class JsonToValue {
   // Milliseconds to microseconds, refusing a value whose microseconds overflow int64.
   bool micros_from_millis(int64_t* i, std::string_view name) {
     const int64_t ms = *i;
-    if (__builtin_mul_overflow(ms, int64_t(1000), i))
+    if (!temporal::micros_from_millis_checked(ms, i))
       return fail(fmt::format("{}: {} milliseconds is out of range", name, ms));
     return true;
   }
@@ -419,7 +420,7 @@ Status MessageDecoder::decode(const MessageView& m, Batch& batch) {
     if (st.ts_ms != m.timestamp_ms) {
       // A producer may set any int64; one whose microseconds overflow is refused, not wrapped.
       int64_t micros = 0;
-      if (__builtin_mul_overflow(m.timestamp_ms, int64_t(1000), &micros))
+      if (!temporal::micros_from_millis_checked(m.timestamp_ms, &micros))
         return decode_error(
             m, format_, "timestamp",
             fmt::format("{} milliseconds is out of range for a timestamp", m.timestamp_ms));

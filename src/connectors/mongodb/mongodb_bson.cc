@@ -418,14 +418,14 @@ Value read_value(const bson_iter_t* it, Arena& arena) {
     }
     case BSON_TYPE_BOOL: return Value::boolean(bson_iter_bool(it));
     case BSON_TYPE_DATE_TIME: {
-      int64_t ms = bson_iter_date_time(it);
-      constexpr int64_t kMax = std::numeric_limits<int64_t>::max() / 1000;
-      if (ms > kMax || ms < -kMax)
+      const int64_t ms = bson_iter_date_time(it);
+      int64_t micros = 0;
+      if (!temporal::micros_from_millis_checked(ms, &micros))
         return one_field("$date",
                          one_field("$numberLong",
                                    text_value(ValueKind::string, std::to_string(ms), arena), arena),
                          arena);
-      return Value::timestamptz(ms * 1000);
+      return Value::timestamptz(micros);
     }
     case BSON_TYPE_NULL: return Value::null();
     case BSON_TYPE_REGEX: {

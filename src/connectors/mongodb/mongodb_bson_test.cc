@@ -157,6 +157,22 @@ TEST(MongodbBsonRead, EveryBsonType) {
   EXPECT_EQ(to_debug_string(*v.find("code")), R"({"$code":"return 1"})");
 }
 
+// A BSON date is any int64 of milliseconds: one whose microseconds fit int64 is a timestamptz, at
+// the very edge too; beyond it, its exact milliseconds as {"$date": {"$numberLong": …}}, never a
+// wrapped value.
+TEST(MongodbBsonRead, DatesBeyondMicrosecondRangeKeepTheirMilliseconds) {
+  Batch batch;
+  BsonPtr doc = make_bson();
+  const int64_t edge = INT64_MIN / 1000;  // -9223372036854775 ms: its µs still fit
+  ASSERT_TRUE(bson_append_date_time(doc.get(), "edge", -1, edge));
+  ASSERT_TRUE(bson_append_date_time(doc.get(), "past", -1, edge - 1));
+  ASSERT_TRUE(bson_append_date_time(doc.get(), "max", -1, INT64_MAX));
+  Value v = read_document(doc.get(), batch.arena());
+  EXPECT_EQ(*v.find("edge"), Value::timestamptz(edge * 1000));
+  EXPECT_EQ(to_debug_string(*v.find("past")), R"({"$date":{"$numberLong":"-9223372036854776"}})");
+  EXPECT_EQ(to_debug_string(*v.find("max")), R"({"$date":{"$numberLong":"9223372036854775807"}})");
+}
+
 TEST(MongodbBsonRoundTrip, ExtendedShapesWriteBackAsTheirBsonTypes) {
   // MongoDB → MongoDB: the objects the source makes for types sluice has no kind of are written
   // back as those types.
