@@ -5,6 +5,7 @@
 #include <map>
 
 #include "runtime/pipeline.h"
+#include "sluice/json.h"
 #include "sluice/registry.h"
 
 namespace sluice {
@@ -66,6 +67,30 @@ void BM_GeneratorRead(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * int64_t(req.max_records));
 }
 BENCHMARK(BM_GeneratorRead);
+
+// The OpenCDC JSON encoder (file, Redis and Kafka destinations) on the generator's records.
+void BM_EncodeRecordJson(benchmark::State& state) {
+  auto src = generator(0);
+  ConnectorContext ctx{"bench", "generator", nullptr};
+  (void)src->open(ctx, std::nullopt);
+  Batch batch;
+  ReadRequest req;
+  std::stop_source stop;
+  (void)src->read(batch, req, stop.get_token());
+  std::string out;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    for (const Record& r : batch.records()) {
+      out.clear();
+      encode_record_json(r, out);
+      bytes += out.size();
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * int64_t(batch.size()));
+  state.SetBytesProcessed(int64_t(bytes));
+}
+BENCHMARK(BM_EncodeRecordJson);
 
 }  // namespace
 }  // namespace sluice

@@ -194,4 +194,9 @@ std::string format_uuid(const uint8_t* bytes16);        // 8-4-4-4-12 lowercase 
 bool parse_interval(std::string_view s, Interval* iv);  // the ISO form above
 bool parse_uuid(std::string_view s, uint8_t* out16);
 
+// A single-precision value as the double its shortest decimal text reads as (1.1f → 1.1, not
+// 1.100000023841858), which is what a server's text output of a float4 / FLOAT column gives. Exact
+// values (integers, and fractions whose exact decimal is already the shortest) skip the text.
+double float_as_shortest_double(float f) noexcept;
+
 }  // namespace sluice

@@ -11,6 +11,10 @@
 
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
@@ -350,12 +354,56 @@ void append_string_body_escaping(std::string_view s, Writer& w) {
   }
 }
 
-void append_string(std::string_view s, Writer& w) {
+#if defined(__SSE2__)
+// Which of x's 16 bytes need escaping or are not ASCII, a bit each (a signed compare: bytes of
+// 0x80 and above are negative, so "below 0x20" takes them too).
+inline unsigned special_bytes(__m128i x) {
+  const __m128i m = _mm_or_si128(
+      _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')), _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))),
+      _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)));
+  return unsigned(_mm_movemask_epi8(m));
+}
+#endif
+
+// ASCII text that needs no escaping, by far the common string (names, most values): copied to `d`
+// (room for n + 16 bytes) and true; otherwise false, and `d`'s bytes are left unspecified. Never
+// reads outside the string: short strings are covered by overlapping loads.
+inline bool copy_plain_ascii(const char* s, size_t n, char* d) {
+  const auto* p = reinterpret_cast<const uint8_t*>(s);
+#if defined(__SSE2__)
+  if (n >= 16) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+      if (special_bytes(x)) return false;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), x);
+    }
+    if (i < n) {
+      const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + n - 16));
+      if (special_bytes(x)) return false;
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + n - 16), x);
+    }
+    return true;
+  }
+  if (n >= 8) {
+    const uint64_t lo = load64(p), hi = load64(p + n - 8);
+    if (special_bytes(_mm_set_epi64x(int64_t(hi), int64_t(lo)))) return false;
+    std::memcpy(d, &lo, 8);
+    std::memcpy(d + n - 8, &hi, 8);
+    return true;
+  }
+#endif
+  uint64_t high = 0;
+  if (text_needs_escape(p, n, &high) || (high & 0x8080808080808080ULL)) return false;
+  copy_short(d, s, n);
+  return true;
+}
+
+// The rest of a string after its opening quote, when it needs escaping or is not ASCII.
+void append_string_tail_slow(std::string_view s, Writer& w) {
   const size_t n = s.size();
   const auto* p = reinterpret_cast<const uint8_t*>(s.data());
   const size_t start = w.size();
-  w.need(n + 18);
-  w.raw('"');
   uint64_t high = 0;
   if (text_needs_escape(p, n, &high)) {
     append_string_body_escaping(s, w);
@@ -366,10 +414,22 @@ void append_string(std::string_view s, Writer& w) {
   }
   // Non-ASCII text is passed through only when it is valid UTF-8 (checked with SIMD).
   if ((high & 0x8080808080808080ULL) && !simdjson::validate_utf8(s.data(), n)) {
-    w.truncate(start + 1);
+    w.truncate(start);
     append_string_body_repairing(s, w);
   }
   w.put('"');
+}
+
+void append_string(std::string_view s, Writer& w) {
+  const size_t n = s.size();
+  w.need(n + 18);
+  w.raw('"');
+  if (copy_plain_ascii(s.data(), n, w.cursor())) [[likely]] {
+    w.advance_to(w.cursor() + n);
+    w.raw('"');
+    return;
+  }
+  append_string_tail_slow(s, w);
 }
 
 template <typename Int>

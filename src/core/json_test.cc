@@ -338,6 +338,29 @@ TEST(Json, EscapesEverySpecialByteAtEveryPosition) {
   }
 }
 
+// The 16-byte scan sends any string with a byte above 0x7f to the UTF-8 check, wherever the byte
+// is: valid UTF-8 passes unchanged, an invalid byte becomes U+FFFD, at every position and length.
+TEST(Json, NonAsciiAtEveryPositionIsKeptOrRepaired) {
+  for (size_t len = 0; len <= 40; ++len) {
+    for (size_t pos = 0; pos <= len; ++pos) {
+      std::string base;
+      for (size_t i = 0; i < len; ++i) base += char('a' + i % 26);
+      std::string valid = base;
+      valid.insert(pos, "\xc3\xa9");  // é
+      std::string out;
+      encode_value_json(Value::string(valid), out);
+      ASSERT_EQ(out, "\"" + valid + "\"") << len << " " << pos;
+      std::string invalid = base;
+      invalid.insert(pos, "\xff");
+      std::string repaired = base;
+      repaired.insert(pos, "\xEF\xBF\xBD");
+      out.clear();
+      encode_value_json(Value::string(invalid), out);
+      ASSERT_EQ(out, "\"" + repaired + "\"") << len << " " << pos;
+    }
+  }
+}
+
 TEST(Json, InvalidUtf8StringsAreRepairedOnEncode) {
   Batch b;
   Record r;

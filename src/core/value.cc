@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -221,6 +222,37 @@ bool parse_uuid(std::string_view s, uint8_t* out) {
     }
   }
   return n == 16 && hi < 0;
+}
+
+double float_as_shortest_double(float f) noexcept {
+  const double d = f;
+  if (!std::isfinite(f) || f == 0) return d;
+  // The shortest text is f's exact decimal, unless a decimal with fewer digits rounds to f too.
+  // The widest half-gap around f is half the gap to the next float away from zero.
+  const double a = std::fabs(d);
+  const double gap = double(std::nextafter(std::fabs(f), INFINITY)) - a;
+  if (a == std::trunc(a)) {
+    // Any other decimal no longer than f's digits is another integer, at least 1 away.
+    if (gap <= 1) return d;
+  } else {
+    // f = m / 2^k with m odd: its exact decimal has k fractional digits, the last a 5, so every
+    // decimal with fewer is at least 5·10^-k away; the half-gap must stay below that.
+    static constexpr double kTenToOneMinusK[] = {1e0,   1e-1,  1e-2,  1e-3, 1e-4,  1e-5,
+                                                 1e-6,  1e-7,  1e-8,  1e-9, 1e-10, 1e-11,
+                                                 1e-12, 1e-13, 1e-14, 1e-15};  // k = 1 … 16
+    double t = a;
+    int k = 0;
+    while (t != std::trunc(t) && k < 16) {
+      t *= 2;  // exact
+      ++k;
+    }
+    if (t == std::trunc(t) && gap < kTenToOneMinusK[k - 1]) return d;
+  }
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, f);
+  double r = d;
+  if (ec == std::errc()) std::from_chars(buf, end, r);
+  return r;
 }
 
 }  // namespace sluice

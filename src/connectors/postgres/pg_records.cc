@@ -41,41 +41,50 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
       b.add(cols[i].name, Value::null());
       continue;
     }
-    std::string_view text = tv.data;
-    std::string rendered;
     auto v = tv.kind == 'b' ? binary_to_value(types_, cols[i].type_oid, tv.data, batch.arena())
                             : text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
-    if (!v.ok() && tv.kind == 'b' && v.error().code() == Errc::data) {
-      // A value sluice cannot represent, in binary: its text (the server's output function) is
-      // what the error shows and the dead-letter queue keeps, as on the text path.
-      if (auto t = binary_as_text(cols[i].type_oid, tv.data); t.ok()) {
-        rendered = std::move(t).value();
-        text = rendered;
-        auto again = text_to_value(types_, cols[i].type_oid, text, batch.arena());
-        if (!again.ok()) v = std::move(again);
-      }
-    }
-    if (!v.ok()) {
-      Error e = v.error().with_context(
-          fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, cols[i].name));
-      if (e.code() != Errc::data) return e;
-      // A legal value sluice cannot represent (a timestamp beyond 294247 AD): skipping the change
-      // would lose it, so it stops the stream — unless the pipeline has a dead-letter queue,
-      // where the record goes with the raw value as text.
-      if (!st_->ctx.dead_letters)
-        return Error(Errc::data,
-                     e.message() +
-                         "; to go on, set on_error: dlq with a dlq destination: such records then "
-                         "go to the dead-letter queue, with the value as text");
-      if (poison_.empty()) poison_ = e.message();
-      b.add(cols[i].name, tv.kind == 'b' && rendered.empty() ? Value::bytes(batch.copy(tv.data))
-                                                             : Value::string(batch.copy(text)));
+    if (v.ok()) [[likely]] {
+      b.add(cols[i].name, v.value());
       continue;
     }
-    b.add(cols[i].name, v.value());
+    SLUICE_TRY_ASSIGN(Value kept, value_problem(batch, t, i, tv, std::move(v).error()));
+    b.add(cols[i].name, kept);
   }
   *out = b.build();
   return ok_status();
+}
+
+// A value the column's type reader refused (`e`): the pipeline stops, or, with a dead-letter
+// queue and a value sluice cannot represent, the record keeps the value as text (or bytes) and is
+// marked for the queue (mark_poison).
+Result<Value> PostgresDriver::value_problem(Batch& batch, const TableState& t, uint32_t i,
+                                            const TupleValue& tv, Error e) {
+  const auto& col = t.rel->columns[i];
+  std::string_view text = tv.data;
+  std::string rendered;
+  if (tv.kind == 'b' && e.code() == Errc::data) {
+    // A value sluice cannot represent, in binary: its text (the server's output function) is
+    // what the error shows and the dead-letter queue keeps, as on the text path.
+    if (auto r = binary_as_text(col.type_oid, tv.data); r.ok()) {
+      rendered = std::move(r).value();
+      text = rendered;
+      auto again = text_to_value(types_, col.type_oid, text, batch.arena());
+      if (!again.ok()) e = std::move(again).error();
+    }
+  }
+  e = e.with_context(fmt::format("{}.{}.{}: ", t.rel->schema, t.rel->name, col.name));
+  if (e.code() != Errc::data) return e;
+  // A legal value sluice cannot represent (a timestamp beyond 294247 AD): skipping the change
+  // would lose it, so it stops the stream — unless the pipeline has a dead-letter queue, where the
+  // record goes with the raw value as text.
+  if (!st_->ctx.dead_letters)
+    return Error(Errc::data,
+                 e.message() +
+                     "; to go on, set on_error: dlq with a dlq destination: such "
+                     "records then go to the dead-letter queue, with the value as text");
+  if (poison_.empty()) poison_ = e.message();
+  return tv.kind == 'b' && rendered.empty() ? Value::bytes(batch.copy(tv.data))
+                                            : Value::string(batch.copy(text));
 }
 
 Result<std::string> PostgresDriver::binary_as_text(uint32_t type_oid, std::string_view bytes) {

@@ -290,6 +290,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   void emit_logical_message(Batch& batch, const LogicalMsg& m, Lsn lsn);
   Status tuple_to_object(Batch& batch, const TableState& t, const Tuple& tuple, bool key_only,
                          Value* out);
+  [[gnu::cold]] Result<Value> value_problem(Batch& batch, const TableState& t, uint32_t column,
+                                            const TupleValue& tv, Error e);
   Value metadata(Batch& batch, const TableState& t, std::string_view lsn, bool cdc);
   // After a record is built: when tuple_to_object kept a value it cannot represent as text
   // (the pipeline has a dead-letter queue), marks the record for it (Batch::add_source_reject).
