@@ -385,6 +385,7 @@ inline bool copy_plain_ascii(const char* s, size_t n, char* d) {
     }
     return true;
   }
+  // Shorter: overlapping loads, so that every lane holds one of the string's own bytes.
   if (n >= 8) {
     const uint64_t lo = load64(p), hi = load64(p + n - 8);
     if (special_bytes(_mm_set_epi64x(int64_t(hi), int64_t(lo)))) return false;
@@ -392,11 +393,28 @@ inline bool copy_plain_ascii(const char* s, size_t n, char* d) {
     std::memcpy(d + n - 8, &hi, 8);
     return true;
   }
-#endif
+  if (n >= 4) {
+    const uint32_t lo = uint32_t(load32(p)), hi = uint32_t(load32(p + n - 4));
+    if (special_bytes(_mm_set_epi32(int(hi), int(lo), int(hi), int(lo)))) return false;
+    std::memcpy(d, &lo, 4);
+    std::memcpy(d + n - 4, &hi, 4);
+    return true;
+  }
+  if (n > 0) {  // bytes 0, n/2 and n-1 cover a string of 1 to 3
+    const uint8_t a = p[0], b = p[n / 2], c = p[n - 1];
+    const uint32_t v = uint32_t(a) | uint32_t(b) << 8 | uint32_t(c) << 16 | uint32_t(a) << 24;
+    if (special_bytes(_mm_set1_epi32(int(v)))) return false;
+    d[0] = char(a);
+    d[n / 2] = char(b);
+    d[n - 1] = char(c);
+  }
+  return true;
+#else
   uint64_t high = 0;
   if (text_needs_escape(p, n, &high) || (high & 0x8080808080808080ULL)) return false;
   copy_short(d, s, n);
   return true;
+#endif
 }
 
 // The rest of a string after its opening quote, when it needs escaping or is not ASCII.
@@ -473,9 +491,24 @@ void append_offset_text(int32_t off, Writer& w) {
   w.advance_to(temporal::write_offset(w.cursor(), off));
 }
 
+// A batch's timestamps mostly fall on a few days: each thread keeps the text of the last day it
+// wrote, and only the time of day is written for the next timestamp on that day.
 void append_timestamp_text(int64_t micros, Writer& w) {
-  w.need(temporal::kMaxTimestampChars);
-  w.advance_to(temporal::write_timestamp(w.cursor(), micros));
+  struct DayText {
+    int64_t days = std::numeric_limits<int64_t>::min();
+    char text[temporal::kMaxDateChars];
+    size_t size = 0;
+  };
+  thread_local DayText last;
+  const temporal::DayAndTime t = temporal::split_timestamp(micros);
+  if (t.days != last.days) {
+    last.size = size_t(temporal::write_date(last.text, int32_t(t.days)) - last.text);
+    last.days = t.days;
+  }
+  w.need(last.size + 1 + temporal::kMaxTimeChars);
+  w.raw(last.text, last.size);
+  w.raw('T');
+  w.advance_to(temporal::write_time(w.cursor(), t.micros));
 }
 
 void append_uuid_text(const uint8_t* b, Writer& w) {

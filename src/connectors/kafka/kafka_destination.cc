@@ -356,8 +356,13 @@ class KafkaDestination final : public Destination {
     bool compacted = false;
   };
   const TopicLimits& topic_limits(const std::string& name);
-  // The topic of `r`, in topic_buf_.
-  void render_topic(const Record& r);
+  struct TopicMemo {
+    const Field* fields = nullptr;
+    uint32_t size = 0;
+  };
+  // The topic of `r`, into topic_buf_. `memo` starts null for each batch: records of one batch
+  // that share their metadata object (a snapshot chunk's rows do) share the name, rendered once.
+  void render_topic(const Record& r, TopicMemo& memo);
   // The size of `r`'s message (key, value, headers) under the compression codec; 0 if unknown.
   size_t compressed_message_size(const Record& r, std::string_view key, std::string_view value);
   // Before a batch is encoded: each of its topics' limits known, and the producer re-created
@@ -831,7 +836,11 @@ rd_kafka_topic_t* KafkaDestination::topic_handle(std::string_view name) {
   return t;
 }
 
-void KafkaDestination::render_topic(const Record& r) {
+void KafkaDestination::render_topic(const Record& r, TopicMemo& memo) {
+  // The batch's arena is not reused while it is being written: one metadata object, one topic.
+  const bool shared = r.metadata.is_object() && r.metadata.size() > 0;
+  if (shared && memo.fields == r.metadata.fields().data() && memo.size == r.metadata.size()) return;
+  memo = shared ? TopicMemo{r.metadata.fields().data(), r.metadata.size()} : TopicMemo{};
   if (template_) {
     template_->render(r, topic_buf_, kDefaultTableName);
   } else {
@@ -846,8 +855,9 @@ void KafkaDestination::render_topic(const Record& r) {
 Status KafkaDestination::prepare_topics(Batch& batch) {
   if (!rk_) SLUICE_TRY(create_producer());  // re-creating it failed before
   std::string last;
+  TopicMemo memo;
   for (const Record& r : batch.records()) {
-    render_topic(r);
+    render_topic(r, memo);
     if (topic_buf_ == last) continue;
     last = topic_buf_;
     (void)topic_limits(last);
@@ -884,10 +894,11 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
   rd_kafka_topic_t* last_topic = nullptr;
   std::string last_topic_name;
   const TopicLimits* limits = nullptr;
+  TopicMemo memo;
   for (uint32_t i = 0; i < records.size(); ++i) {
     if (skip && (*skip)[i]) continue;
     const Record& r = records[i];
-    render_topic(r);
+    render_topic(r, memo);
     if (last_topic == nullptr || topic_buf_ != last_topic_name) {
       last_topic = topic_handle(topic_buf_);
       last_topic_name = topic_buf_;
