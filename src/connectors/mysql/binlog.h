@@ -231,10 +231,39 @@ struct ZeroDates {
   size_t first = kNone;  // column index of the row's first zero date
 };
 
-// Decodes one row image starting at `data`: fills out[i] for each column (absent when the column
-// is not in `present`). Returns the bytes consumed. `cols` may be shorter than the map (unknown
-// columns decode with defaults: signed, utf8).
-// Enum and set values point into `cols` (their labels): keep it alive as long as the values.
+// What decoding a row image needs of the table map, its columns and the image's column bitmap,
+// worked out once per rows event (every row of the event shares them): the columns the bitmap
+// names, in order, each with its type as the image stores it (a STRING column's real type and
+// length resolved from its metadata) and its ColumnInfo.
+struct RowPlan {
+  struct Step {
+    const ColumnInfo* info = nullptr;
+    uint32_t column = 0;
+    uint16_t meta = 0;
+    uint8_t type = 0;
+    uint8_t kind = 0;  // dense(type): what decode_row switches on
+  };
+  // The column types made dense (0-31 stay, 245-255 become 32-42, anything else 0xff) so that
+  // decode_row's switch is a jump table rather than a search through the types.
+  static constexpr uint8_t dense(uint8_t type) noexcept {
+    return type < 32 ? type : type >= 245 ? uint8_t(type - 245 + 32) : uint8_t(0xff);
+  }
+  std::vector<Step> steps;       // the columns in the image, in order
+  std::vector<uint32_t> absent;  // the columns it leaves out: decoded as absent
+  size_t columns = 0;            // the map's
+};
+// Fills `plan` (its vectors keep their capacity). `cols` may be shorter than the map (unknown
+// columns decode with defaults: signed, utf8) and must outlive the plan. A data error when the
+// bitmap is shorter than the map.
+Status make_row_plan(const TableMap& map, const std::vector<ColumnInfo>& cols,
+                     std::string_view present, RowPlan& plan);
+// Decodes one row image starting at `data` by `plan` (made for `map`): fills out[i] for each of
+// the map's columns (absent when the image leaves it out). Returns the bytes consumed.
+// Enum and set values point into the plan's ColumnInfo (their labels): keep it alive as long as
+// the values.
+Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
+                          Arena& arena, Value* out, ZeroDates* zero_dates = nullptr);
+// The same for one row: the plan made and used once.
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
                           std::string_view present, std::string_view data, Arena& arena, Value* out,
                           ZeroDates* zero_dates = nullptr);

@@ -87,10 +87,54 @@ std::string latin1_to_utf8(std::string_view s) {
 
 }  // namespace
 
+namespace {
+const ColumnInfo kDefaultColumn;  // a column information_schema did not describe
+}  // namespace
+
+Status make_row_plan(const TableMap& map, const std::vector<ColumnInfo>& cols,
+                     std::string_view present, RowPlan& plan) {
+  const size_t n = map.types.size();
+  if (present.size() * 8 < n)
+    return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
+  plan.steps.clear();
+  plan.absent.clear();
+  plan.columns = n;
+  for (size_t i = 0; i < n; ++i) {
+    if (!bit(present, i)) {
+      plan.absent.push_back(uint32_t(i));
+      continue;
+    }
+    RowPlan::Step s;
+    s.info = i < cols.size() ? &cols[i] : &kDefaultColumn;
+    s.column = uint32_t(i);
+    s.type = map.types[i];
+    s.meta = map.meta[i];
+    if (s.type == kTypeString && s.meta >= 256) {  // the real type (ENUM, SET, STRING) and length
+      const uint8_t b0 = uint8_t(s.meta >> 8), b1 = uint8_t(s.meta & 0xff);
+      if ((b0 & 0x30) != 0x30) {
+        s.meta = uint16_t(b1 | (((b0 & 0x30) ^ 0x30) << 4));
+        s.type = uint8_t(b0 | 0x30);
+      } else {
+        s.type = b0;
+        s.meta = b1;
+      }
+    }
+    s.kind = RowPlan::dense(s.type);
+    plan.steps.push_back(s);
+  }
+  return ok_status();
+}
+
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
                           std::string_view present, std::string_view data, Arena& arena, Value* out,
                           ZeroDates* zero_dates) {
-  const size_t n = map.types.size();
+  RowPlan plan;
+  SLUICE_TRY(make_row_plan(map, cols, present, plan));
+  return decode_row(plan, map, data, arena, out, zero_dates);
+}
+
+Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
+                          Arena& arena, Value* out, ZeroDates* zero_dates) {
   if (zero_dates) zero_dates->first = ZeroDates::kNone;
   // A zero date: its text when the caller asks (and the column noted), else null.
   auto zero_date = [&](size_t i, std::string text) {
@@ -98,31 +142,27 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
     if (zero_dates->first == ZeroDates::kNone) zero_dates->first = i;
     return Value::string(arena.copy(text));
   };
-  if (present.size() * 8 < n)
-    return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
-  const size_t npresent = count_columns(present, n);
-  const size_t null_bytes = (npresent + 7) / 8;
+  for (const uint32_t i : plan.absent) out[i] = Value();
+  // Locals, not the vector: a store through `out` could alias it, and it would be read again.
+  const RowPlan::Step* const steps = plan.steps.data();
+  const size_t nsteps = plan.steps.size();
+  const size_t null_bytes = (nsteps + 7) / 8;
   if (data.size() < null_bytes) return truncated("ROWS");
   const std::string_view nulls = data.substr(0, null_bytes);
   const uint8_t* base = u8(data);
   size_t off = null_bytes;
-  size_t k = 0;  // index among present columns
-  static const ColumnInfo kDefault;
-  for (size_t i = 0; i < n; ++i) {
-    if (!bit(present, i)) {
-      out[i] = Value();
-      continue;
-    }
-    const bool is_null = bit(nulls, k++);
-    if (is_null) {
+  for (size_t k = 0; k < nsteps; ++k) {
+    const RowPlan::Step& step = steps[k];
+    const size_t i = step.column;
+    if (bit(nulls, k)) {
       out[i] = Value::null();
       continue;
     }
-    const ColumnInfo& ci = i < cols.size() ? cols[i] : kDefault;
+    const ColumnInfo& ci = *step.info;
     const uint8_t* p = base + off;
     const size_t avail = data.size() - off;
-    uint8_t type = map.types[i];
-    uint16_t meta = map.meta[i];
+    const uint8_t type = step.type;
+    const uint16_t meta = step.meta;
     size_t len = 0;
     auto need = [&](size_t x) -> bool { return x <= avail; };
     auto text_value = [&](std::string_view s) -> Value {
@@ -134,45 +174,35 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
       }
       return Value::string(arena.copy(s));
     };
-    if (type == kTypeString && meta >= 256) {
-      const uint8_t b0 = uint8_t(meta >> 8), b1 = uint8_t(meta & 0xff);
-      if ((b0 & 0x30) != 0x30) {
-        meta = uint16_t(b1 | (((b0 & 0x30) ^ 0x30) << 4));
-        type = uint8_t(b0 | 0x30);
-      } else {
-        type = b0;
-        meta = b1;
-      }
-    }
-    switch (type) {
-      case kTypeTiny:
+    switch (step.kind) {
+      case RowPlan::dense(kTypeTiny):
         if (!need(1)) return truncated("ROWS");
         out[i] = ci.is_unsigned ? Value::uint64(p[0]) : Value::int64(int8_t(p[0]));
         len = 1;
         break;
-      case kTypeShort:
+      case RowPlan::dense(kTypeShort):
         if (!need(2)) return truncated("ROWS");
         out[i] = ci.is_unsigned ? Value::uint64(le16(p)) : Value::int64(int16_t(le16(p)));
         len = 2;
         break;
-      case kTypeInt24: {
+      case RowPlan::dense(kTypeInt24): {
         if (!need(3)) return truncated("ROWS");
         uint32_t v = le24(p);
         out[i] = ci.is_unsigned ? Value::uint64(v) : Value::int64(int32_t(v << 8) >> 8);
         len = 3;
         break;
       }
-      case kTypeLong:
+      case RowPlan::dense(kTypeLong):
         if (!need(4)) return truncated("ROWS");
         out[i] = ci.is_unsigned ? Value::uint64(le32(p)) : Value::int64(int32_t(le32(p)));
         len = 4;
         break;
-      case kTypeLonglong:
+      case RowPlan::dense(kTypeLonglong):
         if (!need(8)) return truncated("ROWS");
         out[i] = ci.is_unsigned ? Value::uint64(le64(p)) : Value::int64(int64_t(le64(p)));
         len = 8;
         break;
-      case kTypeFloat: {
+      case RowPlan::dense(kTypeFloat): {
         if (!need(4)) return truncated("ROWS");
         float f;
         uint32_t b = le32(p);
@@ -181,7 +211,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 4;
         break;
       }
-      case kTypeDouble: {
+      case RowPlan::dense(kTypeDouble): {
         if (!need(8)) return truncated("ROWS");
         double d;
         uint64_t b = le64(p);
@@ -190,18 +220,18 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 8;
         break;
       }
-      case kTypeNewDecimal: {
+      case RowPlan::dense(kTypeNewDecimal): {
         auto s = decode_decimal(p, avail, meta >> 8, meta & 0xff, &len);
         if (!s.ok()) return std::move(s).error();
         out[i] = Value::decimal(arena.copy(s.value()));
         break;
       }
-      case kTypeYear:
+      case RowPlan::dense(kTypeYear):
         if (!need(1)) return truncated("ROWS");
         out[i] = Value::int64(p[0] ? 1900 + p[0] : 0);
         len = 1;
         break;
-      case kTypeDate: {
+      case RowPlan::dense(kTypeDate): {
         if (!need(3)) return truncated("ROWS");
         const uint32_t v = le24(p);
         const unsigned d = v & 31, m = (v >> 5) & 15;
@@ -211,7 +241,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 3;
         break;
       }
-      case kTypeTime: {  // old format: HHMMSS as a signed 3-byte integer
+      case RowPlan::dense(kTypeTime): {  // old format: HHMMSS as a signed 3-byte integer
         if (!need(3)) return truncated("ROWS");
         int32_t v = int32_t(le24(p) << 8) >> 8;
         const int64_t sign = v < 0 ? -1 : 1;
@@ -221,7 +251,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 3;
         break;
       }
-      case kTypeTime2: {
+      case RowPlan::dense(kTypeTime2): {
         const int fsp = meta;
         len = 3 + size_t((fsp + 1) / 2);
         if (!need(len)) return truncated("ROWS");
@@ -257,7 +287,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         out[i] = Value::time(sign * (secs * 1000000 + int64_t(frac)));
         break;
       }
-      case kTypeDatetime: {  // old format: YYYYMMDDhhmmss as an 8-byte integer
+      case RowPlan::dense(kTypeDatetime): {  // old format: YYYYMMDDhhmmss as an 8-byte integer
         if (!need(8)) return truncated("ROWS");
         uint64_t v = le64(p);
         const uint64_t dpart = v / 1000000, tpart = v % 1000000;
@@ -274,7 +304,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = 8;
         break;
       }
-      case kTypeDatetime2: {
+      case RowPlan::dense(kTypeDatetime2): {
         const int fsp = meta;
         len = 5 + size_t((fsp + 1) / 2);
         if (!need(len)) return truncated("ROWS");
@@ -295,14 +325,14 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         }
         break;
       }
-      case kTypeTimestamp:
+      case RowPlan::dense(kTypeTimestamp):
         if (!need(4)) return truncated("ROWS");
         // TIMESTAMP starts at 1970-01-01 00:00:01 UTC: 0 is the zero date.
         out[i] = le32(p) == 0 ? zero_date(i, "0000-00-00 00:00:00")
                               : Value::timestamptz(int64_t(le32(p)) * 1000000);
         len = 4;
         break;
-      case kTypeTimestamp2: {
+      case RowPlan::dense(kTypeTimestamp2): {
         const int fsp = meta;
         len = 4 + size_t((fsp + 1) / 2);
         if (!need(len)) return truncated("ROWS");
@@ -310,8 +340,8 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         out[i] = us == 0 ? zero_date(i, "0000-00-00 00:00:00") : Value::timestamptz(us);
         break;
       }
-      case kTypeVarchar:
-      case kTypeVarString: {
+      case RowPlan::dense(kTypeVarchar):
+      case RowPlan::dense(kTypeVarString): {
         const size_t lb = meta < 256 ? 1 : 2;
         if (!need(lb)) return truncated("ROWS");
         const size_t sl = lb == 1 ? p[0] : le16(p);
@@ -320,7 +350,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = lb + sl;
         break;
       }
-      case kTypeString: {
+      case RowPlan::dense(kTypeString): {
         const size_t lb = meta < 256 ? 1 : 2;
         if (!need(lb)) return truncated("ROWS");
         const size_t sl = lb == 1 ? p[0] : le16(p);
@@ -337,7 +367,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = lb + sl;
         break;
       }
-      case kTypeEnum: {
+      case RowPlan::dense(kTypeEnum): {
         const size_t sz = meta & 0xff;
         if (sz != 1 && sz != 2) return Error(Errc::data, "binlog ENUM has a bad size");
         if (!need(sz)) return truncated("ROWS");
@@ -350,7 +380,7 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = sz;
         break;
       }
-      case kTypeSet: {
+      case RowPlan::dense(kTypeSet): {
         const size_t sz = meta & 0xff;
         if (sz == 0 || sz > 8 || !need(sz)) return truncated("ROWS");
         uint64_t bits = 0;
@@ -365,19 +395,19 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
         len = sz;
         break;
       }
-      case kTypeBit: {
+      case RowPlan::dense(kTypeBit): {
         const size_t nbytes = (meta & 0xff) + ((meta >> 8) ? 1 : 0);
         if (!need(nbytes) || nbytes > 8) return truncated("ROWS");
         out[i] = Value::uint64(be(p, nbytes));
         len = nbytes;
         break;
       }
-      case kTypeBlob:
-      case kTypeTinyBlob:
-      case kTypeMediumBlob:
-      case kTypeLongBlob:
-      case kTypeGeometry:
-      case kTypeJson: {
+      case RowPlan::dense(kTypeBlob):
+      case RowPlan::dense(kTypeTinyBlob):
+      case RowPlan::dense(kTypeMediumBlob):
+      case RowPlan::dense(kTypeLongBlob):
+      case RowPlan::dense(kTypeGeometry):
+      case RowPlan::dense(kTypeJson): {
         const size_t lb = meta;
         if (lb < 1 || lb > 4 || !need(lb)) return truncated("ROWS");
         const size_t sl = size_t(lb == 1 ? p[0] : lb == 2 ? le16(p) : lb == 3 ? le24(p) : le32(p));

@@ -400,6 +400,68 @@ TEST(BinlogTest, MinimalImageLeavesColumnsAbsent) {
   }
 }
 
+// handle_rows makes one RowPlan per image bitmap and reuses it (and the value array) for every row
+// of the event and then for the next event: a full image decoded after a MINIMAL one, and a MINIMAL
+// one after a full one, give exactly what a fresh array and a plan of its own give.
+TEST(BinlogTest, AReusedPlanAndValueArrayDecodeLikeFreshOnes) {
+  Decoded d = setup();
+  const std::string full_bytes = raw(kRawWriteAll), minimal_bytes = raw(kRawUpdateMinimal);
+  auto full_ev = parse_event(full_bytes, true);
+  auto minimal_ev = parse_event(minimal_bytes, true);
+  ASSERT_TRUE(full_ev.ok() && minimal_ev.ok());
+  auto full = parse_rows(full_ev.value(), d.fd);
+  auto minimal = parse_rows(minimal_ev.value(), d.fd);
+  ASSERT_TRUE(full.ok() && minimal.ok());
+  const std::vector<ColumnInfo>& cols = columns();
+  Arena arena;
+  RowPlan plan;
+  std::vector<Value> reused(33);
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(make_row_plan(d.map, cols, full->present, plan).ok());
+    EXPECT_EQ(plan.steps.size(), 33u);
+    EXPECT_TRUE(plan.absent.empty());
+    auto used = decode_row(plan, d.map, full->rows, arena, reused.data());
+    ASSERT_TRUE(used.ok()) << used.error().message();
+    EXPECT_EQ(used.value(), full->rows.size());
+    expect_full_row(reused);
+
+    // The MINIMAL update's before image (the key only), into the array the full row filled.
+    ASSERT_TRUE(make_row_plan(d.map, cols, minimal->present, plan).ok());
+    EXPECT_EQ(plan.steps.size(), 1u);
+    EXPECT_EQ(plan.absent.size(), 32u);
+    auto u1 = decode_row(plan, d.map, minimal->rows, arena, reused.data());
+    ASSERT_TRUE(u1.ok());
+    std::vector<Value> fresh(33);
+    ASSERT_TRUE(decode_row(d.map, cols, minimal->present, minimal->rows, arena, fresh.data()).ok());
+    EXPECT_EQ(reused[0], Value::int64(1));
+    for (size_t i = 0; i < 33; ++i) EXPECT_EQ(reused[i], fresh[i]) << i;
+    for (size_t i = 1; i < 33; ++i) EXPECT_TRUE(reused[i].is_absent()) << i;
+  }
+}
+
+// The plan switches on a dense code of the column type (0-31 and 245-255); a type outside those
+// ranges must stay unsupported rather than alias a known one (33 would be JSON's dense code, 32+1).
+TEST(BinlogTest, AColumnTypeOutsideTheKnownRangesIsUnsupported) {
+  for (const uint8_t type : {uint8_t(33), uint8_t(42), uint8_t(100), uint8_t(244)}) {
+    TableMap map;
+    map.database = "d";
+    map.table = "t";
+    map.types = {type};
+    map.meta = {0};
+    map.nullable = {1};
+    const std::string present(1, '\x01'), image("\x00\x01\x02\x03\x04\x05\x06\x07\x08", 9);
+    const std::vector<ColumnInfo> cols;
+    Arena arena;
+    Value v;
+    auto r = decode_row(map, cols, present, image, arena, &v);
+    ASSERT_FALSE(r.ok()) << int(type);
+    EXPECT_EQ(r.error().code(), Errc::unsupported) << int(type);
+  }
+  EXPECT_EQ(RowPlan::dense(kTypeJson), 32);
+  EXPECT_EQ(RowPlan::dense(kTypeGeometry), 42);
+  EXPECT_EQ(RowPlan::dense(kTypeTimestamp2), kTypeTimestamp2);
+}
+
 // A v2 rows event is a v1 event with an extra-data block after the flags.
 TEST(BinlogTest, RowsEventV2) {
   Decoded d = setup();

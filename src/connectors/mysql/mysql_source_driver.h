@@ -263,6 +263,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   uint32_t tx_time_ = 0;
   uint32_t tx_server_id_ = 0;  // the server that wrote the transaction (event header)
   std::vector<Value> row_before_, row_after_;
+  bl::RowPlan plan_before_, plan_after_;  // handle_rows: the images of the event at hand
 };
 
 }  // namespace sluice::mysql

@@ -227,14 +227,22 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   std::string_view data = rows->rows;
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
   // An image holds the columns its bitmap names (decode_row leaves the others absent): the same
-  // count for every row of the event.
-  const auto before_size = uint32_t(bl::count_columns(rows->present, n));
-  const auto after_size = uint32_t(bl::count_columns(rows->present_after, n));
-  auto to_object = [&](const std::vector<Value>& vals, uint32_t cnt) {
-    ObjectBuilder b = batch.object(cnt);
-    for (size_t i = 0; i < n; ++i)
-      if (!vals[i].is_absent()) b.add(ms.names[i], vals[i]);
-    return b.build();
+  // for every row of the event, planned once.
+  const bool upd = rows->kind == bl::RowsEvent::Kind::update;
+  if (auto s = bl::make_row_plan(ms.map, t.cols, rows->present, plan_before_); !s.ok())
+    return s.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+  if (upd)
+    if (auto s = bl::make_row_plan(ms.map, t.cols, rows->present_after, plan_after_); !s.ok())
+      return s.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+  // An image's object: the columns its plan names, in order (decode_row fills each of them).
+  auto to_object = [&](const bl::RowPlan& plan, const std::vector<Value>& vals) {
+    const auto cnt = uint32_t(plan.steps.size());
+    const bl::RowPlan::Step* const steps = plan.steps.data();
+    const std::string_view* const names = ms.names.data();
+    const Value* const v = vals.data();
+    Field* const f = batch.arena().allocate_array<Field>(cnt);
+    for (uint32_t j = 0; j < cnt; ++j) f[j] = Field{names[steps[j].column], v[steps[j].column]};
+    return Value::object(f, cnt);
   };
   // Zero dates: decoded as their text (zero_dates: reject) or as null (zero_dates: null).
   bl::ZeroDates zero_before, zero_after;
@@ -242,14 +250,11 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   bl::ZeroDates* const za = zero_dates_null_ ? nullptr : &zero_after;
   Value meta;
   while (!data.empty()) {
-    const bool upd = rows->kind == bl::RowsEvent::Kind::update;
-    auto used =
-        bl::decode_row(ms.map, t.cols, rows->present, data, batch.arena(), row_before_.data(), zb);
+    auto used = bl::decode_row(plan_before_, ms.map, data, batch.arena(), row_before_.data(), zb);
     if (!used.ok()) return used.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
     data.remove_prefix(used.value());
     if (upd) {
-      auto used2 = bl::decode_row(ms.map, t.cols, rows->present_after, data, batch.arena(),
-                                  row_after_.data(), za);
+      auto used2 = bl::decode_row(plan_after_, ms.map, data, batch.arena(), row_after_.data(), za);
       if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
       data.remove_prefix(used2.value());
     }
@@ -282,16 +287,16 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     switch (rows->kind) {
       case bl::RowsEvent::Kind::write:
         r.op = Operation::create;
-        r.after = to_object(row_before_, before_size);
+        r.after = to_object(plan_before_, row_before_);
         break;
       case bl::RowsEvent::Kind::update:
         r.op = Operation::update;
-        r.before = to_object(row_before_, before_size);
-        r.after = to_object(row_after_, after_size);
+        r.before = to_object(plan_before_, row_before_);
+        r.after = to_object(plan_after_, row_after_);
         break;
       case bl::RowsEvent::Kind::remove:
         r.op = Operation::remove;
-        r.before = to_object(row_before_, before_size);
+        r.before = to_object(plan_before_, row_before_);
         break;
     }
     if (!ms.key.empty()) {
