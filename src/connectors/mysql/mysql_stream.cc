@@ -225,6 +225,7 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   row_before_.resize(n);
   row_after_.resize(n);
   std::string_view data = rows->rows;
+  if (data.empty()) return ok_status();  // no row: nothing to plan (nor to check its bitmaps)
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
   // An image holds the columns its bitmap names (decode_row leaves the others absent): the same
   // for every row of the event, planned once.
