@@ -250,7 +250,6 @@ struct RowPlan {
   }
   std::vector<Step> steps;       // the columns in the image, in order
   std::vector<uint32_t> absent;  // the columns it leaves out: decoded as absent
-  size_t columns = 0;            // the map's
 };
 // Fills `plan` (its vectors keep their capacity). `cols` may be shorter than the map (unknown
 // columns decode with defaults: signed, utf8) and must outlive the plan. A data error when the

@@ -98,7 +98,6 @@ Status make_row_plan(const TableMap& map, const std::vector<ColumnInfo>& cols,
     return Error(Errc::data, "binlog rows event: column bitmap shorter than the table map");
   plan.steps.clear();
   plan.absent.clear();
-  plan.columns = n;
   for (size_t i = 0; i < n; ++i) {
     if (!bit(present, i)) {
       plan.absent.push_back(uint32_t(i));
