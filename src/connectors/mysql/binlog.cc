@@ -342,12 +342,6 @@ bool is_rows_event(uint8_t type) noexcept {
          (type >= kWriteRowsV2 && type <= kDeleteRowsV2);
 }
 
-size_t count_columns(std::string_view bitmap, size_t n) noexcept {
-  size_t count = 0;
-  for (size_t i = 0; i < n && i / 8 < bitmap.size(); ++i) count += bit(bitmap, i);
-  return count;
-}
-
 Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd) {
   RowsEvent r;
   const uint8_t t = e.header.type;

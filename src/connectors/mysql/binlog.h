@@ -208,9 +208,6 @@ struct RowsEvent {
   static constexpr uint16_t kEndOfStatement = 1;
 };
 bool is_rows_event(uint8_t type) noexcept;
-// How many of the first `n` columns a rows event's column bitmap names (at most the bitmap holds):
-// the number of values in each of its row images.
-size_t count_columns(std::string_view bitmap, size_t n) noexcept;
 Result<RowsEvent> parse_rows(const Event& e, const FormatDescription& fd);
 
 // What information_schema says about a column (the binlog does not carry it by default).
@@ -257,9 +254,8 @@ struct RowPlan {
 Status make_row_plan(const TableMap& map, const std::vector<ColumnInfo>& cols,
                      std::string_view present, RowPlan& plan);
 // Decodes one row image starting at `data` by `plan` (made for `map`): fills out[i] for each of
-// the map's columns (absent when the image leaves it out). Returns the bytes consumed.
-// Enum and set values point into the plan's ColumnInfo (their labels): keep it alive as long as
-// the values.
+// the map's columns (absent when the image leaves it out). Returns the bytes consumed. Text values
+// (enum and set labels among them) are copied into `arena`.
 Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
                           Arena& arena, Value* out, ZeroDates* zero_dates = nullptr);
 // The same for one row: the plan made and used once.

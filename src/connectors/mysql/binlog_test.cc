@@ -204,12 +204,35 @@ TEST(BinlogTest, StreamChecksumsFollowTheFormatDescription) {
   EXPECT_FALSE(on.verified(xid));
 }
 
-TEST(BinlogTest, CountColumnsCountsTheBitmapsFirstColumns) {
-  EXPECT_EQ(count_columns("\x0b", 8), 3u);      // columns 0, 1, 3
-  EXPECT_EQ(count_columns("\xff\x01", 9), 9u);  // 9 columns, all present
-  EXPECT_EQ(count_columns("\xff\x03", 9), 9u);  // bits past the 9th are not columns
-  EXPECT_EQ(count_columns("\xff", 12), 8u);     // no further than the bitmap
-  EXPECT_EQ(count_columns("", 3), 0u);
+// A row plan holds the columns the bitmap names among the map's first ones: the number of values
+// in each row image.
+TEST(BinlogTest, ARowPlanTakesTheBitmapsColumnsOfTheMap) {
+  auto plan_of = [](std::string_view bitmap, size_t n) {
+    TableMap map;
+    map.types.assign(n, kTypeLong);
+    map.meta.assign(n, 0);
+    map.nullable.assign(n, 1);
+    RowPlan plan;
+    const std::vector<ColumnInfo> cols;
+    auto s = make_row_plan(map, cols, bitmap, plan);
+    return std::make_pair(s.ok(), plan);
+  };
+  auto [ok1, p1] = plan_of("\x0b", 8);  // columns 0, 1, 3
+  ASSERT_TRUE(ok1);
+  ASSERT_EQ(p1.steps.size(), 3u);
+  EXPECT_EQ(p1.steps[0].column, 0u);
+  EXPECT_EQ(p1.steps[1].column, 1u);
+  EXPECT_EQ(p1.steps[2].column, 3u);
+  EXPECT_EQ(p1.absent, (std::vector<uint32_t>{2, 4, 5, 6, 7}));
+  auto [ok2, p2] = plan_of("\xff\x01", 9);  // 9 columns, all present
+  ASSERT_TRUE(ok2);
+  EXPECT_EQ(p2.steps.size(), 9u);
+  auto [ok3, p3] = plan_of("\xff\x03", 9);  // bits past the 9th are not columns
+  ASSERT_TRUE(ok3);
+  EXPECT_EQ(p3.steps.size(), 9u);
+  EXPECT_TRUE(p3.absent.empty());
+  EXPECT_FALSE(plan_of("\xff", 12).first);  // a bitmap shorter than the map is a data error
+  EXPECT_FALSE(plan_of("", 3).first);
 }
 
 TEST(BinlogTest, TruncatedEventsAreErrors) {
