@@ -239,10 +239,17 @@ Result<Value> convert(const TypeRegistry& types, uint32_t type_oid, std::string_
     case oid::kTime:
       if (b.size() != 8) return wrong_size(type_oid, b, 8);
       return Value::time(int64_t(be64(p)));
-    case oid::kTimetz:
+    case oid::kTimetz: {
       // The zone is in seconds west of UTC; sluice's offset is east.
       if (b.size() != 12) return wrong_size(type_oid, b, 12);
-      return Value::timetz(int64_t(be64(p)), -int32_t(be32(p + 8)));
+      const int32_t zone = int32_t(be32(p + 8));
+      // PostgreSQL's own bound (timetz_recv refuses the rest): a zone beyond it is malformed, and
+      // INT32_MIN would have no negation.
+      constexpr int32_t kZoneLimit = 16 * 3600;
+      if (zone <= -kZoneLimit || zone >= kZoneLimit)
+        return bad(type_oid, b, "time zone displacement out of range");
+      return Value::timetz(int64_t(be64(p)), -zone);
+    }
     case oid::kTimestamp:
     case oid::kTimestamptz: {
       if (b.size() != 8) return wrong_size(type_oid, b, 8);

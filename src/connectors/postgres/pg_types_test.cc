@@ -374,6 +374,33 @@ TEST_F(PgTypes, ArraysOfEveryElementKind) {
             (std::vector<std::string>{"(3,4),(1,2)", "(1,1),(0,0)"}));
 }
 
+// timetz's binary form: microseconds, then the zone in seconds west of UTC (the Value's offset is
+// east). A zone beyond PostgreSQL's ±15:59:59 is malformed, INT32_MIN among them (found by the
+// pg_binary fuzzer: its negation overflowed).
+TEST_F(PgTypes, BinaryTimetzZonesBeyondPostgresqlsBoundAreDataErrors) {
+  auto timetz = [](int64_t micros, int32_t zone_west) {
+    std::string b;
+    for (int i = 7; i >= 0; --i) b.push_back(char(uint64_t(micros) >> (8 * i) & 0xff));
+    for (int i = 3; i >= 0; --i) b.push_back(char(uint32_t(zone_west) >> (8 * i) & 0xff));
+    return b;
+  };
+  const int64_t t = (13 * 3600 + 45 * 60) * kSec;
+  Result<Value> east = binary_to_value(types_, oid::kTimetz, timetz(t, -7200), arena_);
+  ASSERT_TRUE(east.ok()) << east.error().message();
+  EXPECT_EQ(east.value(), Value::timetz(t, 7200));
+  Result<Value> edge = binary_to_value(types_, oid::kTimetz, timetz(t, 57599), arena_);
+  ASSERT_TRUE(edge.ok()) << edge.error().message();
+  EXPECT_EQ(edge.value(), Value::timetz(t, -57599));
+  for (const int32_t zone :
+       {std::numeric_limits<int32_t>::min(), -57600, 57600, std::numeric_limits<int32_t>::max()}) {
+    Result<Value> r = binary_to_value(types_, oid::kTimetz, timetz(t, zone), arena_);
+    ASSERT_FALSE(r.ok()) << zone;
+    EXPECT_EQ(r.error().code(), Errc::data) << zone;
+    EXPECT_NE(r.error().message().find("time zone displacement"), std::string::npos)
+        << r.error().message();
+  }
+}
+
 TEST_F(PgTypes, MalformedArrays) {
   for (std::string_view bad :
        {"", "1,2", "{1,2", "{1,,2}", "{,}", "{1,2}x", "{\"a}", "[0:1{1}", "[0:1]{1}", "[a:1]={1}",
