@@ -258,6 +258,10 @@ Status make_row_plan(const TableMap& map, const std::vector<ColumnInfo>& cols,
 // (enum and set labels among them) are copied into `arena`.
 Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
                           Arena& arena, Value* out, ZeroDates* zero_dates = nullptr);
+// The same into out[i].value (the names are left as they are): a row kept as fields, so that an
+// image of every column, in order, becomes the record's object by one copy.
+Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
+                          Arena& arena, Field* out, ZeroDates* zero_dates = nullptr);
 // The same for one row: the plan made and used once.
 Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& cols,
                           std::string_view present, std::string_view data, Arena& arena, Value* out,

@@ -132,8 +132,17 @@ Result<size_t> decode_row(const TableMap& map, const std::vector<ColumnInfo>& co
   return decode_row(plan, map, data, arena, out, zero_dates);
 }
 
-Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
-                          Arena& arena, Value* out, ZeroDates* zero_dates) {
+namespace {
+
+// decode_row's output: column i's value, in a Value array or in a Field array.
+struct FieldValues {
+  Field* f;
+  Value& operator[](size_t i) const { return f[i].value; }
+};
+
+template <typename Out>
+Result<size_t> decode_row_into(const RowPlan& plan, const TableMap& map, std::string_view data,
+                               Arena& arena, Out out, ZeroDates* zero_dates) {
   if (zero_dates) zero_dates->first = ZeroDates::kNone;
   // A zero date: its text when the caller asks (and the column noted), else null.
   auto zero_date = [&](size_t i, std::string text) {
@@ -432,6 +441,18 @@ Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_
     off += len;
   }
   return off;
+}
+
+}  // namespace
+
+Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
+                          Arena& arena, Value* out, ZeroDates* zero_dates) {
+  return decode_row_into(plan, map, data, arena, out, zero_dates);
+}
+
+Result<size_t> decode_row(const RowPlan& plan, const TableMap& map, std::string_view data,
+                          Arena& arena, Field* out, ZeroDates* zero_dates) {
+  return decode_row_into(plan, map, data, arena, FieldValues{out}, zero_dates);
 }
 
 }  // namespace sluice::mysql::binlog

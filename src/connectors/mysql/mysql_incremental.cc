@@ -271,10 +271,10 @@ Status MysqlDriver::start_chunk_if_due(Batch& batch) {
 }
 
 Status MysqlDriver::on_signal_row(Batch& batch, const TableMapState& ms,
-                                  const std::vector<Value>& row) {
+                                  std::span<const Field> row) {
   std::string_view id, type, data;
   for (size_t i = 0; i < ms.names.size() && i < row.size(); ++i) {
-    const Value& v = row[i];
+    const Value& v = row[i].value;
     if (v.kind() != ValueKind::string && v.kind() != ValueKind::bytes &&
         v.kind() != ValueKind::json)
       continue;
@@ -324,16 +324,16 @@ Status MysqlDriver::on_signal_row(Batch& batch, const TableMapState& ms,
   return ok_status();
 }
 
-void MysqlDriver::incremental_change(const TableMapState& ms, const std::vector<Value>* first,
-                                     const std::vector<Value>* second) {
+void MysqlDriver::incremental_change(const TableMapState& ms, std::span<const Field> first,
+                                     std::span<const Field> second) {
   if (!st_->incremental.tracking() || !inc_table_ || !ms.schema || ms.key.empty()) return;
   if (ms.schema->db != inc_table_->db || ms.schema->table != inc_table_->table) return;
-  auto drop = [&](const std::vector<Value>* row) {
-    if (!row) return;
+  auto drop = [&](std::span<const Field> row) {
+    if (row.empty()) return;
     std::vector<std::string> parts;
     for (uint32_t k : ms.key) {
-      if (k >= row->size() || (*row)[k].is_absent()) return;  // key not in the row image
-      parts.push_back(key_text((*row)[k]));
+      if (k >= row.size() || row[k].value.is_absent()) return;  // key not in the row image
+      parts.push_back(key_text(row[k].value));
     }
     std::vector<std::string_view> views(parts.begin(), parts.end());
     st_->incremental.change_seen(st_->position.incremental, inc_name_, key_identity(views));

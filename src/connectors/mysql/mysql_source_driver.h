@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -195,10 +196,10 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // table's snapshot_begin marker into `batch` before its first chunk).
   Status start_chunk_if_due(Batch& batch);
   // A row of the signal table in the stream: a watermark or a signal.
-  Status on_signal_row(Batch& batch, const TableMapState& ms, const std::vector<Value>& row);
+  Status on_signal_row(Batch& batch, const TableMapState& ms, std::span<const Field> row);
   // A change of a captured table in the stream: its keys leave the chunk buffer.
-  void incremental_change(const TableMapState& ms, const std::vector<Value>* first,
-                          const std::vector<Value>* second);
+  void incremental_change(const TableMapState& ms, std::span<const Field> first,
+                          std::span<const Field> second);
   void incremental_truncate(std::string_view db, std::string_view table);
   Status emit_chunk(Batch& batch);
   // A snapshot row (initial or incremental) read as text → r.after: text[i] is column i's
@@ -262,7 +263,9 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   std::string tx_gtid_text_;             // the current transaction's GTID (metadata)
   uint32_t tx_time_ = 0;
   uint32_t tx_server_id_ = 0;  // the server that wrote the transaction (event header)
-  std::vector<Value> row_before_, row_after_;
+  // handle_rows: a row image of some of the columns (binlog_row_image MINIMAL or NOBLOB), decoded
+  // as fields named after the table's columns.
+  std::vector<Field> row_before_, row_after_;
   bl::RowPlan plan_before_, plan_after_;  // handle_rows: the images of the event at hand
 };
 

@@ -222,8 +222,6 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   const TableSchema& t = *ms.schema;
   st_->caches.retain(batch, ms.schema);
   const size_t n = ms.map.types.size();
-  row_before_.resize(n);
-  row_after_.resize(n);
   std::string_view data = rows->rows;
   if (data.empty()) return ok_status();  // no row: nothing to plan (nor to check its bitmaps)
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
@@ -235,37 +233,73 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   if (upd)
     if (auto s = bl::make_row_plan(ms.map, t.cols, rows->present_after, plan_after_); !s.ok())
       return s.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
-  // An image's object: the columns its plan names, in order (decode_row fills each of them).
-  auto to_object = [&](const bl::RowPlan& plan, const std::vector<Value>& vals) {
-    const auto cnt = uint32_t(plan.steps.size());
-    const bl::RowPlan::Step* const steps = plan.steps.data();
-    const std::string_view* const names = ms.names.data();
-    const Value* const v = vals.data();
+  // Each image is decoded into fields named after the table's columns. An image of every column
+  // (binlog_row_image FULL) is decoded straight into the batch's arena: that array becomes the
+  // record's object as it is. An image of some columns is decoded into row_before_/row_after_,
+  // and its object gathers the columns it has. A row that makes no record (a signal, or one
+  // written before a restart) leaves its array to the next row.
+  struct Image {
+    const bl::RowPlan* plan;
+    std::vector<Field>* scratch;
+    Field* spare = nullptr;  // full image: the arena array the next row decodes into
+  };
+  auto name_fields = [&](Field* f) {
+    for (size_t i = 0; i < n; ++i) f[i].name = ms.names[i];
+  };
+  auto target = [&](Image& im) -> Field* {
+    if (!im.plan->absent.empty()) return im.scratch->data();
+    if (im.spare == nullptr) {
+      im.spare = batch.arena().allocate_array<Field>(n);
+      name_fields(im.spare);
+    }
+    return im.spare;
+  };
+  auto to_object = [&](Image& im, const Field* row) {
+    if (im.plan->absent.empty()) {
+      im.spare = nullptr;  // the record owns it now
+      return Value::object(row, uint32_t(n));
+    }
+    const auto cnt = uint32_t(im.plan->steps.size());
     Field* const f = batch.arena().allocate_array<Field>(cnt);
-    for (uint32_t j = 0; j < cnt; ++j) f[j] = Field{names[steps[j].column], v[steps[j].column]};
+    const bl::RowPlan::Step* const steps = im.plan->steps.data();
+    for (uint32_t j = 0; j < cnt; ++j) f[j] = row[steps[j].column];
     return Value::object(f, cnt);
   };
+  Image before{&plan_before_, &row_before_}, after{&plan_after_, &row_after_};
+  if (!plan_before_.absent.empty()) {
+    row_before_.resize(n);
+    name_fields(row_before_.data());
+  }
+  if (upd && !plan_after_.absent.empty()) {
+    row_after_.resize(n);
+    name_fields(row_after_.data());
+  }
   // Zero dates: decoded as their text (zero_dates: reject) or as null (zero_dates: null).
   bl::ZeroDates zero_before, zero_after;
   bl::ZeroDates* const zb = zero_dates_null_ ? nullptr : &zero_before;
   bl::ZeroDates* const za = zero_dates_null_ ? nullptr : &zero_after;
   Value meta;
   while (!data.empty()) {
-    auto used = bl::decode_row(plan_before_, ms.map, data, batch.arena(), row_before_.data(), zb);
+    Field* const rb = target(before);
+    auto used = bl::decode_row(plan_before_, ms.map, data, batch.arena(), rb, zb);
     if (!used.ok()) return used.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
     data.remove_prefix(used.value());
+    Field* ra = nullptr;
     if (upd) {
-      auto used2 = bl::decode_row(plan_after_, ms.map, data, batch.arena(), row_after_.data(), za);
+      ra = target(after);
+      auto used2 = bl::decode_row(plan_after_, ms.map, data, batch.arena(), ra, za);
       if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
       data.remove_prefix(used2.value());
     }
+    const std::span<const Field> row_b(rb, n);
+    const std::span<const Field> row_a =
+        ra ? std::span<const Field>(ra, n) : std::span<const Field>();
     if (ms.signal) {  // a watermark or a signal: consumed, not a change (nor counted as one)
-      if (rows->kind == bl::RowsEvent::Kind::write)
-        SLUICE_TRY(on_signal_row(batch, ms, row_before_));
+      if (rows->kind == bl::RowsEvent::Kind::write) SLUICE_TRY(on_signal_row(batch, ms, row_b));
       continue;
     }
     // Before the resume check: a replayed change drops its key from the chunk too (always safe).
-    incremental_change(ms, &row_before_, upd ? &row_after_ : nullptr);
+    incremental_change(ms, row_b, row_a);
     if (!st_->tx.next_change()) continue;  // written before the restart
     // A zero date (the first of the row's images): why the record goes to the dead-letter queue.
     std::string reject;
@@ -274,7 +308,7 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     };
     const bl::ZeroDates* zero = has_zero(zb) ? zb : upd && has_zero(za) ? za : nullptr;
     if (zero) {
-      const Value& v = (zero == zb ? row_before_ : row_after_)[zero->first];
+      const Value& v = (zero == zb ? row_b : row_a)[zero->first].value;
       reject = fmt::format("{}.{}.{}: zero date '{}' is no date", quote_identifier(t.db),
                            quote_identifier(t.table), quote_identifier(ms.names[zero->first]),
                            v.kind() == ValueKind::string ? v.as_text() : std::string_view());
@@ -285,31 +319,29 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     // The event's rows share one metadata object (same table, transaction and event position).
     if (meta.is_absent()) meta = metadata(batch, t, event_pos, true);
     r.metadata = meta;
-    switch (rows->kind) {
-      case bl::RowsEvent::Kind::write:
-        r.op = Operation::create;
-        r.after = to_object(plan_before_, row_before_);
-        break;
-      case bl::RowsEvent::Kind::update:
-        r.op = Operation::update;
-        r.before = to_object(plan_before_, row_before_);
-        r.after = to_object(plan_after_, row_after_);
-        break;
-      case bl::RowsEvent::Kind::remove:
-        r.op = Operation::remove;
-        r.before = to_object(plan_before_, row_before_);
-        break;
-    }
+    // The key first: it reads the images, which a full image's object then takes over.
     if (!ms.key.empty()) {
       ObjectBuilder k = batch.object(uint32_t(ms.key.size()));
       for (uint32_t i : ms.key) {
-        const Value* v = rows->kind == bl::RowsEvent::Kind::update && !row_after_[i].is_absent()
-                             ? &row_after_[i]
-                             : &row_before_[i];
-        if (v->is_absent() && rows->kind == bl::RowsEvent::Kind::update) v = &row_before_[i];
+        const Value* v = upd && !row_a[i].value.is_absent() ? &row_a[i].value : &row_b[i].value;
         if (!v->is_absent()) k.add(ms.names[i], *v);
       }
       r.key = k.build();
+    }
+    switch (rows->kind) {
+      case bl::RowsEvent::Kind::write:
+        r.op = Operation::create;
+        r.after = to_object(before, rb);
+        break;
+      case bl::RowsEvent::Kind::update:
+        r.op = Operation::update;
+        r.before = to_object(before, rb);
+        r.after = to_object(after, ra);
+        break;
+      case bl::RowsEvent::Kind::remove:
+        r.op = Operation::remove;
+        r.before = to_object(before, rb);
+        break;
     }
     if (!reject.empty()) mark_source_reject(batch, r, reject);
   }
