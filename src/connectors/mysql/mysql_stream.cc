@@ -299,7 +299,7 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
       continue;
     }
     // Before the resume check: a replayed change drops its key from the chunk too (always safe).
-    incremental_change(ms, row_b, row_a);
+    if (st_->incremental.tracking()) incremental_change(ms, row_b, row_a);
     if (!st_->tx.next_change()) continue;  // written before the restart
     // A zero date (the first of the row's images): why the record goes to the dead-letter queue.
     std::string reject;
