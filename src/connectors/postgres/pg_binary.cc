@@ -376,4 +376,55 @@ Result<Value> binary_to_value(const TypeRegistry& types, uint32_t type_oid, std:
   return convert(types, type_oid, bytes, arena, 0);
 }
 
+bool binary_to_value_fast(uint32_t type_oid, std::string_view b, Arena& arena, Value* out) {
+  const char* p = b.data();
+  switch (type_oid) {
+    case oid::kBool:
+      if (b.size() != 1 || uint8_t(p[0]) > 1) return false;
+      *out = Value::boolean(p[0] != 0);
+      return true;
+    case oid::kInt2:
+      if (b.size() != 2) return false;
+      *out = Value::int64(int16_t(be16(p)));
+      return true;
+    case oid::kInt4:
+      if (b.size() != 4) return false;
+      *out = Value::int64(int32_t(be32(p)));
+      return true;
+    case oid::kInt8:
+      if (b.size() != 8) return false;
+      *out = Value::int64(int64_t(be64(p)));
+      return true;
+    case oid::kFloat8:
+      if (b.size() != 8) return false;
+      *out = Value::float64(std::bit_cast<double>(be64(p)));
+      return true;
+    case oid::kDate: {
+      if (b.size() != 4) return false;
+      const int32_t d = int32_t(be32(p));
+      if (d == std::numeric_limits<int32_t>::max() || d == std::numeric_limits<int32_t>::min())
+        return false;  // ±infinity
+      const int64_t days = int64_t(d) + kPgEpochDays;
+      if (days >= std::numeric_limits<int32_t>::max()) return false;
+      *out = Value::date(int32_t(days));
+      return true;
+    }
+    case oid::kTimestamp:
+    case oid::kTimestamptz: {
+      if (b.size() != 8) return false;
+      int64_t t = int64_t(be64(p));
+      if (t == std::numeric_limits<int64_t>::max() || t == std::numeric_limits<int64_t>::min() ||
+          __builtin_add_overflow(t, kPgEpochMicros, &t))
+        return false;  // ±infinity, or beyond the range
+      *out = type_oid == oid::kTimestamp ? Value::timestamp(t) : Value::timestamptz(t);
+      return true;
+    }
+    case oid::kText:
+    case oid::kVarchar:
+    case oid::kBpchar:
+    case oid::kName: *out = Value::string(arena.copy(b)); return true;
+    default: return false;
+  }
+}
+
 }  // namespace sluice::pg

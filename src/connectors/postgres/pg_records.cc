@@ -41,6 +41,11 @@ Status PostgresDriver::tuple_to_object(Batch& batch, const TableState& t, const 
       b.add(cols[i].name, Value::null());
       continue;
     }
+    if (Value fast;
+        tv.kind == 'b' && binary_to_value_fast(cols[i].type_oid, tv.data, batch.arena(), &fast)) {
+      b.add(cols[i].name, fast);
+      continue;
+    }
     auto v = tv.kind == 'b' ? binary_to_value(types_, cols[i].type_oid, tv.data, batch.arena())
                             : text_to_value(types_, cols[i].type_oid, tv.data, batch.arena());
     if (v.ok()) [[likely]] {

@@ -349,7 +349,8 @@ Status PostgresDriver::step_copy(Receiving& r, bool wait) {
         char* buf = nullptr;
         const int n = PQgetCopyData(conn.get(), &buf, wait ? 0 : 1);
         if (n > 0) {
-          r.lines.emplace_back(std::unique_ptr<char, PqFree>(buf), size_t(n));
+          r.lines.append(buf, size_t(n));
+          PQfreemem(buf);
           if (++r.rows % 1024 == 0 && wait) deadline_.extend();
           break;
         }
@@ -548,8 +549,7 @@ Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
   const auto& cols = copy_table_->rel->columns;
   tuple.resize(cols.size());
   if (field_scratch_.size() < cols.size()) field_scratch_.resize(cols.size());
-  for (const auto& [data, size] : chunk_lines_) {
-    std::string_view line(data.get(), size);
+  for (std::string_view line : chunk_lines_) {
     if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
     size_t start = 0;
     for (size_t i = 0; i < cols.size(); ++i) {
@@ -592,8 +592,8 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
   };
   bool header = false, trailer = false;
   tuple.resize(cols.size());
-  for (const auto& [data, size] : chunk_lines_) {
-    wire::Reader r(std::string_view(data.get(), size));
+  for (std::string_view data : chunk_lines_) {
+    wire::Reader r(data);
     if (!header) {
       std::string_view signature;
       int32_t extension;

@@ -73,6 +73,11 @@ bool binary_decodable(const TypeRegistry& types, uint32_t type_oid);
 // binary_decodable() refuses, or malformed bytes → Errc::data naming the type.
 Result<Value> binary_to_value(const TypeRegistry& types, uint32_t type_oid, std::string_view bytes,
                               Arena& arena);
+// The commonest of those (bool, int2/4/8, float8, date, timestamp(tz), text-like) without the
+// Result: true with *out as binary_to_value gives it; false for any other type and for any value
+// binary_to_value must judge (a wrong size, a date or timestamp out of range), which the caller
+// then hands to binary_to_value. For the per-value loops of snapshots and streams.
+bool binary_to_value_fast(uint32_t type_oid, std::string_view bytes, Arena& arena, Value* out);
 
 // Unescapes one COPY text-format field (\\, \t, \n, \r, \b, \f, \v, \ooo octal, \xHH) into `out`.
 // "\N" (NULL) must be checked by the caller before.

@@ -13,14 +13,17 @@
 //   pg_incremental.cc    incremental snapshots: watermarks, key-ordered chunks, signals
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -376,13 +379,39 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     bool in_this_batch = false;  // sized for the batch being filled (else for a batch of its own)
     size_t lane = 0;             // the connection reading it (0: conn_, k: lanes_[k - 1])
   };
-  // A chunk sent and being received: its rows as libpq returned them, and how far its COPY got.
-  // Received by receive_copy() (waiting) or, while another chunk is parsed, by pump_copies() (what
-  // has arrived); an error pump_copies() met is kept for receive_copy() to return.
-  struct PqFree {
-    void operator()(char* p) const noexcept { PQfreemem(p); }
+  // The rows of a chunk as received, one CopyData message each, packed into 64 KiB blocks: libpq
+  // allocates every message it returns, and freeing it right away lets the allocator hand the same
+  // memory back for the next, where keeping a chunk's thousands of them cost more than parsing.
+  class CopyLines {
+   public:
+    void append(const char* p, size_t n) {
+      if (cap_ - used_ < n) {
+        cap_ = std::max(kBlock, n);
+        blocks_.push_back(std::make_unique_for_overwrite<char[]>(cap_));
+        used_ = 0;
+      }
+      char* d = blocks_.back().get() + used_;
+      std::memcpy(d, p, n);
+      used_ += n;
+      rows_.emplace_back(d, n);
+    }
+    void clear() noexcept {
+      rows_.clear();
+      blocks_.clear();
+      used_ = cap_ = 0;
+    }
+    auto begin() const noexcept { return rows_.begin(); }
+    auto end() const noexcept { return rows_.end(); }
+
+   private:
+    static constexpr size_t kBlock = 64 << 10;
+    std::vector<std::unique_ptr<char[]>> blocks_;
+    size_t used_ = 0, cap_ = 0;  // of the last block
+    std::vector<std::string_view> rows_;
   };
-  using CopyLines = std::vector<std::pair<std::unique_ptr<char, PqFree>, size_t>>;
+  // A chunk sent and being received: its rows, and how far its COPY got. Received by
+  // receive_copy() (waiting) or, while another chunk is parsed, by pump_copies() (what has
+  // arrived); an error pump_copies() met is kept for receive_copy() to return.
   struct Receiving {
     CopyChunk chunk;
     enum class Stage : uint8_t { start, rows, result, end, done } stage = Stage::start;
