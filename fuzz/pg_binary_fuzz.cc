@@ -2,7 +2,8 @@
 // (FORMAT binary) and pgoutput `binary` carry them. The first byte picks the type (the table
 // below: every type binary_decodable() accepts, an enum, a domain, arrays); the rest is the value.
 // Malformed bytes must be an Errc::data error, never a crash or a read outside the value, which is
-// copied to a heap buffer of exactly its size so AddressSanitizer sees a read one byte past it.
+// copied to a heap buffer of exactly its size so AddressSanitizer sees a read one byte past it;
+// binary_to_value_fast, where it takes a value, must give binary_to_value's.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -43,7 +44,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::unique_ptr<char[]> copy(new char[size - 1 ? size - 1 : 1]);
   if (size > 1) std::memcpy(copy.get(), data + 1, size - 1);
   sluice::Arena arena(4096);
-  (void)sluice::pg::binary_to_value(registry(), type, std::string_view(copy.get(), size - 1),
-                                    arena);
+  const std::string_view value(copy.get(), size - 1);
+  sluice::Result<sluice::Value> full = sluice::pg::binary_to_value(registry(), type, value, arena);
+  // The fast path of the common types: what it takes, it must decode exactly as the full decoder.
+  sluice::Value fast;
+  if (sluice::pg::binary_to_value_fast(type, value, arena, &fast) &&
+      (!full.ok() || !(fast == full.value())))
+    __builtin_trap();
   return 0;
 }

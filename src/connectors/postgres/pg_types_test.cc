@@ -401,6 +401,67 @@ TEST_F(PgTypes, BinaryTimetzZonesBeyondPostgresqlsBoundAreDataErrors) {
   }
 }
 
+// binary_to_value_fast: whatever it takes, it decodes exactly as binary_to_value does; what the
+// full decoder must judge (a wrong size, ±infinity, a timestamp beyond sluice's range, a bool byte
+// of 2) it leaves to it; other types it never takes.
+TEST_F(PgTypes, TheBinaryFastPathAgreesWithTheFullDecoderOrDeclines) {
+  auto be = [](uint64_t v, int bytes) {
+    std::string b;
+    for (int i = bytes - 1; i >= 0; --i) b.push_back(char(v >> (8 * i) & 0xff));
+    return b;
+  };
+  const uint64_t i64max = uint64_t(std::numeric_limits<int64_t>::max());
+  const uint64_t i64min = uint64_t(std::numeric_limits<int64_t>::min());
+  struct Case {
+    uint32_t oid;
+    std::string bytes;
+    bool taken;
+  };
+  const std::vector<Case> cases = {
+      {oid::kBool, be(1, 1), true},
+      {oid::kBool, be(0, 1), true},
+      {oid::kBool, be(2, 1), false},
+      {oid::kBool, be(1, 2), false},
+      {oid::kInt2, be(0xfffe, 2), true},
+      {oid::kInt2, be(1, 4), false},
+      {oid::kInt4, be(0x80000000u, 4), true},
+      {oid::kInt4, be(1, 3), false},
+      {oid::kInt8, be(i64min, 8), true},
+      {oid::kInt8, be(1, 4), false},
+      {oid::kFloat8, be(0x7ff8000000000001ULL, 8), true},  // a NaN, bit for bit
+      {oid::kFloat8, be(0x3ff0000000000000ULL, 8), true},
+      {oid::kFloat8, be(1, 4), false},
+      {oid::kDate, be(uint32_t(-10957), 4), true},  // 1970-01-01
+      {oid::kDate, be(0x7fffffffu, 4), false},      // infinity
+      {oid::kDate, be(0x80000000u, 4), false},      // -infinity
+      {oid::kDate, be(0x7ffffffeu, 4), false},      // beyond int32 days once moved to 1970
+      {oid::kDate, be(1, 8), false},
+      {oid::kTimestamp, be(0, 8), true},
+      {oid::kTimestamptz, be(uint64_t(-1), 8), true},
+      {oid::kTimestamptz, be(i64max, 8), false},      // infinity
+      {oid::kTimestamp, be(i64min, 8), false},        // -infinity
+      {oid::kTimestamptz, be(i64max - 1, 8), false},  // beyond 294247 AD
+      {oid::kTimestamp, be(1, 4), false},
+      {oid::kText, "caf\xc3\xa9", true},
+      {oid::kVarchar, "", true},
+      {oid::kBpchar, "ab  ", true},
+      {oid::kName, "relname", true},
+      {oid::kFloat4, be(0x3f800000u, 4), false},  // the full decoder's shortest-form reading
+      {oid::kNumeric, be(0, 8), false},
+      {oid::kUuid, std::string(16, 'x'), false},
+      {oid::kJsonb, "\x01{}", false},
+  };
+  for (const Case& c : cases) {
+    Value fast;
+    const bool taken = binary_to_value_fast(c.oid, c.bytes, arena_, &fast);
+    EXPECT_EQ(taken, c.taken) << c.oid << " " << c.bytes.size() << " bytes";
+    if (!taken) continue;
+    Result<Value> full = binary_to_value(types_, c.oid, c.bytes, arena_);
+    ASSERT_TRUE(full.ok()) << c.oid << ": " << full.error().message();
+    EXPECT_EQ(fast, full.value()) << c.oid;
+  }
+}
+
 TEST_F(PgTypes, MalformedArrays) {
   for (std::string_view bad :
        {"", "1,2", "{1,2", "{1,,2}", "{,}", "{1,2}x", "{\"a}", "[0:1{1}", "[0:1]{1}", "[a:1]={1}",
