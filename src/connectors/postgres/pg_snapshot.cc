@@ -612,19 +612,30 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
       }
       if (size_t(count) != fields)
         return malformed(fmt::format("a row of {} fields, {} selected", count, fields));
+      // Locals, not the members: a store of a field's kind (a char) could alias them, and they
+      // would be read again for every field.
+      const char* p = r.rest().data();
+      const char* const end = p + r.remaining();
+      TupleValue* const out = tuple.data();
+      const char* const kinds = copy_kinds_.data();
+      const size_t ncols = cols.size();
       for (size_t i = 0; i < fields; ++i) {
-        int32_t len;
-        if (!r.i32(&len)) return malformed("a row cut short");
+        if (end - p < 4) return malformed("a row cut short");
+        const int32_t len = int32_t(wire::be32(p));
+        p += 4;
         TupleValue discard;
-        TupleValue& v = i < cols.size() ? tuple[i] : discard;
+        TupleValue& v = i < ncols ? out[i] : discard;
         if (len == -1) {
           v.kind = 'n';
           v.data = {};
           continue;
         }
-        if (len < 0 || !r.bytes(size_t(len), &v.data)) return malformed("a field cut short");
-        v.kind = i < cols.size() ? copy_kinds_[i] : 't';
+        if (len < 0 || end - p < len) return malformed("a field cut short");
+        v.data = std::string_view(p, size_t(len));
+        p += len;
+        v.kind = i < ncols ? kinds[i] : 't';
       }
+      r = wire::Reader(std::string_view(p, size_t(end - p)));
       SLUICE_TRY(emit_snapshot_row(batch, tuple, meta));
       if (++pumped_rows_ % kPumpRows == 0) pump_copies(batch);
     }
