@@ -54,6 +54,11 @@ class Arena {
   // Forgets every allocation; keeps regular chunks (up to kKeepBytes) for reuse, frees the rest.
   void reset() noexcept;
 
+  // Takes over the memory `other` handed out since its last reset: it lives as long as this
+  // arena's own (until this reset(), which frees it) and `other` starts afresh, keeping only its
+  // unused chunks. What another thread decoded into an arena of its own joins a batch this way.
+  void adopt(Arena& other);
+
   // What reset() keeps at most: a batch of typical records (a few MiB) refills its own chunks;
   // one that grew far beyond gives the excess back.
   static constexpr size_t kKeepBytes = 8u << 20;

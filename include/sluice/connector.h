@@ -2,6 +2,7 @@
 // table (src/connectors/registry.cc) from validated Settings.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <compare>
@@ -81,6 +82,16 @@ struct ReadRequest {
   // With nothing to read, return an empty batch after at most this long (lets the runtime check
   // for stop requests and idleness).
   std::chrono::milliseconds poll{200};
+
+  // When a read holding records returns: `linger` after its first record (`first`), or sooner,
+  // once nothing arrived for a tenth of the linger after the last (`last`). A burst that ended is
+  // not held back: its last records would wait the whole linger for records that are not coming.
+  // Records arriving closer together than that still fill one batch.
+  std::chrono::steady_clock::time_point linger_deadline(
+      std::chrono::steady_clock::time_point first,
+      std::chrono::steady_clock::time_point last) const {
+    return std::min(first + linger, last + linger / 10);
+  }
 };
 
 enum class ReadStatus {

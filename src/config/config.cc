@@ -236,8 +236,10 @@ constexpr auto kBatchSettings = settings_table<BatchConfig>(
         .at_least(1),
     setting<&BatchConfig::linger>(
         "linger_ms",
-        "How long a batch that is not full may wait for more records; a bare "
-        "number is milliseconds.")
+        "How long a batch that is not full may wait for more records after its first; a bare "
+        "number is milliseconds. The change-stream sources (PostgreSQL, MySQL, Kafka, Redis "
+        "streams) return it sooner once nothing arrived for a tenth of this: a burst's last "
+        "records are not held back.")
         .with_default("50")
         .at_least(0));
 

@@ -39,4 +39,27 @@ void Arena::reset() noexcept {
   begin_ = cur_ = end_ = nullptr;  // the next allocation takes chunks_[0]
 }
 
+void Arena::adopt(Arena& other) {
+  if (&other == this) return;
+  const size_t used = other.used();
+  const size_t used_chunks = other.next_;
+  large_.reserve(large_.size() + used_chunks + other.large_.size());
+  for (size_t i = 0; i < used_chunks; ++i) {
+    reserved_ += other.chunks_[i].size;
+    other.reserved_ -= other.chunks_[i].size;
+    large_.push_back(std::move(other.chunks_[i]));
+  }
+  other.chunks_.erase(other.chunks_.begin(), other.chunks_.begin() + ptrdiff_t(used_chunks));
+  for (Chunk& c : other.large_) {
+    reserved_ += c.size;
+    other.reserved_ -= c.size;
+    large_.push_back(std::move(c));
+  }
+  other.large_.clear();
+  used_before_ += used;
+  other.used_before_ = 0;
+  other.next_ = 0;
+  other.begin_ = other.cur_ = other.end_ = nullptr;
+}
+
 }  // namespace sluice

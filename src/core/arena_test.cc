@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace sluice {
 namespace {
@@ -59,6 +60,31 @@ TEST(Arena, UsedCountsEveryChunk) {
     total += 40;
   }
   EXPECT_EQ(a.used(), total);
+}
+
+TEST(Arena, AdoptKeepsTheOtherArenasMemoryUntilReset) {
+  Arena batch(1024), worker(1024);
+  const std::string_view mine = batch.copy("batch's own");
+  std::vector<std::string_view> theirs;
+  for (int i = 0; i < 40; ++i) theirs.push_back(worker.copy(std::string(100, char('a' + i % 26))));
+  const std::string_view big = worker.copy(std::string(5000, 'z'));
+  const size_t worker_used = worker.used();
+  const size_t before = batch.reserved() + worker.reserved();
+  batch.adopt(worker);
+  EXPECT_EQ(batch.used(), mine.size() + worker_used);
+  EXPECT_EQ(worker.used(), 0u);
+  EXPECT_EQ(batch.reserved() + worker.reserved(), before);  // moved, nothing freed or copied
+  // The worker starts afresh: what it hands out now is not in the adopted memory.
+  const std::string_view again = worker.copy(std::string(100, '#'));
+  for (size_t i = 0; i < theirs.size(); ++i)
+    EXPECT_EQ(theirs[i], std::string(100, char('a' + i % 26))) << i;
+  EXPECT_EQ(big, std::string(5000, 'z'));
+  EXPECT_EQ(again, std::string(100, '#'));
+  // The batch's own chunk stays current, and a reset frees what it adopted.
+  const std::string_view next = batch.copy("x");
+  EXPECT_EQ(next.data(), mine.data() + mine.size());
+  batch.reset();
+  EXPECT_EQ(batch.reserved(), 1024u);
 }
 
 }  // namespace

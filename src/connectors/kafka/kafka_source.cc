@@ -645,14 +645,14 @@ Result<ReadStatus> KafkaSource::read(Batch& batch, const ReadRequest& req, std::
   CurrentScope scope(this);
   rd_kafka_t* rk = rk_.get();
   const auto started = Clock::now();
-  Clock::time_point first{};
+  Clock::time_point first{}, last{};
   bool idle = false, drained = false;
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
     if (callback_error_) return *std::exchange(callback_error_, std::nullopt);
     int wait_ms = 0;
     if (drained) {
-      const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+      const auto deadline = batch.empty() ? started + req.poll : req.linger_deadline(first, last);
       const auto now = Clock::now();
       if (now >= deadline) {
         idle = true;
@@ -667,6 +667,7 @@ Result<ReadStatus> KafkaSource::read(Batch& batch, const ReadRequest& req, std::
       continue;
     }
     drained = false;
+    last = Clock::now();
     if (m->err) {
       if (Status st = handle_error(*m); !st.ok()) return st.error();
       continue;

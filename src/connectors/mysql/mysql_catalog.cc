@@ -224,6 +224,7 @@ Status MysqlDriver::on_table_map(bl::TableMap map, uint32_t event_pos) {
     return ok_status();
   TableMapState ms;
   ms.map = std::move(map);
+  ms.generation = ++map_generation_;
   if (is_signal_table(ms.map.database, ms.map.table)) {
     // Watermarks and signals: decoded with the catalogue's columns, never recorded in the schema
     // history, never emitted.

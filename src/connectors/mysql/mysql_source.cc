@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "connectors/mysql/mysql_source_driver.h"
 
@@ -78,6 +79,16 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
         "verify_identity: TLS detects corruption in transit), and nothing then detects an event "
         "the server read corrupt from its own binlog file.")
         .with_default("true"),
+    setting<&MysqlSourceOptions::decode_threads>(
+        "binlog.decode_threads",
+        "Threads that decode the row images of rows events, the source's own among them. Beyond "
+        "it, threads decode the rows events that follow the one being handled while the source "
+        "builds records; records keep the binlog's order. 0: 2 when the machine has at least four "
+        "cores (one free beside the source's, the connection reader's and the server's), else 1; "
+        "1: the source's thread alone.")
+        .with_default("0")
+        .at_least(0)
+        .at_most(16),
     setting<&MysqlSourceOptions::tls_mode>(
         "tls.mode",
         "TLS to the server. disabled: never; preferred: when the server offers it; required: always, "
@@ -184,6 +195,9 @@ MysqlDriver::MysqlDriver(MysqlSourceOptions o)
     : tables_setting_(std::move(o.tables)),
       zero_dates_null_(o.zero_dates == "null"),
       verify_checksum_(o.verify_checksum),
+      decode_threads_(o.decode_threads > 0                       ? unsigned(o.decode_threads)
+                      : std::thread::hardware_concurrency() >= 4 ? 2u
+                                                                 : 1u),
       message_key_columns_(std::move(o.key_columns_by_table)),
       mode_(std::move(o.snapshot_mode)),
       chunk_size_(o.snapshot_chunk_size),
@@ -384,6 +398,7 @@ Status MysqlDriver::plan_start(State& s) {
 
 void MysqlDriver::close() noexcept {
   close_stream();
+  pool_.reset();
   conn_.reset();
 }
 

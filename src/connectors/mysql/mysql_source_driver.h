@@ -18,6 +18,7 @@
 //   mysql_doctor.cc             `sluice doctor`: the server's set-up, privileges, the checkpoint
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "connectors/common/key_columns.h"
 #include "connectors/common/log_source.h"
 #include "connectors/mysql/binlog.h"
+#include "connectors/mysql/binlog_decode_pool.h"
 #include "connectors/mysql/binlog_event_ring.h"
 #include "connectors/mysql/mysql_connection.h"
 #include "connectors/mysql/mysql_schema_history.h"
@@ -63,6 +65,9 @@ struct TableMapState {
   bool signal = false;                        // the signal table: rows consumed, never emitted
   std::vector<uint32_t> key;                  // key column indexes valid for this map
   std::vector<std::string_view> names;        // per map column
+  // Tells this state from every other the table id had (decode jobs check it): on_table_map
+  // numbers each state it makes.
+  uint64_t generation = 0;
 };
 
 // mysql_source_types.cc
@@ -100,6 +105,7 @@ struct MysqlSourceOptions {
   std::string snapshot_mode;
   std::string zero_dates;           // reject | null
   bool verify_checksum = true;      // binlog.verify_checksum
+  int64_t decode_threads = 0;       // binlog.decode_threads (0: 2 with four cores or more, else 1)
   int64_t snapshot_chunk_size = 0;  // finalize() raises it to at least 1
   int64_t server_id = 0;            // 0: derived from the pipeline id
   std::chrono::milliseconds heartbeat_interval{};
@@ -168,8 +174,24 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // mysql_stream.cc
   void close_stream() noexcept;
   // `crc_verified`: the reader thread checked the event's CRC32 (EventRing::Event).
-  Status handle_event(Batch& batch, std::string_view raw, bool crc_verified);
-  Status handle_rows(Batch& batch, const bl::Event& e);
+  // `job`: the event's rows, decoded ahead by the pool (decode_ahead), when they were.
+  Status handle_event(Batch& batch, std::string_view raw, bool crc_verified,
+                      RowsDecodePool::Job* job = nullptr);
+  Status handle_rows(Batch& batch, const bl::Event& e, RowsDecodePool::Job* job);
+  // handle_rows: what one decoded row makes: its record, a signal consumed, or nothing (a change
+  // written before the restart). `plan_b`/`plan_a`: the images' plans (an image of every column
+  // becomes the record's object as it is; its array is then the record's: returns true).
+  Result<bool> row_record(Batch& batch, const TableMapState& ms, bl::RowsEvent::Kind kind,
+                          std::span<const Field> rb, std::span<const Field> ra,
+                          const bl::ZeroDates* zb, const bl::ZeroDates* za,
+                          const bl::RowPlan& plan_b, const bl::RowPlan& plan_a, uint32_t event_pos,
+                          Value& meta);
+  // While the source's thread handles a rows event: hands the rows events after it that are
+  // already in the ring to the decode pool, up to the next event that could change a table map
+  // or a schema and within what the batch can still take.
+  void decode_ahead(Batch& batch);
+  // Forgets what was decoded ahead (its memory goes to `batch`'s arena); the events stay.
+  void end_decode_ahead(Batch& batch);
   void begin_tx(uint32_t start, const bl::Header& h);
   void commit_tx(uint32_t next_pos);
   Value metadata(Batch& batch, const TableSchema& t, uint32_t event_pos, bool cdc);
@@ -221,6 +243,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   std::vector<std::string> tables_setting_;
   bool zero_dates_null_ = false;  // zero_dates: null
   bool verify_checksum_ = true;   // binlog.verify_checksum: the reader thread checks each CRC32
+  unsigned decode_threads_ = 1;   // binlog.decode_threads, resolved: 1 = the source's thread alone
   KeyColumnsByTable message_key_columns_;
   std::string mode_;
   int64_t chunk_size_;
@@ -240,6 +263,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   SchemaHistory history_;
   bool history_pruned_ = false;                       // once per open, at the checkpoint's position
   std::unordered_map<uint64_t, TableMapState> maps_;  // by table id
+  uint64_t map_generation_ = 0;                       // the last TableMapState::generation
 
   // incremental snapshot (the window state: st_->incremental; the pending tables and cursor:
   // st_->position.incremental)
@@ -263,6 +287,21 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   std::string tx_gtid_text_;             // the current transaction's GTID (metadata)
   uint32_t tx_time_ = 0;
   uint32_t tx_server_id_ = 0;  // the server that wrote the transaction (event header)
+  // Decoding ahead (binlog_decode_pool.h): the pool (decode_threads_ > 1), and the events popped
+  // from the ring but not handled yet, oldest first, each with its job if one was dispatched.
+  // ahead_[0, ahead_scanned_) were looked at by decode_ahead; ahead_blocked_: the last of them
+  // could change a table map or a schema, so nothing after it is dispatched before it is handled.
+  struct Ahead {
+    EventRing::Event ev;
+    RowsDecodePool::Job* job = nullptr;
+  };
+  std::unique_ptr<RowsDecodePool> pool_;
+  std::deque<Ahead> ahead_;
+  size_t ahead_scanned_ = 0;
+  bool ahead_blocked_ = false;
+  size_t ahead_bytes_ = 0;    // the dispatched jobs' row images not taken back yet
+  size_t read_room_ = 0;      // read_stream: records the batch may still take
+  double bytes_per_row_ = 0;  // of the last rows event decoded (estimates a job's records)
   // handle_rows: a row image of some of the columns (binlog_row_image MINIMAL or NOBLOB), decoded
   // as fields named after the table's columns.
   std::vector<Field> row_before_, row_after_;

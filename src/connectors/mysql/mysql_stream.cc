@@ -90,6 +90,7 @@ Status MysqlDriver::start_stream(State&) {
   // The first packet tells whether the server accepted the position.
   const unsigned long len = mysql_net_read_packet(m);
   if (len == packet_error || len == 0) return dump_error(mysql_errno(m), mysql_error(m));
+  if (decode_threads_ > 1 && !pool_) pool_ = std::make_unique<RowsDecodePool>(decode_threads_ - 1);
   ring_ = std::make_unique<EventRing>();
   EventRing* ring = ring_.get();
   // Copies a packet's event into the ring and checks its CRC32 there (in cache, and off the
@@ -159,6 +160,11 @@ void MysqlDriver::close_stream() noexcept {
     rpl_ = nullptr;
   }
   rpl_conn_.reset();
+  // Popped events point into the ring (no job is out between reads: end_decode_ahead).
+  ahead_.clear();
+  ahead_scanned_ = 0;
+  ahead_blocked_ = false;
+  ahead_bytes_ = 0;
   ring_.reset();
 }
 
@@ -210,7 +216,79 @@ Value MysqlDriver::metadata(Batch& batch, const TableSchema& t, uint32_t event_p
   return m.build();
 }
 
-Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
+Result<bool> MysqlDriver::row_record(Batch& batch, const TableMapState& ms,
+                                     bl::RowsEvent::Kind kind, std::span<const Field> rb,
+                                     std::span<const Field> ra, const bl::ZeroDates* zb,
+                                     const bl::ZeroDates* za, const bl::RowPlan& plan_b,
+                                     const bl::RowPlan& plan_a, uint32_t event_pos, Value& meta) {
+  const TableSchema& t = *ms.schema;
+  const bool upd = kind == bl::RowsEvent::Kind::update;
+  if (ms.signal) {  // a watermark or a signal: consumed, not a change (nor counted as one)
+    if (kind == bl::RowsEvent::Kind::write) SLUICE_TRY(on_signal_row(batch, ms, rb));
+    return false;
+  }
+  // Before the resume check: a replayed change drops its key from the chunk too (always safe).
+  if (st_->incremental.tracking()) incremental_change(ms, rb, ra);
+  if (!st_->tx.next_change()) return false;  // written before the restart
+  // A zero date (the first of the row's images): why the record goes to the dead-letter queue.
+  std::string reject;
+  const auto has_zero = [](const bl::ZeroDates* z) {
+    return z && z->first != bl::ZeroDates::kNone;
+  };
+  const bl::ZeroDates* zero = has_zero(zb) ? zb : upd && has_zero(za) ? za : nullptr;
+  if (zero) {
+    const Value& v = (zero == zb ? rb : ra)[zero->first].value;
+    reject = fmt::format("{}.{}.{}: zero date '{}' is no date", quote_identifier(t.db),
+                         quote_identifier(t.table), quote_identifier(ms.names[zero->first]),
+                         v.kind() == ValueKind::string ? v.as_text() : std::string_view());
+    if (!st_->ctx.dead_letters) return unrepresentable_value_stop(reject, true);
+  }
+  Record& r = batch.add();
+  r.position = {};
+  // The event's rows share one metadata object (same table, transaction and event position).
+  if (meta.is_absent()) meta = metadata(batch, t, event_pos, true);
+  r.metadata = meta;
+  // The key first: it reads the images, which a full image's object then takes over.
+  if (!ms.key.empty()) {
+    ObjectBuilder k = batch.object(uint32_t(ms.key.size()));
+    for (uint32_t i : ms.key) {
+      const Value* v = upd && !ra[i].value.is_absent() ? &ra[i].value : &rb[i].value;
+      if (!v->is_absent()) k.add(ms.names[i], *v);
+    }
+    r.key = k.build();
+  }
+  // An image of every column is the object as it is; one of some columns gathers those.
+  auto object = [&](const bl::RowPlan& plan, std::span<const Field> row) {
+    if (plan.absent.empty()) return Value::object(row.data(), uint32_t(row.size()));
+    const auto cnt = uint32_t(plan.steps.size());
+    Field* const f = batch.arena().allocate_array<Field>(cnt);
+    const bl::RowPlan::Step* const steps = plan.steps.data();
+    for (uint32_t j = 0; j < cnt; ++j) f[j] = row[steps[j].column];
+    return Value::object(f, cnt);
+  };
+  switch (kind) {
+    case bl::RowsEvent::Kind::write:
+      r.op = Operation::create;
+      r.after = object(plan_b, rb);
+      break;
+    case bl::RowsEvent::Kind::update:
+      r.op = Operation::update;
+      r.before = object(plan_b, rb);
+      r.after = object(plan_a, ra);
+      break;
+    case bl::RowsEvent::Kind::remove:
+      r.op = Operation::remove;
+      r.before = object(plan_b, rb);
+      break;
+  }
+  if (!reject.empty()) mark_source_reject(batch, r, reject);
+  return true;
+}
+
+Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e, RowsDecodePool::Job* job) {
+  // Taken first, whatever follows: no helper reads this event or its table map afterwards.
+  const RowsDecodePool::Job* const ahead = job ? &pool_->take(*job, batch.arena()) : nullptr;
+  if (ahead) ahead_bytes_ -= ahead->rows.size();
   auto rows = bl::parse_rows(e, *fd_);
   if (!rows.ok()) return std::move(rows).error();
   auto it = maps_.find(rows->table_id);
@@ -225,14 +303,37 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   std::string_view data = rows->rows;
   if (data.empty()) return ok_status();  // no row: nothing to plan (nor to check its bitmaps)
   const uint32_t event_pos = e.header.next_pos ? e.header.next_pos - e.header.size : 0;
+  const bool upd = rows->kind == bl::RowsEvent::Kind::update;
+  const auto in_table = [&](Error err) {
+    return err.with_context(fmt::format("{}.{}: ", t.db, t.table));
+  };
+  Value meta;
+  // Decoded ahead (by decode_ahead's rules always with this very table map): build the records.
+  if (ahead && ahead->map_generation == ms.generation) {
+    decode_ahead(batch);  // more for the helpers while this thread builds
+    for (const RowsDecodePool::Row& row : ahead->out) {
+      const bl::ZeroDates* zb = ahead->zero_dates ? &row.zero_before : nullptr;
+      const bl::ZeroDates* za = ahead->zero_dates ? &row.zero_after : nullptr;
+      auto made = row_record(batch, ms, rows->kind, {row.before, n},
+                             upd ? std::span<const Field>(row.after, n) : std::span<const Field>(),
+                             zb, za, ahead->before, ahead->after, event_pos, meta);
+      if (!made.ok()) return std::move(made).error();
+    }
+    if (!ahead->status.ok()) return in_table(ahead->status.error());
+    if (!ahead->out.empty()) bytes_per_row_ = double(data.size()) / double(ahead->out.size());
+    return ok_status();
+  }
   // An image holds the columns its bitmap names (decode_row leaves the others absent): the same
   // for every row of the event, planned once.
-  const bool upd = rows->kind == bl::RowsEvent::Kind::update;
   if (auto s = bl::make_row_plan(ms.map, t.cols, rows->present, plan_before_); !s.ok())
-    return s.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+    return in_table(s.error());
   if (upd)
     if (auto s = bl::make_row_plan(ms.map, t.cols, rows->present_after, plan_after_); !s.ok())
-      return s.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+      return in_table(s.error());
+  // Images of every column: the rows events that follow may be decoded on the pool's threads
+  // meanwhile.
+  if (pool_ && !ms.signal && plan_before_.absent.empty() && (!upd || plan_after_.absent.empty()))
+    decode_ahead(batch);
   // Each image is decoded into fields named after the table's columns. An image of every column
   // (binlog_row_image FULL) is decoded straight into the batch's arena: that array becomes the
   // record's object as it is. An image of some columns is decoded into row_before_/row_after_,
@@ -254,17 +355,6 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
     }
     return im.spare;
   };
-  auto to_object = [&](Image& im, const Field* row) {
-    if (im.plan->absent.empty()) {
-      im.spare = nullptr;  // the record owns it now
-      return Value::object(row, uint32_t(n));
-    }
-    const auto cnt = uint32_t(im.plan->steps.size());
-    Field* const f = batch.arena().allocate_array<Field>(cnt);
-    const bl::RowPlan::Step* const steps = im.plan->steps.data();
-    for (uint32_t j = 0; j < cnt; ++j) f[j] = row[steps[j].column];
-    return Value::object(f, cnt);
-  };
   Image before{&plan_before_, &row_before_}, after{&plan_after_, &row_after_};
   if (!plan_before_.absent.empty()) {
     row_before_.resize(n);
@@ -278,77 +368,134 @@ Status MysqlDriver::handle_rows(Batch& batch, const bl::Event& e) {
   bl::ZeroDates zero_before, zero_after;
   bl::ZeroDates* const zb = zero_dates_null_ ? nullptr : &zero_before;
   bl::ZeroDates* const za = zero_dates_null_ ? nullptr : &zero_after;
-  Value meta;
+  size_t count = 0;
   while (!data.empty()) {
     Field* const rb = target(before);
     auto used = bl::decode_row(plan_before_, ms.map, data, batch.arena(), rb, zb);
-    if (!used.ok()) return used.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+    if (!used.ok()) return in_table(used.error());
     data.remove_prefix(used.value());
     Field* ra = nullptr;
     if (upd) {
       ra = target(after);
       auto used2 = bl::decode_row(plan_after_, ms.map, data, batch.arena(), ra, za);
-      if (!used2.ok()) return used2.error().with_context(fmt::format("{}.{}: ", t.db, t.table));
+      if (!used2.ok()) return in_table(used2.error());
       data.remove_prefix(used2.value());
     }
-    const std::span<const Field> row_b(rb, n);
-    const std::span<const Field> row_a =
-        ra ? std::span<const Field>(ra, n) : std::span<const Field>();
-    if (ms.signal) {  // a watermark or a signal: consumed, not a change (nor counted as one)
-      if (rows->kind == bl::RowsEvent::Kind::write) SLUICE_TRY(on_signal_row(batch, ms, row_b));
-      continue;
+    ++count;
+    auto made = row_record(batch, ms, rows->kind, {rb, n},
+                           ra ? std::span<const Field>(ra, n) : std::span<const Field>(), zb, za,
+                           plan_before_, plan_after_, event_pos, meta);
+    if (!made.ok()) return std::move(made).error();
+    if (made.value()) {  // the record owns the arrays of full images now
+      before.spare = nullptr;
+      after.spare = nullptr;
     }
-    // Before the resume check: a replayed change drops its key from the chunk too (always safe).
-    if (st_->incremental.tracking()) incremental_change(ms, row_b, row_a);
-    if (!st_->tx.next_change()) continue;  // written before the restart
-    // A zero date (the first of the row's images): why the record goes to the dead-letter queue.
-    std::string reject;
-    const auto has_zero = [](const bl::ZeroDates* z) {
-      return z && z->first != bl::ZeroDates::kNone;
-    };
-    const bl::ZeroDates* zero = has_zero(zb) ? zb : upd && has_zero(za) ? za : nullptr;
-    if (zero) {
-      const Value& v = (zero == zb ? row_b : row_a)[zero->first].value;
-      reject = fmt::format("{}.{}.{}: zero date '{}' is no date", quote_identifier(t.db),
-                           quote_identifier(t.table), quote_identifier(ms.names[zero->first]),
-                           v.kind() == ValueKind::string ? v.as_text() : std::string_view());
-      if (!st_->ctx.dead_letters) return unrepresentable_value_stop(reject, true);
-    }
-    Record& r = batch.add();
-    r.position = {};
-    // The event's rows share one metadata object (same table, transaction and event position).
-    if (meta.is_absent()) meta = metadata(batch, t, event_pos, true);
-    r.metadata = meta;
-    // The key first: it reads the images, which a full image's object then takes over.
-    if (!ms.key.empty()) {
-      ObjectBuilder k = batch.object(uint32_t(ms.key.size()));
-      for (uint32_t i : ms.key) {
-        const Value* v = upd && !row_a[i].value.is_absent() ? &row_a[i].value : &row_b[i].value;
-        if (!v->is_absent()) k.add(ms.names[i], *v);
-      }
-      r.key = k.build();
-    }
-    switch (rows->kind) {
-      case bl::RowsEvent::Kind::write:
-        r.op = Operation::create;
-        r.after = to_object(before, rb);
-        break;
-      case bl::RowsEvent::Kind::update:
-        r.op = Operation::update;
-        r.before = to_object(before, rb);
-        r.after = to_object(after, ra);
-        break;
-      case bl::RowsEvent::Kind::remove:
-        r.op = Operation::remove;
-        r.before = to_object(before, rb);
-        break;
-    }
-    if (!reject.empty()) mark_source_reject(batch, r, reject);
   }
+  bytes_per_row_ = double(rows->rows.size()) / double(count);
   return ok_status();
 }
 
-Status MysqlDriver::handle_event(Batch& batch, std::string_view raw, bool crc_verified) {
+// Looks at the events after the one being handled, in order: transactions' bounds pass; an event
+// that could change a table map or a schema (a statement, a new table map, a rotation) stops the
+// look until it was handled; a rows event of a captured table with images of every column becomes
+// a job.
+void MysqlDriver::decode_ahead(Batch& batch) {
+  if (!pool_ || ahead_blocked_) return;
+  // At most this much is out at a time: enough to keep a helper busy while this thread builds
+  // one event's records, little enough that a batch's end wastes little.
+  constexpr size_t kMaxJobs = 8;
+  constexpr size_t kMaxBytes = 1u << 20;
+  const bl::Checksum checksum = checksum_ ? bl::Checksum::strip : bl::Checksum::none;
+  while (pool_->outstanding() < kMaxJobs && ahead_bytes_ < kMaxBytes) {
+    // What is out already fills the batch (by the last event's bytes per row): no more.
+    if (bytes_per_row_ > 0 &&
+        batch.size() + size_t(double(ahead_bytes_) / bytes_per_row_) >= read_room_)
+      return;
+    if (ahead_scanned_ == ahead_.size()) {
+      EventRing::Event ev;
+      auto got = ring_->pop(&ev, Clock::time_point{});  // only what is in the ring now
+      if (!got.ok() || !got.value()) return;            // an error comes out of the next pop again
+      ahead_.push_back({ev, nullptr});
+    }
+    Ahead& a = ahead_[ahead_scanned_++];
+    const std::string_view raw = a.ev.bytes;
+    const auto block = [&] { ahead_blocked_ = true; };
+    if (raw.size() < bl::kHeaderSize) return block();
+    const uint8_t type = uint8_t(raw[4]);
+    switch (type) {
+      case bl::kXid:
+      case bl::kMariaGtid:
+      case bl::kMysqlGtid:
+      case bl::kMysqlAnonymousGtid:
+      case bl::kHeartbeat: continue;  // transactions' bounds: no table map or schema changes
+      case bl::kFormatDescription:
+      case bl::kRotate:
+      case bl::kMysqlPartialUpdateRows: return block();
+      case bl::kQuery: {
+        auto ev = bl::parse_event(raw, checksum);
+        if (!ev.ok()) return block();
+        auto q = bl::parse_query(ev.value());
+        if (!q.ok() || (q->sql != "BEGIN" && q->sql != "COMMIT" && q->sql != "ROLLBACK"))
+          return block();  // a statement: DDL among them
+        continue;
+      }
+      case bl::kTableMap: {  // the same map again changes nothing (on_table_map)
+        auto ev = bl::parse_event(raw, checksum);
+        if (!ev.ok()) return block();
+        auto m = bl::parse_table_map(ev.value(), *fd_);
+        if (!m.ok()) return block();
+        auto it = maps_.find(m->table_id);
+        if (it == maps_.end() || !it->second.map.same_shape(m.value()) ||
+            it->second.map.database != m->database || it->second.map.table != m->table)
+          return block();
+        continue;
+      }
+      default: break;
+    }
+    if (type >= bl::kMariaWriteRowsCompressedV1 && type <= bl::kMariaDeleteRowsCompressed)
+      return block();
+    if (!bl::is_rows_event(type)) continue;  // annotations, GTID lists, ...: handled as nothing
+    auto ev = bl::parse_event(raw, checksum);
+    if (!ev.ok()) return block();
+    auto rows = bl::parse_rows(ev.value(), *fd_);
+    if (!rows.ok()) return block();
+    if (rows->rows.empty()) continue;
+    auto it = maps_.find(rows->table_id);
+    if (it == maps_.end()) return block();
+    const TableMapState& ms = it->second;
+    if (!ms.schema || ms.signal) continue;  // not captured; signals stay on this thread, in order
+    RowsDecodePool::Job& j = pool_->next();
+    j.update = rows->kind == bl::RowsEvent::Kind::update;
+    if (!bl::make_row_plan(ms.map, ms.schema->cols, rows->present, j.before).ok() ||
+        !j.before.absent.empty())
+      continue;  // decoded here, in turn (and any error reported then)
+    if (j.update &&
+        (!bl::make_row_plan(ms.map, ms.schema->cols, rows->present_after, j.after).ok() ||
+         !j.after.absent.empty()))
+      continue;
+    j.schema = ms.schema;
+    j.map = &ms.map;
+    j.names = &ms.names;
+    j.map_generation = ms.generation;
+    j.zero_dates = !zero_dates_null_;
+    j.rows = rows->rows;
+    pool_->queue(j);
+    a.job = &j;
+    ahead_bytes_ += j.rows.size();
+  }
+}
+
+void MysqlDriver::end_decode_ahead(Batch& batch) {
+  if (!pool_) return;
+  pool_->drain(batch.arena());
+  for (Ahead& a : ahead_) a.job = nullptr;
+  ahead_scanned_ = 0;
+  ahead_blocked_ = false;
+  ahead_bytes_ = 0;
+}
+
+Status MysqlDriver::handle_event(Batch& batch, std::string_view raw, bool crc_verified,
+                                 RowsDecodePool::Job* job) {
   if (raw.size() < bl::kHeaderSize)
     return Error(Errc::data, "binlog event shorter than its header");
   const uint8_t type = uint8_t(raw[4]);
@@ -428,7 +575,7 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw, bool crc_ve
     case bl::kDeleteRowsV1:
     case bl::kWriteRowsV2:
     case bl::kUpdateRowsV2:
-    case bl::kDeleteRowsV2: return handle_rows(batch, e);
+    case bl::kDeleteRowsV2: return handle_rows(batch, e, job);
     case bl::kMysqlPartialUpdateRows:
       return Error(
           Errc::unsupported,
@@ -446,30 +593,46 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
   // An incremental snapshot's next chunk: its watermarks come back through this stream.
   if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
   const auto started = Clock::now();
-  Clock::time_point first{};
+  Clock::time_point first{}, last{};
   bool idle = false;
+  read_room_ = req.max_records;
+  // However the read ends: what was decoded ahead is this batch's memory, and no job is out.
+  struct EndAhead {
+    MysqlDriver* d;
+    Batch& b;
+    ~EndAhead() { d->end_decode_ahead(b); }
+  } end_ahead{this, batch};
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
-    const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
     EventRing::Event ev;
-    auto got = ring_->pop(&ev, deadline);
-    if (!got.ok()) {
-      Error e = std::move(got).error();
-      if (!e.retriable()) return e;
-      if (e.code() == Errc::timeout) {
-        spdlog::warn("pipeline {}: {}", ctx_.pipeline_id, e.message());
-        return StreamRead::timed_out;
+    RowsDecodePool::Job* job = nullptr;
+    if (!ahead_.empty()) {  // popped by decode_ahead already (its job with it, if any)
+      ev = ahead_.front().ev;
+      job = ahead_.front().job;
+      ahead_.pop_front();
+      if (ahead_scanned_ > 0 && --ahead_scanned_ == 0) ahead_blocked_ = false;
+    } else {
+      const auto deadline = batch.empty() ? started + req.poll : req.linger_deadline(first, last);
+      auto got = ring_->pop(&ev, deadline);
+      if (!got.ok()) {
+        Error e = std::move(got).error();
+        if (!e.retriable()) return e;
+        if (e.code() == Errc::timeout) {
+          spdlog::warn("pipeline {}: {}", ctx_.pipeline_id, e.message());
+          return StreamRead::timed_out;
+        }
+        spdlog::warn("pipeline {}: binlog connection lost: {} (reconnecting)", ctx_.pipeline_id,
+                     e.message());
+        return StreamRead::lost;  // the skeleton restarts from what this and earlier batches cover
       }
-      spdlog::warn("pipeline {}: binlog connection lost: {} (reconnecting)", ctx_.pipeline_id,
-                   e.message());
-      return StreamRead::lost;  // the skeleton restarts from what this and earlier batches cover
-    }
-    if (!got.value()) {
-      idle = true;
-      break;
+      if (!got.value()) {
+        idle = true;
+        break;
+      }
+      last = Clock::now();
     }
     const size_t before = batch.size();
-    Status st = handle_event(batch, ev.bytes, ev.crc_verified);
+    Status st = handle_event(batch, ev.bytes, ev.crc_verified, job);
     ring_->release();
     if (!st.ok()) return st.error();
     if (before == 0 && batch.size() > 0) first = Clock::now();

@@ -458,7 +458,10 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       continue;
     }
     if (n == 0) {
-      const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+      // A burst that ended returns at once (linger_deadline); bytes below the low-water mark
+      // are read when the poll below times out, before the deadline is checked again.
+      const auto deadline =
+          batch.empty() ? started + req.poll : req.linger_deadline(first, last_packet_);
       const auto now = Clock::now();
       if (now >= deadline) {
         idle = !spooled_;  // a transaction in progress arriving is no idle source

@@ -830,7 +830,7 @@ Status RedisSource::read_new(Batch& batch, size_t room, std::chrono::millisecond
 
 Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::stop_token stop) {
   const auto started = Clock::now();
-  Clock::time_point first{};
+  Clock::time_point first{}, last{};
   bool idle = false;
   batch_ids_.clear();
   names_in_batch_.clear();
@@ -876,7 +876,7 @@ Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::
       next_claim_ = now + o_.claim_interval;
     }
     if (st.ok() && !pending && batch.size() < req.max_records) {
-      const auto deadline = batch.empty() ? started + req.poll : first + req.linger;
+      const auto deadline = batch.empty() ? started + req.poll : req.linger_deadline(first, last);
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) {
@@ -895,6 +895,7 @@ Result<ReadStatus> RedisSource::read(Batch& batch, const ReadRequest& req, std::
       break;
     }
     if (before == 0 && batch.size() > 0) first = Clock::now();
+    if (batch.size() > before) last = Clock::now();
     if (idle) break;
   }
   if (!batch_ids_.empty()) {
