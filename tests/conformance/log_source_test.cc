@@ -2,7 +2,8 @@
 // change log) must do, checked end to end through the sluice binary (the source on its real server
 // → SQLite) and compared with the source table: a snapshot taken while a writer keeps writing
 // converges; a kill -9 inside a large transaction, or anywhere in the stream, resumes to the exact
-// end state; a dropped replication connection is reconnected without a restart.
+// end state; a dropped replication connection is reconnected without a restart; a burst's last
+// records are not held back for the whole batch linger.
 //
 // A source gets the whole suite with a LogSource (its pipeline settings, SQL on its server, how
 // to drop its replication connection) and one INSTANTIATE_TEST_SUITE_P line at the end of this
@@ -178,12 +179,12 @@ class LogSourceContract : public ::testing::TestWithParam<LogSourceKind> {
     ASSERT_TRUE(src_->exec("CREATE TABLE t (id INT PRIMARY KEY, v INT, note VARCHAR(64))"));
   }
 
-  void write_pipeline(size_t max_records) {
+  void write_pipeline(size_t max_records, int linger_ms = 10) {
     PipelineFile f;
     PipelineYaml& p = f.pipeline("ls");
     p.source_ = src_->source();
     p.destination("sqlite").set("path", "out.db");
-    p.max_records(max_records).linger_ms(10);
+    p.max_records(max_records).linger_ms(linger_ms);
     f.write(dir_ / "p.yaml");
   }
 
@@ -292,6 +293,30 @@ TEST_P(LogSourceContract, ReconnectsAfterTheReplicationConnectionDrops) {
       << "did not reconnect";
   ASSERT_TRUE(src_->exec("DELETE FROM t WHERE id > 150"));
   expect_converges(p);
+  p.terminate();
+  EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
+}
+
+// batch.linger_ms bounds how long a batch waits for more records after its first; a burst that
+// ended is not held back that long: the source ends the batch once nothing arrived for a tenth of
+// the linger. Here the linger is 6 s, so the burst's rows must land well before it runs out.
+TEST_P(LogSourceContract, ABurstsLastRecordsAreNotHeldForTheWholeLinger) {
+  ASSERT_TRUE(src_->exec(src_->insert_range(1, 20)));
+  write_pipeline(10000, 6000);
+  Process p({"run", "p.yaml"}, dir_.path());
+  expect_converges(p);
+  ASSERT_TRUE(src_->exec(src_->insert_range(21, 40)));  // streaming from here
+  expect_converges(p);
+  for (int round = 0; round < 2; ++round) {
+    const int from = 100 + round * 100;
+    const auto burst = std::chrono::steady_clock::now();
+    ASSERT_TRUE(src_->exec(src_->insert_range(from, from + 49)));
+    expect_converges(p);
+    const auto took = std::chrono::steady_clock::now() - burst;
+    EXPECT_LT(took, 3s) << "a burst of 50 rows took "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms to land with batch.linger_ms 6000";
+  }
   p.terminate();
   EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
 }
