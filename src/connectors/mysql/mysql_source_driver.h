@@ -9,6 +9,7 @@
 //   mysql_snapshot.cc           the snapshot: consistent-snapshot transaction, keyset chunks
 //   mysql_stream.cc             the binlog stream: COM_BINLOG_DUMP, events → records
 //   binlog_event_ring.cc        the events' bytes between the stream's reader thread and decoding
+//   binlog_decode_pool.cc       rows events decoded ahead on helper threads (binlog.decode_threads)
 //   mysql_ddl.cc                QUERY events: DDL → schema history and schema records, TRUNCATE,
 //                               statement-based DML (refused)
 //   mysql_ddl_parse.cc          the statements' forms (ALTER / CREATE / DROP / RENAME, DML)
