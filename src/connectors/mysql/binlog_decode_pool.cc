@@ -38,31 +38,27 @@ void RowsDecodePool::queue(Job& job) {
 void RowsDecodePool::decode(Job& job, Arena& arena) {
   const size_t n = job.map->types.size();
   const std::string_view* names = job.names->data();
-  auto image = [&]() {
+  std::string_view data = job.rows;
+  // The next image: an array of the map's columns, named, decoded from `data` by `plan`; null
+  // when its bytes are bad (job.status then says why).
+  auto image = [&](const bl::RowPlan& plan, bl::ZeroDates* zero) -> Field* {
     Field* f = arena.allocate_array<Field>(n);
     for (size_t i = 0; i < n; ++i) f[i].name = names[i];
-    return f;
-  };
-  std::string_view data = job.rows;
-  while (!data.empty()) {
-    Row r;
-    r.before = image();
-    auto used = bl::decode_row(job.before, *job.map, data, arena, r.before,
-                               job.zero_dates ? &r.zero_before : nullptr);
+    auto used = bl::decode_row(plan, *job.map, data, arena, f, job.zero_dates ? zero : nullptr);
     if (!used.ok()) {
       job.status = std::move(used).error();
-      return;
+      return nullptr;
     }
     data.remove_prefix(used.value());
+    return f;
+  };
+  while (!data.empty()) {
+    Row r;
+    r.before = image(job.before, &r.zero_before);
+    if (!r.before) return;
     if (job.update) {
-      r.after = image();
-      auto used2 = bl::decode_row(job.after, *job.map, data, arena, r.after,
-                                  job.zero_dates ? &r.zero_after : nullptr);
-      if (!used2.ok()) {
-        job.status = std::move(used2).error();
-        return;
-      }
-      data.remove_prefix(used2.value());
+      r.after = image(job.after, &r.zero_after);
+      if (!r.after) return;
     }
     job.out.push_back(r);
   }
