@@ -195,11 +195,13 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     unsigned long* lens = nullptr;
     std::vector<std::string> last_key(t.key.size());
     const uint32_t ncols = uint32_t(t.cols.size());
+    // One metadata object for the query's rows (read-only; a rejected row gets its own copy).
+    const Value meta = metadata(batch, t, 0, false);
     while ((row = mysql_fetch_row(res.get()))) {
       lens = mysql_fetch_lengths(res.get());
       Record& r = batch.add();
       r.op = Operation::snapshot;
-      r.metadata = metadata(batch, t, 0, false);
+      r.metadata = meta;
       row_text_.resize(ncols);
       for (uint32_t i = 0; i < ncols; ++i)
         row_text_[i] = row[i] ? std::optional<std::string_view>(std::string_view(row[i], lens[i]))
