@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdlib>
 #include <cstring>
 
 #include <poll.h>
@@ -20,6 +22,124 @@ Error url_error(std::string_view what) {
                fmt::format("redis url: {}; expected redis://[user:password@]host:port[/db]", what));
 }
 
+// A reply's memory: blocks chained from its group, which sits in the first block right before the
+// top reply, so that free_reply finds it from the reply alone. Blocks grow from 4 KiB to 1 MiB (an
+// XREADGROUP of 1,000 entries is about 1.5 MB); a string larger than that gets a block of its own.
+struct ReplyBlock {
+  ReplyBlock* next;
+};
+struct ReplyGroup {
+  ReplyBlock* blocks;  // newest first; the last one holds this group
+  char* cur;
+  char* end;
+  size_t next_size;
+};
+static_assert(sizeof(ReplyBlock) % alignof(redisReply) == 0);
+static_assert(sizeof(ReplyGroup) % alignof(redisReply) == 0);
+constexpr size_t kFirstReplyBlock = 4096;
+constexpr size_t kLargestReplyBlock = size_t(1) << 20;
+
+constexpr size_t round_up8(size_t n) { return (n + 7) & ~size_t(7); }
+
+void* group_alloc(ReplyGroup* g, size_t n) {
+  n = round_up8(n);
+  if (size_t(g->end - g->cur) < n) {
+    const size_t size = std::max(g->next_size, sizeof(ReplyBlock) + n);
+    g->next_size = std::min(g->next_size * 2, kLargestReplyBlock);
+    auto* b = static_cast<ReplyBlock*>(std::malloc(size));
+    if (b == nullptr) return nullptr;
+    b->next = g->blocks;
+    g->blocks = b;
+    g->cur = reinterpret_cast<char*>(b + 1);
+    g->end = reinterpret_cast<char*>(b) + size;
+  }
+  void* p = g->cur;
+  g->cur += n;
+  return p;
+}
+
+ReplyGroup* group_of(const redisReply* top) {
+  return reinterpret_cast<ReplyGroup*>(const_cast<redisReply*>(top)) - 1;
+}
+
+// A zeroed reply of `type` for `task`, plus `extra` bytes in *extra_out: a top reply (no parent)
+// starts a group of its own, an element goes into its top reply's group and into its parent's
+// element array. Null when memory runs out (hiredis then fails the read).
+redisReply* new_reply(const redisReadTask* task, int type, size_t extra, void** extra_out) {
+  redisReply* r = nullptr;
+  ReplyGroup* g = nullptr;
+  if (task->parent == nullptr) {
+    // Only an array has elements to come: a scalar (an HSET's integer) takes just its own size.
+    const size_t head = sizeof(ReplyBlock) + sizeof(ReplyGroup) + sizeof(redisReply);
+    const size_t size = type == REDIS_REPLY_ARRAY
+                            ? std::max(kFirstReplyBlock, head + round_up8(extra))
+                            : head + round_up8(extra);
+    auto* b = static_cast<ReplyBlock*>(std::malloc(size));
+    if (b == nullptr) return nullptr;
+    b->next = nullptr;
+    g = reinterpret_cast<ReplyGroup*>(b + 1);
+    r = reinterpret_cast<redisReply*>(g + 1);
+    *g = ReplyGroup{b, reinterpret_cast<char*>(r + 1), reinterpret_cast<char*>(b) + size,
+                    kFirstReplyBlock * 2};
+  } else {
+    const redisReadTask* top = task;
+    while (top->parent != nullptr) top = top->parent;
+    g = group_of(static_cast<const redisReply*>(top->obj));
+    r = static_cast<redisReply*>(group_alloc(g, sizeof(redisReply)));
+    if (r == nullptr) return nullptr;
+  }
+  std::memset(r, 0, sizeof(redisReply));
+  r->type = type;
+  if (extra > 0) {
+    *extra_out = group_alloc(g, extra);
+    if (*extra_out == nullptr) return nullptr;  // the group is freed with its top reply
+  }
+  if (task->parent != nullptr) {
+    auto* parent = static_cast<redisReply*>(task->parent->obj);
+    parent->element[task->idx] = r;
+  }
+  return r;
+}
+
+void* create_string(const redisReadTask* task, char* str, size_t len) {
+  void* buf = nullptr;
+  redisReply* r = new_reply(task, task->type, len + 1, &buf);
+  if (r == nullptr) return nullptr;
+  auto* text = static_cast<char*>(buf);
+  std::memcpy(text, str, len);
+  text[len] = '\0';
+  r->str = text;
+  r->len = len;
+  return r;
+}
+
+void* create_array(const redisReadTask* task, int elements) {
+  void* items = nullptr;
+  const size_t n = elements > 0 ? size_t(elements) : 0;
+  redisReply* r = new_reply(task, REDIS_REPLY_ARRAY, n * sizeof(redisReply*), &items);
+  if (r == nullptr) return nullptr;
+  if (n > 0) {
+    std::memset(items, 0, n * sizeof(redisReply*));
+    r->element = static_cast<redisReply**>(items);
+  }
+  r->elements = n;
+  return r;
+}
+
+void* create_integer(const redisReadTask* task, long long value) {
+  redisReply* r = new_reply(task, REDIS_REPLY_INTEGER, 0, nullptr);
+  if (r != nullptr) r->integer = value;
+  return r;
+}
+
+void* create_nil(const redisReadTask* task) { return new_reply(task, REDIS_REPLY_NIL, 0, nullptr); }
+
+// hiredis frees only a top reply this way (a partial one when a read fails, or the reader's).
+void free_object(void* reply) { free_reply(static_cast<redisReply*>(reply)); }
+
+redisReplyObjectFunctions g_reply_functions = {create_string, create_array, create_integer,
+                                               create_nil, free_object};
+
 timeval to_timeval(std::chrono::milliseconds ms) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
@@ -28,6 +148,18 @@ timeval to_timeval(std::chrono::milliseconds ms) {
 }
 
 }  // namespace
+
+redisReplyObjectFunctions* reply_functions() noexcept { return &g_reply_functions; }
+
+void free_reply(redisReply* r) noexcept {
+  if (r == nullptr) return;
+  ReplyBlock* b = group_of(r)->blocks;
+  while (b != nullptr) {
+    ReplyBlock* next = b->next;
+    std::free(b);
+    b = next;
+  }
+}
 
 std::string RedisUrl::redacted() const {
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -107,6 +239,7 @@ Result<RedisConnection> RedisConnection::connect(const RedisUrl& url, const Opti
                              "right?",
                              url.redacted(), ctx->errstr),
                  /*retriable=*/true);
+  ctx->reader->fn = reply_functions();  // replies are freed with free_reply (ReplyDeleter)
   if (options.command_timeout.count() > 0)
     redisSetTimeout(ctx.get(), to_timeval(options.command_timeout));
   redisEnableKeepAlive(ctx.get());
