@@ -355,13 +355,15 @@ Status MysqlDriver::emit_chunk(Batch& batch) {
   st_->caches.retain(batch, schema);  // (snapshot_begin went out with the first chunk's read)
   const uint32_t ncols = uint32_t(t.cols.size());
   int64_t emitted = 0;
+  // One metadata object for the chunk's rows (read-only; a rejected row gets its own copy).
+  const Value meta = metadata(batch, t, 0, false);
   const auto& rows = engine.rows();
   for (size_t i = 0; i < rows.size(); ++i) {
     if (!engine.kept(i)) continue;
     const auto& text = rows[i].row;
     Record& r = batch.add();
     r.op = Operation::snapshot;
-    r.metadata = metadata(batch, t, 0, false);
+    r.metadata = meta;
     row_text_.resize(std::min<size_t>(ncols, text.size()));
     for (size_t c = 0; c < row_text_.size(); ++c)
       row_text_[c] = text[c] ? std::optional<std::string_view>(*text[c]) : std::nullopt;

@@ -100,6 +100,12 @@ TextKind text_kind(std::string_view t) {
   }
 }
 
+// As the binlog decoder has it: a zero month or day (YYYY-MM-DD[ hh:mm:ss]), in the text of a
+// date, datetime or timestamp column.
+bool zero_month_or_day(std::string_view s) {
+  return s.size() >= 10 && (s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00");
+}
+
 // A float or double column's text (as the server prints it); strtod's reading when from_chars
 // declines (it never should for server output).
 template <typename F>
@@ -121,10 +127,10 @@ bool is_numeric_type(std::string_view t) {
 
 // Converts a snapshot value (text protocol, session time_zone +00:00) to the same Value the binlog
 // decoder produces for the column.
-// As the binlog decoder has it: a zero month or day (YYYY-MM-DD[ hh:mm:ss]).
+// Whether `s` is a zero date of a date, datetime or timestamp column (zero_month_or_day).
 bool is_zero_date_text(std::string_view type, std::string_view s) {
   if (type != "date" && type != "datetime" && type != "timestamp") return false;
-  return s.size() >= 10 && (s.substr(4, 3) == "-00" || s.substr(7, 3) == "-00");
+  return zero_month_or_day(s);
 }
 
 Error unrepresentable_value_stop(std::string_view why, bool zero_date) {
@@ -186,13 +192,13 @@ Result<Value> text_to_value(const TableSchema& t, size_t i, std::string_view s, 
                              quote_identifier(t.table), quote_identifier(ci.name), s, type));
   };
   if (kind == TextKind::date) {
-    if (is_zero_date_text(type, s)) return zero_date();
+    if (zero_month_or_day(s)) return zero_date();
     int32_t d;
     if (!parse_date(s, &d)) return bad();
     return Value::date(d);
   }
   if (kind == TextKind::datetime || kind == TextKind::timestamp) {
-    if (is_zero_date_text(type, s)) return zero_date();
+    if (zero_month_or_day(s)) return zero_date();
     int64_t us;
     if (!parse_timestamp(s, &us)) return bad();
     return kind == TextKind::timestamp ? Value::timestamptz(us) : Value::timestamp(us);
