@@ -10,9 +10,11 @@
 #include <array>
 #include <atomic>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace sluice::failpoint {
 namespace {
@@ -27,13 +29,16 @@ constexpr std::array<std::string_view, 5> kFailPoints = {
 };
 
 struct Armed {
-  uint64_t at = 0;  // fire on this hit (1: the first)
+  uint64_t at = 0;        // crash on this hit (1: the first); 0: no crash
+  uint64_t delay_ms = 0;  // sleep this long at every hit; 0: no delay
   std::atomic<uint64_t> hits{0};
 };
 std::array<Armed, kFailPoints.size()> g_points;
 
 [[noreturn]] void refuse(const std::string& why) {
-  std::fprintf(stderr, "sluice: SLUICE_FAILPOINTS: %s (expected name=crash[@N],…)\n", why.c_str());
+  std::fprintf(stderr,
+               "sluice: SLUICE_FAILPOINTS: %s (expected name=crash[@N] or name=delay:MS,…)\n",
+               why.c_str());
   std::_Exit(2);
 }
 
@@ -51,15 +56,22 @@ bool parse_env() {
     if (eq == std::string_view::npos) refuse("'" + std::string(item) + "' has no action");
     const std::string_view name = item.substr(0, eq);
     std::string_view action = item.substr(eq + 1);
-    uint64_t at = 1;
-    if (const size_t amp = action.find('@'); amp != std::string_view::npos) {
+    uint64_t at = 1, delay_ms = 0;
+    if (action.starts_with("delay:")) {
+      const std::string_view n = action.substr(6);
+      auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), delay_ms);
+      if (ec != std::errc() || p != n.data() + n.size() || delay_ms == 0 || delay_ms > 60000)
+        refuse("'" + std::string(item) + "': delay:MS needs 1 to 60000 milliseconds");
+      at = 0;
+      action = "delay";
+    } else if (const size_t amp = action.find('@'); amp != std::string_view::npos) {
       const std::string_view n = action.substr(amp + 1);
       auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), at);
       if (ec != std::errc() || p != n.data() + n.size() || at == 0)
         refuse("'" + std::string(item) + "': @N needs a count of at least 1");
       action = action.substr(0, amp);
     }
-    if (action != "crash")
+    if (action != "crash" && action != "delay")
       refuse("'" + std::string(item) + "': unknown action '" + std::string(action) + "'");
     size_t i = 0;
     while (i < kFailPoints.size() && kFailPoints[i] != name) ++i;
@@ -69,6 +81,7 @@ bool parse_env() {
       refuse("unknown fail point '" + std::string(name) + "' (there are " + names + ")");
     }
     g_points[i].at = at;
+    g_points[i].delay_ms = delay_ms;
     any = true;
   }
   return any;
@@ -82,6 +95,7 @@ void hit(std::string_view name) noexcept {
   for (size_t i = 0; i < kFailPoints.size(); ++i) {
     if (kFailPoints[i] != name) continue;
     Armed& p = g_points[i];
+    if (p.delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(p.delay_ms));
     if (p.at == 0) return;
     if (p.hits.fetch_add(1, std::memory_order_relaxed) + 1 != p.at) return;
     // One write(2), no stdio buffer: the line is out before the signal.

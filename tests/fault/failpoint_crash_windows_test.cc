@@ -141,5 +141,27 @@ TEST(FailPoints, AMisspelledFailPointIsAOneLineErrorAtStartUp) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(FailPoints, AMalformedDelayIsAOneLineErrorAtStartUp) {
+  for (const char* spec : {"mid_snapshot_chunk=delay:", "mid_snapshot_chunk=delay:0",
+                           "mid_snapshot_chunk=delay:5ms", "mid_snapshot_chunk=delay:600000"}) {
+    auto dir =
+        e2e::make_temp_dir("fpw-delay");  // one per run: a Process appends to its stderr file
+    ArmedFailPoints armed(spec);
+    Process p({"--version"}, dir);
+    EXPECT_EQ(p.wait_for(30s), 2) << spec;
+    const std::string err = p.stderr_text();
+    EXPECT_NE(err.find("delay:MS needs 1 to 60000 milliseconds"), std::string::npos) << err;
+    EXPECT_EQ(lines_of(err).size(), 1u) << err;
+    std::filesystem::remove_all(dir);
+  }
+  {
+    auto dir = e2e::make_temp_dir("fpw-delay-ok");
+    ArmedFailPoints armed("mid_snapshot_chunk=delay:5");  // well formed: --version runs
+    Process p({"--version"}, dir);
+    EXPECT_EQ(p.wait_for(30s), 0) << p.stderr_text();
+    std::filesystem::remove_all(dir);
+  }
+}
+
 }  // namespace
 }  // namespace sluice::pgtest

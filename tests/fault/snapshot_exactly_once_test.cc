@@ -68,9 +68,12 @@ void crash_mid_snapshot_then_resume(const std::string& id, const SourceUnderTest
     EXPECT_NE(p.stderr_text().find("fail point mid_snapshot_chunk fired"), std::string::npos)
         << p.stderr_text();
   }
-  // 2. kill -9 once more batches are committed, still inside the snapshot.
+  // 2. kill -9 once more batches are committed, still inside the snapshot. Each snapshot batch
+  //    waits 25 ms, so the ~50 left take over a second: unpaced, the rest of the snapshot could
+  //    commit between two polls and the kill would land in CDC.
   {
     const std::string before = pgtest::checkpoint_of(dir, id);
+    ArmedFailPoints paced("mid_snapshot_chunk=delay:25");
     Process p({"run", "p.yaml"}, dir);
     ASSERT_TRUE(pgtest::wait_for_checkpoint(
         p, dir, id, [&](const std::string& c) { return snapshot_checkpoint(c) && c != before; },
