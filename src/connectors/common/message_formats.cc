@@ -36,12 +36,6 @@ std::string_view format_name(Format f) {
 
 bool is_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
 
-// A string when the bytes are UTF-8 text, bytes otherwise (copied into the arena).
-Value text_or_bytes(Arena& arena, std::string_view s) {
-  std::string_view c = arena.copy(s);
-  return is_utf8(s) ? Value::string(c) : Value::bytes(c);
-}
-
 std::string_view arena_number(Arena& arena, int64_t v) {
   char buf[24];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
@@ -292,6 +286,11 @@ bool parse_format(std::string_view name, Format* out) noexcept {
   else if (name == "raw") *out = Format::raw;
   else return false;
   return true;
+}
+
+Value text_or_bytes(Arena& arena, std::string_view s) {
+  std::string_view c = arena.copy(s);
+  return is_utf8(s) ? Value::string(c) : Value::bytes(c);
 }
 
 std::string decimal_from_unscaled(std::string_view be, int32_t scale) {

@@ -67,6 +67,10 @@ class MessageDecoder {
   std::unique_ptr<State> st_;
 };
 
+// A string Value when `s` is valid UTF-8 (checked with SIMD), bytes otherwise; copied into `arena`.
+// The Kafka and Redis sources read a payload, a key or a stream field this way.
+Value text_or_bytes(Arena& arena, std::string_view s);
+
 // Kafka Connect Decimal: big-endian two's-complement unscaled bytes and a scale → "-12.340".
 std::string decimal_from_unscaled(std::string_view be_bytes, int32_t scale);
 

@@ -1082,6 +1082,14 @@ void KafkaDestination::finish(BatchState* st) {
 size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::string* position) {
   const auto& records = batch.records();
   const size_t total = st->msgs.size() + (position ? 1 : 0);
+  // The messages' CreateTime, read once per batch instead of once per message inside
+  // rd_kafka_producev (its gettimeofday was ~1 % of a run); read again after a wait for room.
+  const auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  int64_t now_ms = wall_ms();
   for (size_t i = 0; i < total; ++i) {
     const bool is_pos = i == st->msgs.size();
     rd_kafka_resp_err_t err;
@@ -1093,7 +1101,7 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_KEY(pipeline_id_.data(), pipeline_id_.size()),
             RD_KAFKA_V_VALUE(const_cast<char*>(position->data()), position->size()),
-            RD_KAFKA_V_OPAQUE(&st->position_msg), RD_KAFKA_V_END);
+            RD_KAFKA_V_TIMESTAMP(now_ms), RD_KAFKA_V_OPAQUE(&st->position_msg), RD_KAFKA_V_END);
       } else {
         Msg& m = st->msgs[i];
         const Record& r = records[m.rec];
@@ -1109,7 +1117,8 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
         err = rd_kafka_producev(rk_.get(), RD_KAFKA_V_RKT(m.topic), RD_KAFKA_V_MSGFLAGS(0),
                                 RD_KAFKA_V_KEY(m.key, (m.key ? m.key_len : 0)),
                                 RD_KAFKA_V_VALUE(m.value, (m.value ? m.value_len : 0)),
-                                RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(&m), RD_KAFKA_V_END);
+                                RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_TIMESTAMP(now_ms),
+                                RD_KAFKA_V_OPAQUE(&m), RD_KAFKA_V_END);
       }
       if (err == RD_KAFKA_RESP_ERR_NO_ERROR) break;
       if (hdrs) rd_kafka_headers_destroy(hdrs);  // not taken on failure
@@ -1119,6 +1128,7 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, 10ms);
       waiting_for_space_.store(false, std::memory_order_release);
+      now_ms = wall_ms();
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       {

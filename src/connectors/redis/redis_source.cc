@@ -202,22 +202,8 @@ Status finalize(Options& o) {
   return ok_status();
 }
 
-bool valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    i += n;
-  }
-  return true;
-}
-
 Value text_or_bytes(Batch& batch, std::string_view s) {
-  std::string_view c = batch.copy(s);
-  return valid_utf8(c) ? Value::string(c) : Value::bytes(c);
+  return kafka::text_or_bytes(batch.arena(), s);
 }
 
 std::string_view str(const redisReply* r) {
@@ -256,7 +242,11 @@ struct EntryId {
     return id;
   }
   void append_to(std::string& out) const {
-    fmt::format_to(std::back_inserter(out), "{}-{}", ms, seq);
+    char buf[42];
+    char* p = std::to_chars(buf, buf + 20, ms).ptr;
+    *p++ = '-';
+    p = std::to_chars(p, buf + sizeof buf, seq).ptr;
+    out.append(buf, size_t(p - buf));
   }
 };
 struct EntryIdHash {
