@@ -1,7 +1,8 @@
 // The kafka destination through the sluice binary, PostgreSQL → Kafka against the real test
 // servers: Debezium envelopes (snapshot, insert, update, delete + tombstone, truncate), OpenCDC
 // values with every compression codec, a topic template creating one topic per table, a 1 MB
-// message, an oversized record routed to the dead-letter queue, and wrong brokers. Every test
+// message, an oversized record routed to the dead-letter queue, and wrong brokers; each message's
+// timestamp is its batch's CreateTime, within the run. Every test
 // consumes what actually arrived in the topic.
 #include <gtest/gtest.h>
 
@@ -118,7 +119,14 @@ TEST_P(KafkaCompression, OpenCdcRecordsArriveWithEveryCodec) {
   f.destination_settings = {{"topic", topic}, {"compression", codec}, {"headers", "false"}};
   auto dir = e2e::make_temp_dir("kd-codec");
   e2e::write_file(dir / "p.yaml", f.yaml());
+  const auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t started = wall_ms();
   run_ok(dir);
+  const int64_t ended = wall_ms();
 
   auto msgs = test::consume_all(topic, 3000);
   ASSERT_EQ(msgs.size(), 3000u);
@@ -128,6 +136,10 @@ TEST_P(KafkaCompression, OpenCdcRecordsArriveWithEveryCodec) {
     ASSERT_TRUE(id.has_value()) << (m.key ? *m.key : "null key");
     ids.insert(*id);
     EXPECT_TRUE(m.headers.empty());
+    // The producer's time of the message's batch (CreateTime), within the run.
+    EXPECT_TRUE(m.create_time);
+    EXPECT_GE(m.timestamp_ms, started);
+    EXPECT_LE(m.timestamp_ms, ended);
     // The value is the OpenCDC record line: it decodes back to the row.
     Batch b;
     ASSERT_TRUE(decode_record_json(*m.value, b).ok()) << *m.value;

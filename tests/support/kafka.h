@@ -47,6 +47,8 @@ struct KafkaMessage {
   std::optional<std::string> key;    // nullopt: null key
   std::optional<std::string> value;  // nullopt: tombstone
   std::vector<std::pair<std::string, std::string>> headers;
+  int64_t timestamp_ms = -1;  // -1: none
+  bool create_time = false;   // the timestamp is the producer's (CreateTime)
   std::string header(std::string_view name) const {
     for (const auto& [k, v] : headers)
       if (k == name) return v;
@@ -189,6 +191,9 @@ inline std::vector<KafkaMessage> consume_all(
       km.topic = topic;
       km.partition = m->partition;
       km.offset = m->offset;
+      rd_kafka_timestamp_type_t tstype = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE;
+      km.timestamp_ms = rd_kafka_message_timestamp(m, &tstype);
+      km.create_time = tstype == RD_KAFKA_TIMESTAMP_CREATE_TIME;
       if (m->key) km.key = std::string(static_cast<const char*>(m->key), m->key_len);
       if (m->payload) km.value = std::string(static_cast<const char*>(m->payload), m->len);
       rd_kafka_headers_t* h = nullptr;
