@@ -57,22 +57,23 @@ bool parse_env() {
     const std::string_view name = item.substr(0, eq);
     std::string_view action = item.substr(eq + 1);
     uint64_t at = 1, delay_ms = 0;
-    if (action.starts_with("delay:")) {
+    if (action.starts_with("delay:")) {  // delay:MS, at every hit, no crash
       const std::string_view n = action.substr(6);
       auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), delay_ms);
       if (ec != std::errc() || p != n.data() + n.size() || delay_ms == 0 || delay_ms > 60000)
         refuse("'" + std::string(item) + "': delay:MS needs 1 to 60000 milliseconds");
       at = 0;
-      action = "delay";
-    } else if (const size_t amp = action.find('@'); amp != std::string_view::npos) {
-      const std::string_view n = action.substr(amp + 1);
-      auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), at);
-      if (ec != std::errc() || p != n.data() + n.size() || at == 0)
-        refuse("'" + std::string(item) + "': @N needs a count of at least 1");
-      action = action.substr(0, amp);
+    } else {  // crash[@N]
+      if (const size_t amp = action.find('@'); amp != std::string_view::npos) {
+        const std::string_view n = action.substr(amp + 1);
+        auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), at);
+        if (ec != std::errc() || p != n.data() + n.size() || at == 0)
+          refuse("'" + std::string(item) + "': @N needs a count of at least 1");
+        action = action.substr(0, amp);
+      }
+      if (action != "crash")
+        refuse("'" + std::string(item) + "': unknown action '" + std::string(action) + "'");
     }
-    if (action != "crash" && action != "delay")
-      refuse("'" + std::string(item) + "': unknown action '" + std::string(action) + "'");
     size_t i = 0;
     while (i < kFailPoints.size() && kFailPoints[i] != name) ++i;
     if (i == kFailPoints.size()) {

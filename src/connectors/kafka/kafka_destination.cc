@@ -36,6 +36,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Wall-clock milliseconds since the epoch: Debezium's ts_ms and the messages' CreateTime.
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 #ifndef SLUICE_VERSION_TEXT
 #define SLUICE_VERSION_TEXT "sluice"
 #endif
@@ -893,10 +900,7 @@ Status KafkaDestination::encode(Batch& batch, BatchState& st, std::vector<Reject
     return true;
   };
   st.msgs.reserve(records.size() + (o_.debezium && o_.tombstones ? records.size() / 8 : 0));
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  kafka::DebeziumSource src{o_.topic_prefix, SLUICE_VERSION_TEXT, now_ms};
+  kafka::DebeziumSource src{o_.topic_prefix, SLUICE_VERSION_TEXT, unix_ms()};
   rd_kafka_topic_t* last_topic = nullptr;
   std::string last_topic_name;
   const TopicLimits* limits = nullptr;
@@ -1084,12 +1088,7 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
   const size_t total = st->msgs.size() + (position ? 1 : 0);
   // The messages' CreateTime, read once per batch instead of once per message inside
   // rd_kafka_producev (its gettimeofday was ~1 % of a run); read again after a wait for room.
-  const auto wall_ms = [] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  };
-  int64_t now_ms = wall_ms();
+  int64_t now_ms = unix_ms();
   for (size_t i = 0; i < total; ++i) {
     const bool is_pos = i == st->msgs.size();
     rd_kafka_resp_err_t err;
@@ -1128,7 +1127,7 @@ size_t KafkaDestination::produce_all(Batch& batch, BatchState* st, const std::st
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, 10ms);
       waiting_for_space_.store(false, std::memory_order_release);
-      now_ms = wall_ms();
+      now_ms = unix_ms();
     }
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
       {
