@@ -445,6 +445,55 @@ TEST(PostgresSource, ParallelSnapshotReadsOneConsistentSnapshotInPageOrder) {
   EXPECT_TRUE(orders[0] == orders[1]) << "the parallel snapshot's records are in another order";
 }
 
+// A snapshot resumed inside a table whose values may be out of line first reads the pages below
+// its cursor for rows changed since it began: nearly empty pages, which grow those chunks. The
+// chunks above the cursor are sized for the table's real density, so every batch keeps to
+// max_records (the below-cursor chunks once sized the first chunk past the cursor for the whole
+// rest of the table: one batch of 6,848 records here).
+TEST(PostgresSource, AResumedSnapshotKeepsEveryBatchWithinMaxRecords) {
+  TestDb db("resumed_batches");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE rb (id int PRIMARY KEY, v text NOT NULL);"
+                    "INSERT INTO rb SELECT g, repeat('v', 40) FROM generate_series(1, 20000) g;"
+                    "ANALYZE rb"));
+  std::string cut;
+  size_t done = 0;
+  {
+    auto src = open_source(db, "t_resumed_batches", "public.rb");
+    ASSERT_TRUE(src);
+    Reader reader(*src, /*ack=*/false);
+    reader.request().max_records = 200;
+    ASSERT_TRUE(reader.read_count(2000));
+    for (const auto& [n, pos] : reader.positions())
+      if (pos.starts_with("v3 snapshot ")) std::tie(done, cut) = std::pair(n, pos);
+    ASSERT_GE(done, 2000u) << "no snapshot position";
+    src->close();
+  }
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return db.sql().scalar(
+                   "SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
+                   "'sluice_t_resumed_batches'") == "0";
+      },
+      10s));
+  auto src = open_source(db, "t_resumed_batches", "public.rb", cut);
+  ASSERT_TRUE(src);
+  Reader reader(*src, /*ack=*/false);
+  reader.request().max_records = 200;
+  ASSERT_TRUE(reader.read_until([&](const std::vector<const Record*>& rs) {
+    return count_ops(rs, Operation::snapshot) >= 20000 - done;
+  }));
+  size_t before = 0, largest = 0;
+  for (const auto& [n, pos] : reader.positions()) {
+    largest = std::max(largest, n - before);
+    before = n;
+  }
+  EXPECT_LE(largest, 200u) << "a batch of the resumed snapshot ran over max_records";
+  EXPECT_EQ(count_ops(reader.records(), Operation::snapshot), 20000 - done);
+  src->close();
+}
+
 // ── unchanged TOAST ─────────────────────────────────────────────────────────
 
 TEST(PostgresSource, UnchangedToastValueIsAbsentFromAfterNotNull) {

@@ -241,7 +241,9 @@ Status PostgresDriver::load_copy_table() {
   copy_maybe_toasted_ = "false";
   copy_below_cursor_end_ = 0;
   SLUICE_TRY(plan_resumed_table(t));
-  chunk_sizer_.start_table(std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr));
+  const double rows_per_page = std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr);
+  chunk_sizer_.start_table(rows_per_page);
+  below_cursor_sizer_.start_table(rows_per_page);
   copy_table_index_ = st_->position.table_index;
   spdlog::debug("pipeline {}: snapshot of {}.{} from page {} (of {})", ctx_.pipeline_id, t.schema,
                 t.name, st_->position.cursor.page, copy_table_pages_);
@@ -428,10 +430,10 @@ Status PostgresDriver::send_more(const ReadRequest& req, const Batch& batch, boo
     if (right_after && inflight_.empty()) {
       const uint64_t rows_left = req.max_records - batch.size();
       const uint64_t room = rows_left > chunk_rows_ ? rows_left - chunk_rows_ : 0;
-      pages = room ? chunk_sizer_.pages(room, req.max_bytes - batch.bytes(), false) : 0;
+      pages = room ? sizer_for(next_from_).pages(room, req.max_bytes - batch.bytes(), false) : 0;
     }
     const bool in_this_batch = pages > 0;
-    if (!pages) pages = chunk_sizer_.pages(req.max_records, req.max_bytes, true);
+    if (!pages) pages = sizer_for(next_from_).pages(req.max_records, req.max_bytes, true);
     SLUICE_TRY(send_copy(size_t(free - busy.begin()), next_from_, pages, in_this_batch));
   }
   return ok_status();
@@ -654,11 +656,12 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
     if (inflight_.empty()) {  // nothing in flight: a chunk for the room left in this batch
       SLUICE_TRY(load_copy_table());
       SLUICE_TRY(open_lanes());
-      const uint64_t pages = chunk_sizer_.pages(req.max_records - batch.size(),
-                                                req.max_bytes - batch.bytes(), batch.empty());
+      const uint64_t from = copy_below_cursor_end_ ? 0 : pos.cursor.page;
+      const uint64_t pages = sizer_for(from).pages(req.max_records - batch.size(),
+                                                   req.max_bytes - batch.bytes(), batch.empty());
       if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
       chunk_ = CopyChunk{};
-      SLUICE_TRY(send_copy(0, copy_below_cursor_end_ ? 0 : pos.cursor.page, pages, true));
+      SLUICE_TRY(send_copy(0, from, pages, true));
     } else if (!inflight_.front().chunk.in_this_batch && !batch.empty()) {
       break;  // the chunk in flight was sized for a batch of its own
     }
@@ -676,7 +679,8 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
     const size_t bytes_before = batch.bytes();
     SLUICE_TRY(binary_values_ ? parse_binary_chunk(batch, tuple) : parse_text_chunk(batch, tuple));
     copy_request_ = nullptr;
-    chunk_sizer_.chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
+    (chunk_.below_cursor ? below_cursor_sizer_ : chunk_sizer_)
+        .chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
     chunk_lines_.clear();
     // The batch now holds every row before the chunk's end: its position says so.
     if (chunk_.last) {

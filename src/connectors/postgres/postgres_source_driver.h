@@ -449,7 +449,12 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   uint64_t chunk_rows_ = 0;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
   uint64_t copy_table_pages_ = 0;
-  ChunkSizer chunk_sizer_;
+  // Chunks above the cursor, and below it (rows changed since the first snapshot: nearly empty
+  // pages, which must not grow the chunks above it, sized for the table's real density).
+  ChunkSizer chunk_sizer_, below_cursor_sizer_;
+  ChunkSizer& sizer_for(uint64_t from) {
+    return from < copy_below_cursor_end_ ? below_cursor_sizer_ : chunk_sizer_;
+  }
   TableState* copy_table_ = nullptr;
   std::vector<std::string> field_scratch_;
   // The loaded table's COPY select list, and per column the kind its values arrive as: 'b' (its
