@@ -1,9 +1,9 @@
 // The postgres snapshot: one REPEATABLE READ transaction (in the snapshot the slot exported when it
 // was created), each table read by COPY in chunks of heap pages (TID range scans), each chunk sized
-// to the room left in the batch (ChunkSizer), and a batch ends only where a chunk ends. The
-// position's cursor is the first page not read yet, so it names exactly the rows the batch holds:
-// a restart neither repeats nor skips a row, and a transactional destination (Kafka
-// `transactions: true`) is exactly once in the snapshot as in the stream.
+// to the room left in the batch (ChunkSizer), and a batch ends where a chunk ends. The position's
+// cursor is the first page not read yet, so it names exactly the rows the batch holds: a restart
+// neither repeats nor skips a row, and a transactional destination (Kafka `transactions: true`)
+// is exactly once in the snapshot as in the stream.
 //
 //   batch:  [ chunk: pages P … P+k ) [ chunk: P+k … P+k+m )  ─▶ position "snapshot … P+k+m"
 //              COPY (SELECT … WHERE ctid >= '(P,0)' AND ctid < '(P+k,0)')
@@ -15,6 +15,15 @@
 // of text in memory). The price:
 // a heap page's rows are never split across batches, so a batch can exceed max_records by up to one
 // page's rows (a few hundred small rows at most) when a page is denser than any before it.
+//
+// A chunk whose size is a guess (the catalogue's estimate before any page was read, or a chunk
+// grown over sparse pages: deleted rows, bloat) can hold many times a batch's room: the first
+// dense chunk after 1,000 empty pages spans 1,000 pages. Such a chunk selects each row's ctid
+// first, and is parsed a part at a time, each part whole heap pages within the room left: the
+// batch ends between two pages, and its position's cursor is the page the next part begins at.
+//
+//   batch:  [ chunk P … P+k with ctids: part P … Q ) ─▶ position "snapshot … Q"
+//   batch:  [ part Q … R ) ─▶ "snapshot … R"   …   [ part … P+k ) [ next chunk … ) ─▶ …
 //
 // A resumed snapshot. After a crash the exported snapshot is gone: the rest is read under a newer
 // MVCC snapshot, while the stream still starts at the slot's consistent point. The position keeps
@@ -200,6 +209,7 @@ void ChunkSizer::chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes) {
   else boost_ = 1;
   rows_per_page_ = std::max(rows_per_page_, rpp);
   bytes_per_page_ = std::max(bytes_per_page_, bpp);
+  measured_ = true;
 }
 
 Status PostgresDriver::load_copy_table() {
@@ -299,11 +309,16 @@ Status PostgresDriver::send_copy(size_t lane_index, uint64_t from, uint64_t page
   const TableRef& t = tables_[st_->position.table_index];
   // Rows that changed after the first snapshot come through the stream, which starts at its
   // LSN: a resume under a newer snapshot filters them out (below), so they come once.
-  CopyChunk c{from,          std::max<uint64_t>(1, pages),
-              false,         from < copy_below_cursor_end_,
-              in_this_batch, lane_index};
+  CopyChunk c;
+  c.from = from;
+  c.pages = std::max<uint64_t>(1, pages);
+  c.below_cursor = from < copy_below_cursor_end_;
+  c.in_this_batch = in_this_batch;
+  c.lane = lane_index;
   if (c.below_cursor) c.pages = std::min(c.pages, copy_below_cursor_end_ - from);
   c.last = !c.below_cursor && from + c.pages >= copy_table_pages_;
+  // (Below the cursor the position does not move: there is nothing to split at.)
+  c.with_ctid = !c.below_cursor && c.pages > 1 && chunk_sizer_.guessing();
   std::string where = fmt::format("ctid >= '({},0)'::tid", from);
   if (!c.last) where += fmt::format(" AND ctid < '({},0)'::tid", from + c.pages);
   if (first_snapshot_) {
@@ -317,9 +332,10 @@ Status PostgresDriver::send_copy(size_t lane_index, uint64_t from, uint64_t page
       where += fmt::format(" AND CASE WHEN {} THEN {} ELSE {} END", seen,
                            c.below_cursor ? "false" : "true", copy_maybe_toasted_);
   }
-  const std::string sql = fmt::format(
-      "COPY (SELECT {} FROM {}.{} WHERE {}) TO STDOUT{}", copy_columns_, quote_identifier(t.schema),
-      quote_identifier(t.name), where, binary_values_ ? " (FORMAT binary)" : "");
+  const std::string sql =
+      fmt::format("COPY (SELECT {}{} FROM {}.{} WHERE {}) TO STDOUT{}", c.with_ctid ? "ctid, " : "",
+                  copy_columns_, quote_identifier(t.schema), quote_identifier(t.name), where,
+                  binary_values_ ? " (FORMAT binary)" : "");
   PgConn& conn = lane(c.lane);
   if (!PQsendQuery(conn.get(), sql.c_str()))
     return classify_error(conn.last_error(), fmt::format("cannot read {}.{}", t.schema, t.name));
@@ -493,6 +509,7 @@ Result<SnapshotRead> PostgresDriver::read_snapshot(Batch& batch, const ReadReque
   inflight_.clear();
   drop_lanes();
   chunk_lines_.clear();
+  chunk_parsing_ = false;
   copy_table_index_ = SIZE_MAX;
   copy_table_ = nullptr;
   conn_.reset();
@@ -545,15 +562,20 @@ Status PostgresDriver::emit_snapshot_row(Batch& batch, const Tuple& tuple, const
 }
 
 // COPY text: a line per row, fields split on tabs, "\\N" for NULL, backslash escapes.
-Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
+Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple, size_t begin, size_t end) {
   st_->caches.retain(batch, copy_table_->rel);
   const Value meta = metadata(batch, *copy_table_, {}, false);
   const auto& cols = copy_table_->rel->columns;
   tuple.resize(cols.size());
   if (field_scratch_.size() < cols.size()) field_scratch_.resize(cols.size());
-  for (std::string_view line : chunk_lines_) {
+  for (size_t li = begin; li < end; ++li) {
+    std::string_view line = chunk_lines_[li];
     if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
     size_t start = 0;
+    if (chunk_.with_ctid) {  // the ctid first (line_page reads it)
+      const size_t tab = line.find('\t');
+      start = tab == std::string_view::npos ? line.size() : tab + 1;
+    }
     for (size_t i = 0; i < cols.size(); ++i) {
       size_t tab = line.find('\t', start);
       if (tab == std::string_view::npos) tab = line.size();
@@ -582,7 +604,7 @@ Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple) {
 // length of an extension area), then per row an int16 field count and per field an int32 length
 // (-1: NULL) and the bytes, then an int16 -1. The server sends a row per CopyData message, the
 // header with the first; any split between messages that falls between rows is read.
-Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
+Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple, size_t begin, size_t end) {
   st_->caches.retain(batch, copy_table_->rel);
   const Value meta = metadata(batch, *copy_table_, {}, false);
   static constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
@@ -592,10 +614,11 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
     return Error(Errc::data, fmt::format("{}.{}: the server's binary COPY data is malformed ({})",
                                          copy_table_->rel->schema, copy_table_->rel->name, what));
   };
-  bool header = false, trailer = false;
+  const bool with_ctid = chunk_.with_ctid;
+  bool header = begin > 0, trailer = false;
   tuple.resize(cols.size());
-  for (std::string_view data : chunk_lines_) {
-    wire::Reader r(data);
+  for (size_t li = begin; li < end; ++li) {
+    wire::Reader r(chunk_lines_[li]);
     if (!header) {
       std::string_view signature;
       int32_t extension;
@@ -612,8 +635,8 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
         trailer = true;
         continue;
       }
-      if (size_t(count) != fields)
-        return malformed(fmt::format("a row of {} fields, {} selected", count, fields));
+      if (size_t(count) != fields + with_ctid)
+        return malformed(fmt::format("a row of {} fields, {} selected", count, fields + with_ctid));
       // Locals, not the members: a store of a field's kind (a char) could alias them, and they
       // would be read again for every field.
       const char* p = r.rest().data();
@@ -621,6 +644,10 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
       TupleValue* const out = tuple.data();
       const char* const kinds = copy_kinds_.data();
       const size_t ncols = cols.size();
+      if (with_ctid) {  // (line_page reads it)
+        if (end - p < 10 || wire::be32(p) != 6) return malformed("a row without its ctid");
+        p += 10;
+      }
       for (size_t i = 0; i < fields; ++i) {
         if (end - p < 4) return malformed("a row cut short");
         const int32_t len = int32_t(wire::be32(p));
@@ -642,8 +669,47 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple) {
       if (++pumped_rows_ % kPumpRows == 0) pump_copies(batch);
     }
   }
-  if (!trailer) return malformed("no end marker");
+  if (!trailer && end == chunk_lines_.size()) return malformed("no end marker");
   return ok_status();
+}
+
+std::optional<uint64_t> PostgresDriver::line_page(size_t i) const {
+  const std::string_view line = chunk_lines_[i];
+  uint64_t page = 0;
+  if (!binary_values_) {  // "(page,item)\t…"
+    if (line.size() < 2 || line[0] != '(') return std::nullopt;
+    const auto [p, ec] = std::from_chars(line.data() + 1, line.data() + line.size(), page);
+    if (ec != std::errc() || p == line.data() + line.size() || *p != ',') return std::nullopt;
+    return page;
+  }
+  wire::Reader r(line);
+  if (i == 0) {  // the header comes with the first row
+    int32_t extension;
+    if (!r.skip(15) || !r.i32(&extension) || extension < 0 || !r.skip(size_t(extension)))
+      return std::nullopt;
+  }
+  int16_t count;
+  int32_t len;
+  uint32_t block;
+  if (!r.i16(&count) || count < 1 || !r.i32(&len) || len != 6 || !r.u32(&block))
+    return std::nullopt;
+  return block;
+}
+
+size_t PostgresDriver::part_end(size_t begin, uint64_t room, bool batch_empty) const {
+  const size_t n = chunk_lines_.size();
+  uint64_t rows = 0;
+  size_t i = begin;
+  while (i < n) {
+    const std::optional<uint64_t> page = line_page(i);
+    if (!page) return n;  // the end marker (or what the parser will call malformed): to the end
+    size_t j = i + 1;
+    for (std::optional<uint64_t> q; j < n && (q = line_page(j)) && *q == *page;) ++j;
+    if (rows + (j - i) > room && (rows > 0 || !batch_empty)) return i;
+    rows += j - i;
+    i = j;
+  }
+  return n;
 }
 
 Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const ReadRequest& req,
@@ -653,34 +719,55 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
     if (pos.table_index >= tables_.size()) return SnapshotRead::finished;
-    if (inflight_.empty()) {  // nothing in flight: a chunk for the room left in this batch
-      SLUICE_TRY(load_copy_table());
-      SLUICE_TRY(open_lanes());
-      const uint64_t from = copy_below_cursor_end_ ? 0 : pos.cursor.page;
-      const uint64_t pages = sizer_for(from).pages(req.max_records - batch.size(),
-                                                   req.max_bytes - batch.bytes(), batch.empty());
-      if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
-      chunk_ = CopyChunk{};
-      SLUICE_TRY(send_copy(0, from, pages, true));
-    } else if (!inflight_.front().chunk.in_this_batch && !batch.empty()) {
-      break;  // the chunk in flight was sized for a batch of its own
+    if (!chunk_parsing_) {
+      if (inflight_.empty()) {  // nothing in flight: a chunk for the room left in this batch
+        SLUICE_TRY(load_copy_table());
+        SLUICE_TRY(open_lanes());
+        const uint64_t from = copy_below_cursor_end_ ? 0 : pos.cursor.page;
+        const uint64_t pages = sizer_for(from).pages(req.max_records - batch.size(),
+                                                     req.max_bytes - batch.bytes(), batch.empty());
+        if (pages == 0) break;  // not even a page's rows fit: the next batch begins it
+        chunk_ = CopyChunk{};
+        SLUICE_TRY(send_copy(0, from, pages, true));
+      } else if (!inflight_.front().chunk.in_this_batch && !batch.empty()) {
+        break;  // the chunk in flight was sized for a batch of its own
+      }
+      SLUICE_TRY(receive_copy());
+      // While this chunk is parsed the server already reads the next ones (one per connection):
+      // the chunk right after it sized for what this batch has left after it (or else for the
+      // next batch), those behind it for a batch each.
+      SLUICE_TRY(send_more(req, batch, true));
+      chunk_parsing_ = true;
+      chunk_next_ = 0;
+      chunk_bytes_ = 0;
+      // The table's rows are bounded by markers, so a keyed destination can remove rows this
+      // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
+      // again: every row of the table comes again.
+      if (chunk_.from == 0 && !chunk_.below_cursor)
+        add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
     }
-    SLUICE_TRY(receive_copy());
-    // While this chunk is parsed the server already reads the next ones (one per connection):
-    // the chunk right after it sized for what this batch has left after it (or else for the
-    // next batch), those behind it for a batch each.
-    SLUICE_TRY(send_more(req, batch, true));
+    // A chunk sized by a guess may hold far more rows than the batch has room for: it is parsed
+    // a part at a time, each of whole heap pages, and the position names the page a part ends at.
+    const size_t end = chunk_.with_ctid
+                           ? part_end(chunk_next_, req.max_records - batch.size(), batch.empty())
+                           : chunk_lines_.size();
+    // Its next page does not fit: the next batch begins with it. (An empty chunk ends here.)
+    if (end == chunk_next_ && end < chunk_lines_.size()) break;
     copy_request_ = &req;
-    // The table's rows are bounded by markers, so a keyed destination can remove rows this
-    // snapshot did not see (a re-snapshot after `sluice cleanup`). A resume at page 0 begins
-    // again: every row of the table comes again.
-    if (chunk_.from == 0 && !chunk_.below_cursor)
-      add_snapshot_marker(batch, copy_table_->rel->schema, copy_table_->rel->name, true);
     const size_t bytes_before = batch.bytes();
-    SLUICE_TRY(binary_values_ ? parse_binary_chunk(batch, tuple) : parse_text_chunk(batch, tuple));
+    SLUICE_TRY(binary_values_ ? parse_binary_chunk(batch, tuple, chunk_next_, end)
+                              : parse_text_chunk(batch, tuple, chunk_next_, end));
     copy_request_ = nullptr;
+    chunk_bytes_ += batch.bytes() - bytes_before;
+    if (end < chunk_lines_.size()) {
+      // The batch holds every row before this page.
+      chunk_next_ = end;
+      pos.cursor.page = *line_page(end);
+      break;
+    }
+    chunk_parsing_ = false;
     (chunk_.below_cursor ? below_cursor_sizer_ : chunk_sizer_)
-        .chunk_read(chunk_.pages, chunk_rows_, batch.bytes() - bytes_before);
+        .chunk_read(chunk_.pages, chunk_rows_, chunk_bytes_);
     chunk_lines_.clear();
     // The batch now holds every row before the chunk's end: its position says so.
     if (chunk_.last) {

@@ -46,6 +46,23 @@ TEST(ChunkSizer, SparsePagesGrowTheChunkDensePagesResetIt) {
   EXPECT_EQ(s.pages(10000, kBig, true), 1u) << "a new table starts afresh";
 }
 
+// A chunk sized before any of the table was read, or grown over sparse pages, is a guess: it is
+// read with ctids and split into batches at heap pages (pg_snapshot.cc). Sized from pages read at
+// the density expected, it is not.
+TEST(ChunkSizer, ItGuessesUntilItMeasuredAndAfterSparsePages) {
+  ChunkSizer s;
+  s.start_table(100);
+  EXPECT_TRUE(s.guessing()) << "the catalogue's estimate may be stale";
+  s.chunk_read(100, 10000, 800000);
+  EXPECT_FALSE(s.guessing());
+  s.chunk_read(100, 0, 0);
+  EXPECT_TRUE(s.guessing()) << "the next chunk is grown";
+  s.chunk_read(200, 20000, 1600000);
+  EXPECT_FALSE(s.guessing());
+  s.start_table(0);
+  EXPECT_TRUE(s.guessing()) << "a new table starts afresh";
+}
+
 // The first snapshot kept in a snapshot position: pg_current_snapshot()'s text, and what it sees.
 TEST(XidSnapshot, ParsesPgCurrentSnapshotAndTellsWhatItSees) {
   auto x = XidSnapshot::parse("100:105:100,103");

@@ -74,16 +74,21 @@ class ChunkSizer {
     rows_per_page_ = rows_per_page > 0 ? rows_per_page : 0;
     bytes_per_page_ = 0;
     boost_ = 1;
+    measured_ = false;
   }
   // Pages for a chunk that may add `room_rows` records and `room_bytes` bytes; 0 when not even one
   // page is expected to fit (end the batch first), at least 1 for an empty batch.
   uint64_t pages(uint64_t room_rows, uint64_t room_bytes, bool batch_empty) const;
   // A chunk of `pages` pages gave `rows` records of `bytes` bytes.
   void chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes);
+  // The next chunk's size is a guess that may hold many times the room it is sized for: grown
+  // after sparse pages, or from the catalogue's estimate before any chunk of the table was read.
+  bool guessing() const { return boost_ > 1 || !measured_; }
 
  private:
   double rows_per_page_ = 0, bytes_per_page_ = 0;
   uint64_t boost_ = 1;
+  bool measured_ = false;
 };
 
 // An MVCC snapshot as pg_current_snapshot() prints it ("xmin:xmax:xip,…", 64-bit xids with their
@@ -259,9 +264,16 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   Status open_lanes();
   void drop_lanes() noexcept;
   Status receive_copy();
-  // chunk_lines_ → records: one per row, in COPY's text or binary format.
-  Status parse_text_chunk(Batch& batch, Tuple& tuple);
-  Status parse_binary_chunk(Batch& batch, Tuple& tuple);
+  // chunk_lines_[begin, end) → records: one per row, in COPY's text or binary format.
+  Status parse_text_chunk(Batch& batch, Tuple& tuple, size_t begin, size_t end);
+  Status parse_binary_chunk(Batch& batch, Tuple& tuple, size_t begin, size_t end);
+  // A chunk with ctids: the heap page of chunk_lines_[i]'s row; none for the binary end marker
+  // (or what is not a row: the parser says what).
+  std::optional<uint64_t> line_page(size_t i) const;
+  // A chunk with ctids: where the next part to parse from chunk_lines_[begin] ends, whole heap
+  // pages of at most `room` rows (the first page whole when `batch_empty`, however many rows it
+  // has); `begin` when not even its first page fits.
+  size_t part_end(size_t begin, uint64_t room, bool batch_empty) const;
   Status emit_snapshot_row(Batch& batch, const Tuple& tuple, const Value& meta);
   // A binary value's text, by the server's output function (for values sluice cannot represent:
   // the error and the dead-letter queue show their text).
@@ -377,7 +389,10 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     // snapshot that may hold out-of-line values (pg_snapshot.cc): the cursor stays where it is.
     bool below_cursor = false;
     bool in_this_batch = false;  // sized for the batch being filled (else for a batch of its own)
-    size_t lane = 0;             // the connection reading it (0: conn_, k: lanes_[k - 1])
+    // Sized by a guess (ChunkSizer::guessing): each row comes with its ctid first, so that the
+    // chunk can be parsed a batch at a time, split between heap pages.
+    bool with_ctid = false;
+    size_t lane = 0;  // the connection reading it (0: conn_, k: lanes_[k - 1])
   };
   // The rows of a chunk as received, one CopyData message each, packed into 64 KiB blocks: libpq
   // allocates every message it returns, and freeing it right away lets the allocator hand the same
@@ -402,6 +417,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
     }
     auto begin() const noexcept { return rows_.begin(); }
     auto end() const noexcept { return rows_.end(); }
+    size_t size() const noexcept { return rows_.size(); }
+    std::string_view operator[](size_t i) const noexcept { return rows_[i]; }
 
    private:
     static constexpr size_t kBlock = 64 << 10;
@@ -447,6 +464,11 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   const ReadRequest* copy_request_ = nullptr;  // the read the chunks are parsed for (pump_copies)
   uint64_t pumped_rows_ = 0;                   // rows parsed (pump_copies every kPumpRows)
   uint64_t chunk_rows_ = 0;
+  // chunk_ is being parsed, a batch at a time (with ctids), from chunk_lines_[chunk_next_];
+  // the bytes its records took so far.
+  bool chunk_parsing_ = false;
+  size_t chunk_next_ = 0;
+  uint64_t chunk_bytes_ = 0;
   size_t copy_table_index_ = SIZE_MAX;  // table whose description copy_table_ holds
   uint64_t copy_table_pages_ = 0;
   // Chunks above the cursor, and below it (rows changed since the first snapshot: nearly empty
