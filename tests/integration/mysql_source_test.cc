@@ -3,8 +3,11 @@
 // inside a transaction, a dropped binlog connection, and the one-line errors of bad set-ups.
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <limits>
 #include <set>
+#include <thread>
 
 #include "integration/mysql_source_harness.h"
 
@@ -258,6 +261,44 @@ TEST(MysqlSource, OnlyListedTablesAreCaptured) {
   ASSERT_TRUE(reader.drain());
   ASSERT_EQ(reader.records().size(), 2u);
   for (const Record* r : reader.records()) EXPECT_EQ(r->meta("table"), "b");
+  src->close();
+}
+
+// A burst's last records wait a tenth of batch.linger_ms after the last change of a captured
+// table, not the whole linger, also while another database writes to the server's binlog without
+// a pause: its events reach every binlog reader, and they are no changes of this source. They
+// once held every batch for the whole linger.
+TEST(MysqlSource, ABurstEndsItsBatchWhileAnotherDatabaseWritesTheBinlog) {
+  using namespace std::chrono_literals;
+  TestDb db("burst_busy"), other("burst_other");
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY)"));
+  ASSERT_TRUE(other.sql().exec("CREATE TABLE w (id INT AUTO_INCREMENT PRIMARY KEY, v TEXT)"));
+  auto src = open_source(db, "burst_busy", {{"tables", db.name() + ".b"}});
+  ASSERT_TRUE(src);
+  Reader reader(*src);
+  reader.request().linger = 6000ms;
+  ASSERT_TRUE(reader.drain());
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::thread writer([&] {
+    while (!stop.load() && other.sql().exec("INSERT INTO w (v) VALUES (REPEAT('x', 100))"))
+      writes.fetch_add(1);
+  });
+  for (int round = 0; round < 2; ++round) {
+    std::this_thread::sleep_for(300ms);
+    const int from = 1 + round * 50;
+    ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq FROM seq_" + std::to_string(from) + "_to_" +
+                              std::to_string(from + 49)));
+    const auto burst = std::chrono::steady_clock::now();
+    ASSERT_TRUE(reader.read_count(size_t(from + 49), 20s));
+    const auto took = std::chrono::steady_clock::now() - burst;
+    EXPECT_LT(took, 3s) << "a burst of 50 rows took "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms with batch.linger_ms 6000";
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(writes.load(), 10) << "the other database did not write";
   src->close();
 }
 

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "integration/pg_harness.h"
@@ -566,6 +568,44 @@ TEST(PostgresSource, AChunkGrownOverEmptyPagesIsSplitIntoBatchesAtPageBounds) {
       src->close();
     }
   }
+}
+
+// A burst's last records wait a tenth of batch.linger_ms after the last change, not the whole
+// linger, also while another database on the server writes WAL without a pause: the walsender
+// then sends a keepalive each time it waits for WAL (our reported position trails what it
+// decoded), and those are no changes. They once held every batch for the whole linger.
+TEST(PostgresSource, ABurstEndsItsBatchWhileAnotherDatabaseWritesWal) {
+  TestDb db("burst_busy"), other("burst_other");
+  ASSERT_TRUE(db.ok() && other.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id int PRIMARY KEY)"));
+  ASSERT_TRUE(other.sql().exec("CREATE TABLE w (id serial PRIMARY KEY, v text)"));
+  auto src = open_source(db, "t_burst_busy", "public.b");
+  ASSERT_TRUE(src);
+  Reader reader(*src);
+  reader.request().linger = 6000ms;
+  ASSERT_TRUE(reader.drain());
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::thread writer([&] {
+    while (!stop.load() && other.sql().exec("INSERT INTO w (v) VALUES (repeat('x', 100))"))
+      writes.fetch_add(1);
+  });
+  for (int round = 0; round < 2; ++round) {
+    std::this_thread::sleep_for(300ms);
+    const int from = 1 + round * 50;
+    ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT g FROM generate_series(" +
+                              std::to_string(from) + ", " + std::to_string(from + 49) + ") g"));
+    const auto burst = std::chrono::steady_clock::now();
+    ASSERT_TRUE(reader.read_count(size_t(from + 49), 20s));
+    const auto took = std::chrono::steady_clock::now() - burst;
+    EXPECT_LT(took, 3s) << "a burst of 50 rows took "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms with batch.linger_ms 6000";
+  }
+  stop = true;
+  writer.join();
+  EXPECT_GT(writes.load(), 10) << "the other database did not write";
+  src->close();
 }
 
 // ── unchanged TOAST ─────────────────────────────────────────────────────────

@@ -593,7 +593,11 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
   // An incremental snapshot's next chunk: its watermarks come back through this stream.
   if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
   const auto started = Clock::now();
-  Clock::time_point first{}, last{};
+  // The batch's first record, and the last event that made records (or the read's start): a burst
+  // ended once none came for a tenth of the linger. The binlog is the server's: events of other
+  // tables and databases, busy, would otherwise hold every burst's last records for the whole
+  // linger.
+  Clock::time_point first{}, last = started;
   bool idle = false;
   read_room_ = req.max_records;
   // However the read ends: what was decoded ahead is this batch's memory, and no job is out.
@@ -613,6 +617,7 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
       if (ahead_scanned_ > 0 && --ahead_scanned_ == 0) ahead_blocked_ = false;
     } else {
       const auto deadline = batch.empty() ? started + req.poll : req.linger_deadline(first, last);
+      if (!batch.empty() && Clock::now() >= deadline) break;  // (events of other tables waiting)
       auto got = ring_->pop(&ev, deadline);
       if (!got.ok()) {
         Error e = std::move(got).error();
@@ -629,13 +634,15 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
         idle = true;
         break;
       }
-      last = Clock::now();
     }
     const size_t before = batch.size();
     Status st = handle_event(batch, ev.bytes, ev.crc_verified, job);
     ring_->release();
     if (!st.ok()) return st.error();
-    if (before == 0 && batch.size() > 0) first = Clock::now();
+    if (batch.size() > before) {
+      last = Clock::now();
+      if (before == 0) first = last;
+    }
   }
   return idle ? StreamRead::idle : StreamRead::more;
 }

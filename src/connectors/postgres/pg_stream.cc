@@ -423,7 +423,11 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
   if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
   std::unique_lock lock(repl_mu_);
   const auto started = Clock::now();
-  Clock::time_point first{};
+  // The batch's first record, and the last message of a change (or the read's start): a burst
+  // ended once none came for a tenth of the linger. Keepalives do not count: the walsender sends
+  // one each time it waits for WAL while our reported position trails what it decoded, so WAL of
+  // other databases, busy, would hold every burst's last records for the whole linger.
+  Clock::time_point first{}, last_change = started;
   bool idle = false;
   // After a message, read or replayed: notes the batch's first record; true when the stream is to
   // start again in text from what was read (handle_message met a column only text can carry).
@@ -442,6 +446,7 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
     if (replay_) {  // a streamed transaction that committed: its messages, then its commit
       const size_t before = batch.size();
       if (Status st = replay_next(batch); !st.ok()) return st.error();
+      last_change = Clock::now();
       if (after_message(before)) return StreamRead::lost;
       continue;
     }
@@ -449,6 +454,7 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
     const int n = PQgetCopyData(repl_.get(), &buf, 1);
     if (n > 0) {
       last_packet_ = Clock::now();
+      if (buf[0] != 'k') last_change = last_packet_;
       reply_requested_at_.reset();
       const size_t before = batch.size();
       Status st = handle_xlog(batch, buf, n);
@@ -461,7 +467,7 @@ Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& 
       // A burst that ended returns at once (linger_deadline); bytes below the low-water mark
       // are read when the poll below times out, before the deadline is checked again.
       const auto deadline =
-          batch.empty() ? started + req.poll : req.linger_deadline(first, last_packet_);
+          batch.empty() ? started + req.poll : req.linger_deadline(first, last_change);
       const auto now = Clock::now();
       if (now >= deadline) {
         idle = !spooled_;  // a transaction in progress arriving is no idle source
