@@ -3,13 +3,11 @@
 // inside a transaction, a dropped binlog connection, and the one-line errors of bad set-ups.
 #include <fmt/format.h>
 
-#include <atomic>
-#include <chrono>
 #include <limits>
 #include <set>
-#include <thread>
 
 #include "integration/mysql_source_harness.h"
+#include "support/bursts.h"
 
 namespace sluice::mytest {
 namespace {
@@ -278,27 +276,13 @@ TEST(MysqlSource, ABurstEndsItsBatchWhileAnotherDatabaseWritesTheBinlog) {
   Reader reader(*src);
   reader.request().linger = 6000ms;
   ASSERT_TRUE(reader.drain());
-  std::atomic<bool> stop{false};
-  std::atomic<int> writes{0};
-  std::thread writer([&] {
-    while (!stop.load() && other.sql().exec("INSERT INTO w (v) VALUES (REPEAT('x', 100))"))
-      writes.fetch_add(1);
-  });
-  for (int round = 0; round < 2; ++round) {
-    std::this_thread::sleep_for(300ms);
-    const int from = 1 + round * 50;
-    ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq FROM seq_" + std::to_string(from) + "_to_" +
-                              std::to_string(from + 49)));
-    const auto burst = std::chrono::steady_clock::now();
-    ASSERT_TRUE(reader.read_count(size_t(from + 49), 20s));
-    const auto took = std::chrono::steady_clock::now() - burst;
-    EXPECT_LT(took, 3s) << "a burst of 50 rows took "
-                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                        << " ms with batch.linger_ms 6000";
-  }
-  stop = true;
-  writer.join();
-  EXPECT_GT(writes.load(), 10) << "the other database did not write";
+  test::expect_bursts_land_beside_a_busy_writer(
+      [&] { return other.sql().exec("INSERT INTO w (v) VALUES (REPEAT('x', 100))"); },
+      [&](int from) {
+        return db.sql().exec("INSERT INTO b SELECT seq FROM seq_" + std::to_string(from) + "_to_" +
+                             std::to_string(from + 49));
+      },
+      [&](size_t n) { return reader.read_count(n, 20s); });
   src->close();
 }
 

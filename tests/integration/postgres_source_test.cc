@@ -4,17 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
-#include <thread>
 #include <tuple>
 
 #include "integration/pg_harness.h"
 #include "sluice/arena.h"
 #include "sluice/value.h"
+#include "support/bursts.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -56,6 +55,39 @@ size_t count_ops(const std::vector<const Record*>& rs, Operation op) {
   size_t n = 0;
   for (const Record* r : rs) n += r->op == op;
   return n;
+}
+
+// The most data records one batch the reader read held.
+size_t largest_batch(const Reader& reader) {
+  size_t before = 0, largest = 0;
+  for (const auto& [n, pos] : reader.positions()) {
+    largest = std::max(largest, n - before);
+    before = n;
+  }
+  return largest;
+}
+
+// The reader's snapshot records have ids first, first + 1, ... (page order of a table filled in
+// id order).
+void expect_snapshot_ids_from(const Reader& reader, int64_t first) {
+  int64_t next = first;
+  for (const Record* r : reader.records()) {
+    if (r->op != Operation::snapshot) continue;
+    ASSERT_EQ(r->after.find("id")->as_int64(), next) << "rows out of page order or missing";
+    ++next;
+  }
+}
+
+// Waits until no connection uses the pipeline's slot (the source before was closed).
+bool slot_released(TestDb& db, const std::string& pipeline) {
+  return wait_until(
+      [&] {
+        return db.sql().scalar(
+                   "SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
+                   "'sluice_" +
+                   pipeline + "'") == "0";
+      },
+      10s);
 }
 
 // ── every type ──────────────────────────────────────────────────────────────
@@ -472,13 +504,7 @@ TEST(PostgresSource, AResumedSnapshotKeepsEveryBatchWithinMaxRecords) {
     ASSERT_GE(done, 2000u) << "no snapshot position";
     src->close();
   }
-  ASSERT_TRUE(wait_until(
-      [&] {
-        return db.sql().scalar(
-                   "SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
-                   "'sluice_t_resumed_batches'") == "0";
-      },
-      10s));
+  ASSERT_TRUE(slot_released(db, "t_resumed_batches"));
   auto src = open_source(db, "t_resumed_batches", "public.rb", cut);
   ASSERT_TRUE(src);
   Reader reader(*src, /*ack=*/false);
@@ -486,12 +512,7 @@ TEST(PostgresSource, AResumedSnapshotKeepsEveryBatchWithinMaxRecords) {
   ASSERT_TRUE(reader.read_until([&](const std::vector<const Record*>& rs) {
     return count_ops(rs, Operation::snapshot) >= 20000 - done;
   }));
-  size_t before = 0, largest = 0;
-  for (const auto& [n, pos] : reader.positions()) {
-    largest = std::max(largest, n - before);
-    before = n;
-  }
-  EXPECT_LE(largest, 200u) << "a batch of the resumed snapshot ran over max_records";
+  EXPECT_LE(largest_batch(reader), 200u) << "a batch of the resumed snapshot ran over max_records";
   EXPECT_EQ(count_ops(reader.records(), Operation::snapshot), 20000 - done);
   src->close();
 }
@@ -521,20 +542,11 @@ TEST(PostgresSource, AChunkGrownOverEmptyPagesIsSplitIntoBatchesAtPageBounds) {
       ASSERT_TRUE(reader.read_until([](const std::vector<const Record*>& rs) {
         return count_ops(rs, Operation::snapshot) >= 10000;
       }));
-      size_t before = 0, largest = 0;
-      for (const auto& [n, pos] : reader.positions()) {
-        largest = std::max(largest, n - before);
-        before = n;
+      for (const auto& [n, pos] : reader.positions())
         if (pos.starts_with("v3 snapshot ")) positions.emplace_back(n, pos);
-      }
-      EXPECT_LE(largest, 200u) << "a batch ran over max_records";
+      EXPECT_LE(largest_batch(reader), 200u) << "a batch ran over max_records";
       ASSERT_EQ(count_ops(reader.records(), Operation::snapshot), 10000u);
-      int64_t next = 30001;
-      for (const Record* r : reader.records()) {
-        if (r->op != Operation::snapshot) continue;
-        ASSERT_EQ(r->after.find("id")->as_int64(), next) << "rows out of page order or missing";
-        ++next;
-      }
+      expect_snapshot_ids_from(reader, 30001);
       src->close();
     }
     // Restarts from positions in the middle of the dense stretch: exactly the rows after them.
@@ -542,14 +554,7 @@ TEST(PostgresSource, AChunkGrownOverEmptyPagesIsSplitIntoBatchesAtPageBounds) {
     for (size_t k : {positions.size() / 3, positions.size() / 2}) {
       const auto& [done, cut] = positions[k];
       SCOPED_TRACE("resuming from " + cut);
-      ASSERT_TRUE(wait_until(
-          [&] {
-            return db.sql().scalar(
-                       "SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
-                       "'sluice_" +
-                       id + "'") == "0";
-          },
-          10s));
+      ASSERT_TRUE(slot_released(db, id));
       auto src = open_source(db, id, "public.sd", cut, {{"binary", binary}});
       ASSERT_TRUE(src);
       Reader reader(*src, /*ack=*/false);
@@ -559,12 +564,7 @@ TEST(PostgresSource, AChunkGrownOverEmptyPagesIsSplitIntoBatchesAtPageBounds) {
       }));
       ASSERT_TRUE(reader.drain());
       ASSERT_EQ(count_ops(reader.records(), Operation::snapshot), 10000 - done);
-      int64_t next = 30001 + int64_t(done);
-      for (const Record* r : reader.records()) {
-        if (r->op != Operation::snapshot) continue;
-        ASSERT_EQ(r->after.find("id")->as_int64(), next);
-        ++next;
-      }
+      expect_snapshot_ids_from(reader, 30001 + int64_t(done));
       src->close();
     }
   }
@@ -584,27 +584,13 @@ TEST(PostgresSource, ABurstEndsItsBatchWhileAnotherDatabaseWritesWal) {
   Reader reader(*src);
   reader.request().linger = 6000ms;
   ASSERT_TRUE(reader.drain());
-  std::atomic<bool> stop{false};
-  std::atomic<int> writes{0};
-  std::thread writer([&] {
-    while (!stop.load() && other.sql().exec("INSERT INTO w (v) VALUES (repeat('x', 100))"))
-      writes.fetch_add(1);
-  });
-  for (int round = 0; round < 2; ++round) {
-    std::this_thread::sleep_for(300ms);
-    const int from = 1 + round * 50;
-    ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT g FROM generate_series(" +
-                              std::to_string(from) + ", " + std::to_string(from + 49) + ") g"));
-    const auto burst = std::chrono::steady_clock::now();
-    ASSERT_TRUE(reader.read_count(size_t(from + 49), 20s));
-    const auto took = std::chrono::steady_clock::now() - burst;
-    EXPECT_LT(took, 3s) << "a burst of 50 rows took "
-                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
-                        << " ms with batch.linger_ms 6000";
-  }
-  stop = true;
-  writer.join();
-  EXPECT_GT(writes.load(), 10) << "the other database did not write";
+  test::expect_bursts_land_beside_a_busy_writer(
+      [&] { return other.sql().exec("INSERT INTO w (v) VALUES (repeat('x', 100))"); },
+      [&](int from) {
+        return db.sql().exec("INSERT INTO b SELECT g FROM generate_series(" + std::to_string(from) +
+                             ", " + std::to_string(from + 49) + ") g");
+      },
+      [&](size_t n) { return reader.read_count(n, 20s); });
   src->close();
 }
 
@@ -924,13 +910,7 @@ TEST(PostgresSource, ResumeFromInsideOneTransactionSkipsExactlyWhatWasWritten) {
   }
   for (const auto& [done, cut] : cuts) {
     SCOPED_TRACE("resuming from " + cut);
-    ASSERT_TRUE(wait_until(
-        [&] {
-          return db.sql().scalar(
-                     "SELECT count(*) FROM pg_replication_slots WHERE active AND slot_name = "
-                     "'sluice_t_resume_tx'") == "0";
-        },
-        10s));
+    ASSERT_TRUE(slot_released(db, "t_resume_tx"));
     auto src = open_source(db, "t_resume_tx", "public.big_tx", cut);
     ASSERT_TRUE(src);
     Reader reader(*src, /*ack=*/false);
