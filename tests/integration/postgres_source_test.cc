@@ -549,6 +549,20 @@ TEST(PostgresSource, AChunkGrownOverEmptyPagesIsSplitIntoBatchesAtPageBounds) {
       expect_snapshot_ids_from(reader, 30001);
       src->close();
     }
+    // batch.max_bytes bounds the parts too: 32 KiB hold a few hundred of these rows.
+    {
+      auto src = open_source(db, id + "_bytes", "public.sd", std::nullopt, {{"binary", binary}});
+      ASSERT_TRUE(src);
+      Reader reader(*src);
+      reader.request().max_records = 10000;
+      reader.request().max_bytes = 32 << 10;
+      ASSERT_TRUE(reader.read_until([](const std::vector<const Record*>& rs) {
+        return count_ops(rs, Operation::snapshot) >= 10000;
+      }));
+      EXPECT_LE(largest_batch(reader), 1000u) << "a batch ran over max_bytes";
+      expect_snapshot_ids_from(reader, 30001);
+      src->close();
+    }
     // Restarts from positions in the middle of the dense stretch: exactly the rows after them.
     ASSERT_GE(positions.size(), 10u);
     for (size_t k : {positions.size() / 3, positions.size() / 2}) {

@@ -696,17 +696,23 @@ std::optional<uint64_t> PostgresDriver::line_page(size_t i) const {
   return block;
 }
 
-size_t PostgresDriver::part_end(size_t begin, uint64_t room, bool batch_empty) const {
+size_t PostgresDriver::part_end(size_t begin, uint64_t room_rows, uint64_t room_bytes,
+                                bool batch_empty) const {
   const size_t n = chunk_lines_.size();
-  uint64_t rows = 0;
+  uint64_t rows = 0, bytes = 0;
   size_t i = begin;
   while (i < n) {
     const std::optional<uint64_t> page = line_page(i);
     if (!page) return n;  // the end marker (or what the parser will call malformed): to the end
+    uint64_t page_bytes = chunk_lines_[i].size();
     size_t j = i + 1;
-    for (std::optional<uint64_t> q; j < n && (q = line_page(j)) && *q == *page;) ++j;
-    if (rows + (j - i) > room && (rows > 0 || !batch_empty)) return i;
+    for (std::optional<uint64_t> q; j < n && (q = line_page(j)) && *q == *page; ++j)
+      page_bytes += chunk_lines_[j].size();
+    if ((rows + (j - i) > room_rows || bytes + page_bytes > room_bytes) &&
+        (rows > 0 || !batch_empty))
+      return i;
     rows += j - i;
+    bytes += page_bytes;
     i = j;
   }
   return n;
@@ -748,9 +754,9 @@ Result<SnapshotRead> PostgresDriver::read_snapshot_chunks(Batch& batch, const Re
     }
     // A chunk sized by a guess may hold far more rows than the batch has room for: it is parsed
     // a part at a time, each of whole heap pages, and the position names the page a part ends at.
-    const size_t end = chunk_.with_ctid
-                           ? part_end(chunk_next_, req.max_records - batch.size(), batch.empty())
-                           : chunk_lines_.size();
+    const size_t end = chunk_.with_ctid ? part_end(chunk_next_, req.max_records - batch.size(),
+                                                   req.max_bytes - batch.bytes(), batch.empty())
+                                        : chunk_lines_.size();
     // Its next page does not fit: the next batch begins with it. (An empty chunk ends here.)
     if (end == chunk_next_ && end < chunk_lines_.size()) break;
     copy_request_ = &req;

@@ -271,9 +271,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // (or what is not a row: the parser says what).
   std::optional<uint64_t> line_page(size_t i) const;
   // A chunk with ctids: where the next part to parse from chunk_lines_[begin] ends, whole heap
-  // pages of at most `room` rows (the first page whole when `batch_empty`, however many rows it
-  // has); `begin` when not even its first page fits.
-  size_t part_end(size_t begin, uint64_t room, bool batch_empty) const;
+  // pages of at most `room_rows` rows and `room_bytes` bytes as received (the first page whole
+  // when `batch_empty`, however large); `begin` when not even its first page fits.
+  size_t part_end(size_t begin, uint64_t room_rows, uint64_t room_bytes, bool batch_empty) const;
   Status emit_snapshot_row(Batch& batch, const Tuple& tuple, const Value& meta);
   // A binary value's text, by the server's output function (for values sluice cannot represent:
   // the error and the dead-letter queue show their text).
