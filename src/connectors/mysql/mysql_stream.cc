@@ -617,7 +617,12 @@ Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req
       if (ahead_scanned_ > 0 && --ahead_scanned_ == 0) ahead_blocked_ = false;
     } else {
       const auto deadline = batch.empty() ? started + req.poll : req.linger_deadline(first, last);
-      if (!batch.empty() && Clock::now() >= deadline) break;  // (events of other tables waiting)
+      // Past it, the read ends even while events of other tables keep coming: nothing of this
+      // source's came within the linger (or the poll), as when the ring is empty.
+      if (Clock::now() >= deadline) {
+        idle = true;
+        break;
+      }
       auto got = ring_->pop(&ev, deadline);
       if (!got.ok()) {
         Error e = std::move(got).error();
