@@ -68,6 +68,19 @@ namespace sluice::pg {
 namespace {
 // Rows parsed between two reads of what arrived for the chunks in flight (pump_copies).
 constexpr unsigned kPumpRows = 256;
+
+// Reads binary COPY's header (the 11-byte signature, int32 flags, the int32 length of an extension
+// area and the area): nullptr, or what is malformed in it.
+const char* read_binary_copy_header(wire::Reader& r) {
+  static constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
+  std::string_view signature;
+  int32_t extension;
+  if (!r.bytes(kSignature.size(), &signature) || signature != kSignature || !r.skip(4) ||
+      !r.i32(&extension))
+    return "no header";
+  if (extension < 0 || !r.skip(size_t(extension))) return "header extension";
+  return nullptr;
+}
 }  // namespace
 
 std::optional<XidSnapshot> XidSnapshot::parse(std::string_view text) {
@@ -607,7 +620,6 @@ Status PostgresDriver::parse_text_chunk(Batch& batch, Tuple& tuple, size_t begin
 Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple, size_t begin, size_t end) {
   st_->caches.retain(batch, copy_table_->rel);
   const Value meta = metadata(batch, *copy_table_, {}, false);
-  static constexpr std::string_view kSignature("PGCOPY\n\377\r\n\0", 11);
   const auto& cols = copy_table_->rel->columns;
   const size_t fields = std::max<size_t>(1, cols.size());  // "SELECT NULL" for no column
   auto malformed = [&](std::string_view what) {
@@ -620,12 +632,7 @@ Status PostgresDriver::parse_binary_chunk(Batch& batch, Tuple& tuple, size_t beg
   for (size_t li = begin; li < end; ++li) {
     wire::Reader r(chunk_lines_[li]);
     if (!header) {
-      std::string_view signature;
-      int32_t extension;
-      if (!r.bytes(kSignature.size(), &signature) || signature != kSignature || !r.skip(4) ||
-          !r.i32(&extension))
-        return malformed("no header");
-      if (extension < 0 || !r.skip(size_t(extension))) return malformed("header extension");
+      if (const char* bad = read_binary_copy_header(r)) return malformed(bad);
       header = true;
     }
     while (!r.at_end()) {
@@ -683,11 +690,7 @@ std::optional<uint64_t> PostgresDriver::line_page(size_t i) const {
     return page;
   }
   wire::Reader r(line);
-  if (i == 0) {  // the header comes with the first row
-    int32_t extension;
-    if (!r.skip(15) || !r.i32(&extension) || extension < 0 || !r.skip(size_t(extension)))
-      return std::nullopt;
-  }
+  if (i == 0 && read_binary_copy_header(r)) return std::nullopt;  // it comes with the first row
   int16_t count;
   int32_t len;
   uint32_t block;
@@ -701,19 +704,21 @@ size_t PostgresDriver::part_end(size_t begin, uint64_t room_rows, uint64_t room_
   const size_t n = chunk_lines_.size();
   uint64_t rows = 0, bytes = 0;
   size_t i = begin;
+  std::optional<uint64_t> page = i < n ? line_page(i) : std::nullopt;
   while (i < n) {
-    const std::optional<uint64_t> page = line_page(i);
     if (!page) return n;  // the end marker (or what the parser will call malformed): to the end
+    // The page's rows: up to the first line of another page (whose page is the next one's).
     uint64_t page_bytes = chunk_lines_[i].size();
     size_t j = i + 1;
-    for (std::optional<uint64_t> q; j < n && (q = line_page(j)) && *q == *page; ++j)
-      page_bytes += chunk_lines_[j].size();
+    std::optional<uint64_t> next;
+    for (; j < n && (next = line_page(j)) == page; ++j) page_bytes += chunk_lines_[j].size();
     if ((rows + (j - i) > room_rows || bytes + page_bytes > room_bytes) &&
         (rows > 0 || !batch_empty))
       return i;
     rows += j - i;
     bytes += page_bytes;
     i = j;
+    page = next;
   }
   return n;
 }
