@@ -54,6 +54,7 @@ class Batch {
   bool empty() const noexcept { return records_.empty(); }
 
   Record& add() { return records_.emplace_back(); }
+  Record& add(Record&& r) { return records_.emplace_back(std::move(r)); }
   std::string_view copy(std::string_view s) { return arena_.copy(s); }
   ObjectBuilder object(uint32_t capacity) { return ObjectBuilder(arena_, capacity); }
 

@@ -31,8 +31,16 @@ bool parse_time(std::string_view s, int64_t* micros);
 bool parse_timetz(std::string_view s, int64_t* micros, int32_t* offset_seconds);
 bool parse_timestamp(std::string_view s, int64_t* micros);    // accepts 'T' or ' ' separator
 bool parse_timestamptz(std::string_view s, int64_t* micros);  // Z or ±hh[:mm] suffix
-// days since epoch <-> civil date (proleptic Gregorian; year 0 = 1 BC)
-int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept;
+// days since epoch <-> civil date (proleptic Gregorian; year 0 = 1 BC). Howard Hinnant's
+// algorithms (public domain); days_from_civil is inline: decoders call it once per date value.
+constexpr int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return static_cast<int32_t>(era * 146097 + static_cast<int64_t>(doe) - 719468);
+}
 void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept;
 
 namespace temporal {

@@ -7,15 +7,6 @@
 namespace sluice {
 
 // Howard Hinnant's civil-calendar algorithms (public domain).
-int32_t days_from_civil(int64_t y, unsigned m, unsigned d) noexcept {
-  y -= m <= 2;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const unsigned yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return static_cast<int32_t>(era * 146097 + static_cast<int64_t>(doe) - 719468);
-}
-
 void civil_from_days(int64_t z, int64_t* y, unsigned* m, unsigned* d) noexcept {
   z += 719468;
   const int64_t era = (z >= 0 ? z : z - 146096) / 146097;

@@ -23,6 +23,22 @@ size_t count_control(const Batch& batch) noexcept {
   for (const Record& r : batch.records()) n += is_control(r.op) ? 1 : 0;
   return n;
 }
+// What the reader counts of a batch it read, in one pass over its records: the control records,
+// and where the first snapshot row is (the batch's size when it has none).
+struct ReadCounts {
+  size_t control = 0;
+  size_t first_snapshot = 0;
+};
+ReadCounts count_read(const Batch& batch) noexcept {
+  const auto& records = batch.records();
+  ReadCounts c{0, records.size()};
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Operation op = records[i].op;
+    c.control += is_control(op) ? 1 : 0;
+    if (op == Operation::snapshot && c.first_snapshot == records.size()) c.first_snapshot = i;
+  }
+  return c;
+}
 int64_t now_unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -467,9 +483,9 @@ void Pipeline::check_stalls() {
   stalls_ = std::move(now_stalled);
 }
 
-void Pipeline::count_snapshot_rows(const Batch& batch) {
+void Pipeline::count_snapshot_rows(const Batch& batch, size_t first) {
   const auto& records = batch.records();
-  size_t i = 0;
+  size_t i = first;
   while (i < records.size()) {
     if (records[i].op != Operation::snapshot) {
       ++i;
@@ -804,11 +820,11 @@ void Pipeline::reader_loop(std::stop_token stop) {
       break;
     }
     const ReadStatus status = result.value();
-    const size_t control_read = count_control(*batch);
-    const size_t n = batch->size() - control_read;  // data records read
+    const ReadCounts counts = count_read(*batch);
+    const size_t n = batch->size() - counts.control;  // data records read
     batch->set_read_count(n);
     metrics_.records_read.fetch_add(n, std::memory_order_relaxed);
-    count_snapshot_rows(*batch);
+    if (counts.first_snapshot < batch->size()) count_snapshot_rows(*batch, counts.first_snapshot);
     if (batch->size() > 0) {
       // A source that tracks positions per record may leave the batch's own unset.
       if (!batch->has_position() && !batch->records().back().position.empty())
@@ -833,7 +849,8 @@ void Pipeline::reader_loop(std::stop_token stop) {
         release_batch(batch);
         break;
       }
-      size_t control = count_control(*batch);
+      // Processors may drop, add or change records; without any, the batch is as it was read.
+      size_t control = processors_.empty() ? counts.control : count_control(*batch);
       metrics_.records_filtered.fetch_add(n - (batch->size() - control), std::memory_order_relaxed);
       if (control > 0 && !destination_->accepts_control_records()) {
         std::erase_if(batch->records(), [](const Record& r) { return is_control(r.op); });

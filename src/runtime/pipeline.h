@@ -298,8 +298,9 @@ class Pipeline {
   std::string read_position_;
   std::string written_position_;
 
-  // snapshot_rows_by_table(): counted by the reader, a lookup per run of one table's rows.
-  void count_snapshot_rows(const Batch& batch);
+  // snapshot_rows_by_table(): counted by the reader from `first`, the batch's first snapshot row
+  // (count_read found it), a lookup per run of one table's rows.
+  void count_snapshot_rows(const Batch& batch, size_t first);
   mutable std::mutex snapshot_tables_mu_;
   std::vector<std::pair<std::string, uint64_t>> snapshot_tables_;
 };
