@@ -13,9 +13,13 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "integration/pg_harness.h"
 #include "support/metrics.h"
@@ -30,7 +34,24 @@ using e2e::Process;
 using test::metric_series;
 using test::scrape_metrics;
 
-// Stops a process for the scope of the object (continued however the test ends).
+// A process's state letter and parent, from /proc/PID/stat ("PID (comm) S PPID …"); '?' and 0
+// when it is gone.
+std::pair<char, pid_t> proc_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // comm may hold spaces and parentheses
+  char state = '?';
+  long ppid = 0;
+  if (close == std::string::npos ||
+      std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) != 2)
+    return {'?', 0};
+  return {state, pid_t(ppid)};
+}
+
+// Stops a process for the scope of the object (continued however the test ends). A parent that
+// stopped itself because its child stopped (runuser, su: the services script starts MariaDB under
+// runuser when run as root) is continued too; it would otherwise stay stopped, never reaping the
+// server once it exits.
 class Stopped {
  public:
   explicit Stopped(pid_t pid) : pid_(pid) { ok_ = pid_ > 0 && ::kill(pid_, SIGSTOP) == 0; }
@@ -39,7 +60,11 @@ class Stopped {
   Stopped& operator=(const Stopped&) = delete;
   bool ok() const { return ok_; }
   void resume() {
-    if (ok_) ::kill(pid_, SIGCONT);
+    if (ok_) {
+      ::kill(pid_, SIGCONT);
+      const pid_t parent = proc_state(pid_).second;
+      if (parent > 1 && proc_state(parent).first == 'T') ::kill(parent, SIGCONT);
+    }
     ok_ = false;
   }
 
