@@ -54,7 +54,11 @@ class Batch {
   bool empty() const noexcept { return records_.empty(); }
 
   Record& add() { return records_.emplace_back(); }
-  Record& add(Record&& r) { return records_.emplace_back(std::move(r)); }
+  // A record made whole in place: cheaper than add() and filling in (no clearing first) for a
+  // source's hot path.
+  Record& add(Operation op, Value metadata, Value key, Value before, Value after) {
+    return records_.emplace_back(op, std::string_view(), metadata, key, before, after);
+  }
   std::string_view copy(std::string_view s) { return arena_.copy(s); }
   ObjectBuilder object(uint32_t capacity) { return ObjectBuilder(arena_, capacity); }
 

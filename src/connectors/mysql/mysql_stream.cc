@@ -269,14 +269,13 @@ Result<bool> MysqlDriver::row_record(Batch& batch, const TableMapState& ms,
   Record* added = nullptr;
   switch (kind) {
     case bl::RowsEvent::Kind::write:
-      added = &batch.add(Record{Operation::create, {}, meta, key, Value(), object(plan_b, rb)});
+      added = &batch.add(Operation::create, meta, key, Value(), object(plan_b, rb));
       break;
     case bl::RowsEvent::Kind::update:
-      added = &batch.add(
-          Record{Operation::update, {}, meta, key, object(plan_b, rb), object(plan_a, ra)});
+      added = &batch.add(Operation::update, meta, key, object(plan_b, rb), object(plan_a, ra));
       break;
     case bl::RowsEvent::Kind::remove:
-      added = &batch.add(Record{Operation::remove, {}, meta, key, object(plan_b, rb), Value()});
+      added = &batch.add(Operation::remove, meta, key, object(plan_b, rb), Value());
       break;
   }
   Record& r = *added;
