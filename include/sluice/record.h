@@ -23,6 +23,17 @@ std::string_view operation_name(Operation op) noexcept;
 bool parse_operation(std::string_view name, Operation* op) noexcept;
 
 struct Record {
+  Record() = default;
+  // Every part at once: a source's hot path constructs its records in place (Batch::add).
+  Record(Operation op_, std::string_view position_, Value metadata_, Value key_, Value before_,
+         Value after_) noexcept
+      : op(op_),
+        position(position_),
+        metadata(metadata_),
+        key(key_),
+        before(before_),
+        after(after_) {}
+
   Operation op = Operation::create;
   std::string_view position;  // opaque bytes meaningful to the source
   Value metadata;             // object of string values (table, schema, lsn, ...); absent if none
