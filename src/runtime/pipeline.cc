@@ -824,7 +824,7 @@ void Pipeline::reader_loop(std::stop_token stop) {
     const size_t n = batch->size() - counts.control;  // data records read
     batch->set_read_count(n);
     metrics_.records_read.fetch_add(n, std::memory_order_relaxed);
-    if (counts.first_snapshot < batch->size()) count_snapshot_rows(*batch, counts.first_snapshot);
+    count_snapshot_rows(*batch, counts.first_snapshot);
     if (batch->size() > 0) {
       // A source that tracks positions per record may leave the batch's own unset.
       if (!batch->has_position() && !batch->records().back().position.empty())
