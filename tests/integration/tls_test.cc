@@ -171,7 +171,7 @@ TEST(MysqlTls, APipelineOverTlsDeliversItsRows) {
   test::MysqlDatabase dst("tls_my_dst", "SLUICE_TEST_MYSQL_TLS_ADMIN_URL", "mariadb-tls");
   ASSERT_TRUE(src.ok() && dst.ok());
   ASSERT_TRUE(
-      src.sql().exec("CREATE TABLE t (id int PRIMARY KEY, name varchar(40));"
+      src.sql().exec("CREATE TABLE t (id int PRIMARY KEY, name mediumtext);"
                      "INSERT INTO t VALUES (1, 'one'), (2, 'two'), (3, 'three')"));
   // The REQUIRE SSL user for both ends: plain text would be refused.
   auto with_db = [](const std::string& db) {
@@ -197,6 +197,17 @@ TEST(MysqlTls, APipelineOverTlsDeliversItsRows) {
   EXPECT_EQ(run(dir, f), 0) << e2e::read_file(dir / "stderr.txt");
   EXPECT_EQ(dst.sql().scalar("SELECT count(*) FROM t"), "3");
   EXPECT_EQ(dst.sql().scalar("SELECT name FROM t WHERE id = 3"), "three");
+  // The changes since come from the binlog over TLS: the second run streams them from the first
+  // run's position (an event of 100 kB among them, larger than libmariadb's 16 KiB read-ahead).
+  ASSERT_TRUE(src.sql().exec(
+      "INSERT INTO t VALUES (4, 'four'), (5, 'five'); UPDATE t SET name = 'Two' WHERE id = 2;"
+      "DELETE FROM t WHERE id = 1;"
+      "INSERT INTO t VALUES (6, repeat('x', 100000))"));
+  EXPECT_EQ(run(dir, f), 0) << e2e::read_file(dir / "stderr.txt");
+  EXPECT_EQ(dst.sql().scalar("SELECT count(*) FROM t"), "5");
+  EXPECT_EQ(dst.sql().scalar("SELECT group_concat(id ORDER BY id) FROM t"), "2,3,4,5,6");
+  EXPECT_EQ(dst.sql().scalar("SELECT name FROM t WHERE id = 2"), "Two");
+  EXPECT_EQ(dst.sql().scalar("SELECT length(name) FROM t WHERE id = 6"), "100000");
 }
 
 TEST(MysqlTls, AWrongCaIsAOneLineErrorNamingTlsCa) {

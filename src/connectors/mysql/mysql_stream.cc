@@ -69,7 +69,8 @@ Status MysqlDriver::start_stream(State&) {
   const std::string where = use_gtid
                                 ? "GTID " + pos_.point.gtid.to_string()
                                 : fmt::format("{}:{}", pos_.point.coord.file, pos_.point.coord.pos);
-  auto dump_error = [&](unsigned no, const std::string& msg) -> Error {
+  // By value: the reader thread calls it after this function returned (`where` is a local).
+  auto dump_error = [this, where](unsigned no, const std::string& msg) -> Error {
     if (no == ER_SPECIFIC_ACCESS_DENIED_ERROR || no == ER_ACCESS_DENIED_ERROR || no == 1227)
       return Error(
           Errc::permission,
