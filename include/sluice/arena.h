@@ -46,6 +46,22 @@ class Arena {
     return {d, s.size()};
   }
 
+  // copy() of a short string without a call to memcpy: when `s` is at most kPaddedCopy bytes,
+  // `readable` (>= s.size()) bytes from s.data() on may be read and the chunk has room, it copies
+  // kPaddedCopy bytes in two fixed-size moves and hands out s.size() of them (the bytes written
+  // past them are free memory, overwritten by later allocations). Otherwise as copy().
+  static constexpr size_t kPaddedCopy = 32;
+  std::string_view copy_padded(std::string_view s, size_t readable) {
+    if (s.size() <= kPaddedCopy && readable >= kPaddedCopy && cur_ != nullptr &&
+        size_t(end_ - cur_) >= kPaddedCopy) {
+      char* d = cur_;
+      std::memcpy(d, s.data(), kPaddedCopy);
+      cur_ += s.size();
+      return {d, s.size()};
+    }
+    return copy(s);
+  }
+
   // Bytes handed out since the last reset (payload size estimate for batch limits).
   size_t used() const noexcept { return used_before_ + (cur_ ? size_t(cur_ - begin_) : 0); }
   // Bytes held from the system.

@@ -87,5 +87,28 @@ TEST(Arena, AdoptKeepsTheOtherArenasMemoryUntilReset) {
   EXPECT_EQ(batch.reserved(), 1024u);
 }
 
+// Short strings copied in fixed-size moves: each comes out exact however many bytes around it were
+// read or written, the arena counts only its bytes, and near a chunk's end, or with less than the
+// padded copy readable, it falls back to copy() (ASan and the tests' sanitizer builds check that
+// nothing is read or written outside).
+TEST(Arena, PaddedCopiesAreExactAndStayInBounds) {
+  Arena a(256);
+  std::string text;
+  for (int i = 0; i < 64; ++i) text += char('A' + i % 26);
+  std::vector<std::pair<std::string_view, std::string>> made;
+  for (int round = 0; round < 50; ++round)
+    for (size_t n = 0; n <= 40; n += 3) {
+      const std::string_view s(text.data() + (round % 20), n);
+      const size_t used = a.used();
+      // What may be read: the whole rest of `text` after s, or exactly s.
+      const size_t readable = round % 2 ? text.size() - size_t(round % 20) : n;
+      const std::string_view got = a.copy_padded(s, readable);
+      EXPECT_EQ(got, s);
+      EXPECT_EQ(a.used(), used + n);
+      made.emplace_back(got, std::string(s));
+    }
+  for (const auto& [got, want] : made) ASSERT_EQ(got, want);
+}
+
 }  // namespace
 }  // namespace sluice

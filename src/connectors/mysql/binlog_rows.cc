@@ -182,6 +182,13 @@ Result<size_t> decode_row_into(const RowPlan& plan, const TableMap& map, std::st
       }
       return Value::string(arena.copy(s));
     };
+    // Short UTF-8 text (most VARCHAR and CHAR values) is copied without a call to memcpy, reading
+    // on into the image's bytes after it (`s` lies in the image).
+    auto short_text_value = [&](std::string_view s) -> Value {
+      if (ci.text == ColumnInfo::Text::utf8 && !ci.json)
+        return Value::string(arena.copy_padded(s, size_t(base + data.size() - u8(s))));
+      return text_value(s);
+    };
     switch (step.kind) {
       case RowPlan::dense(kTypeTiny):
         if (!need(1)) return truncated("ROWS");
@@ -354,7 +361,7 @@ Result<size_t> decode_row_into(const RowPlan& plan, const TableMap& map, std::st
         if (!need(lb)) return truncated("ROWS");
         const size_t sl = lb == 1 ? p[0] : le16(p);
         if (!need(lb + sl)) return truncated("ROWS");
-        out[i] = text_value(std::string_view(reinterpret_cast<const char*>(p + lb), sl));
+        out[i] = short_text_value(std::string_view(reinterpret_cast<const char*>(p + lb), sl));
         len = lb + sl;
         break;
       }
@@ -370,7 +377,7 @@ Result<size_t> decode_row_into(const RowPlan& plan, const TableMap& map, std::st
           padded.resize(meta, '\0');
           out[i] = Value::bytes(arena.copy(padded));
         } else {
-          out[i] = text_value(s);
+          out[i] = short_text_value(s);
         }
         len = lb + sl;
         break;
