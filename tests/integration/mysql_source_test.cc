@@ -331,6 +331,72 @@ TEST(MysqlSource, SnapshotResumesFromAChunkCheckpointAndStreamsFromItsPosition) 
   src->close();
 }
 
+// Rows of 1 MiB each: a snapshot query's rows all went into one batch, so a query sized by rows
+// alone (chunk_size, max_records) held the whole table in memory. The first query of a table
+// reads a few rows, the next ones as many as the bytes left in the batch hold, and a query that
+// runs over ends the batch at the row that fills it. Keyed and keyless tables; every row comes
+// once, in order, and a restart from a batch's position reads exactly the rows after it.
+TEST(MysqlSource, LargeRowsKeepEachSnapshotBatchWithinItsBytes) {
+  TestDb db("largerows");
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE keyed (id INT PRIMARY KEY, v LONGTEXT NOT NULL)"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE keyless (id INT NOT NULL, v LONGTEXT NOT NULL)"));
+  for (const char* t : {"keyed", "keyless"}) {
+    ASSERT_TRUE(db.sql().exec(fmt::format(
+        "INSERT INTO {} SELECT seq, REPEAT(MD5(seq), 32768) FROM seq_1_to_24 ORDER BY seq", t)));
+  }
+  // The ids of each table, in the order read.
+  auto ids = [](const std::vector<const Record*>& rs) {
+    std::map<std::string, std::vector<int64_t>> by_table;
+    for (const Record* r : rs) {
+      if (r->op != Operation::snapshot) continue;
+      EXPECT_EQ(field(r->after, "v").as_text().size(), size_t(1) << 20);
+      by_table[std::string(r->meta("table"))].push_back(field(r->after, "id").as_int64());
+    }
+    return by_table;
+  };
+  auto from = [](int64_t first) {
+    std::vector<int64_t> v;
+    for (int64_t i = first; i <= 24; ++i) v.push_back(i);
+    return v;
+  };
+  std::vector<std::pair<size_t, std::string>> positions;
+  {
+    auto src = open_source(db, "largerows", {{"snapshot.mode", "initial_only"}});
+    ASSERT_TRUE(src);
+    Reader reader(*src, /*ack=*/false);
+    reader.request().max_records = 1000;
+    reader.request().max_bytes = 4 << 20;
+    ASSERT_TRUE(reader.read_count(48));
+    auto got = ids(reader.records());
+    EXPECT_EQ(got["keyed"], from(1));
+    EXPECT_EQ(got["keyless"], from(1));
+    EXPECT_LE(reader.largest_batch_bytes(), size_t(5) << 20)
+        << "a batch ran over max_bytes by more than a row";
+    positions = reader.positions();
+    src->close();
+  }
+  // Restarts from positions inside each table: the keyed table goes on after the last key read;
+  // the keyless one is read again from its first row (offsets shift under a newer snapshot).
+  ASSERT_GE(positions.size(), 8u);
+  for (size_t k : {positions.size() / 4, positions.size() * 3 / 4}) {
+    const auto& [done, cut] = positions[k];
+    SCOPED_TRACE("resuming from " + cut);
+    ASSERT_TRUE(cut.starts_with("snapshot ")) << cut;
+    ASSERT_GT(done, 0u);
+    auto src = open_source(db, "largerows", {{"snapshot.mode", "initial_only"}}, cut);
+    ASSERT_TRUE(src);
+    Reader reader(*src, /*ack=*/false);
+    reader.request().max_bytes = 4 << 20;
+    const size_t keyed_done = std::min<size_t>(done, 24);
+    ASSERT_TRUE(reader.read_count(24 - keyed_done + 24));
+    auto got = ids(reader.records());
+    EXPECT_EQ(got["keyed"], from(int64_t(keyed_done) + 1));
+    EXPECT_EQ(got["keyless"], from(1));
+    EXPECT_LE(reader.largest_batch_bytes(), size_t(5) << 20);
+    src->close();
+  }
+}
+
 // Positions inside a transaction: a restart from any batch's position yields exactly the changes
 // after it, even in the middle of a transaction.
 TEST(MysqlSource, ResumeFromInsideATransactionSkipsExactlyWhatWasWritten) {

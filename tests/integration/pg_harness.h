@@ -151,6 +151,7 @@ class Reader {
     }
     for (const Record& r : b->records())
       if (keep_control_ || r.op != Operation::marker) records_.push_back(&r);
+    largest_bytes_ = std::max(largest_bytes_, b->bytes());
     if (!b->empty()) batches_.push_back(std::move(b));
     return true;
   }
@@ -169,6 +170,8 @@ class Reader {
   ReadStatus last_status() const { return status_; }
   // (records read when the batch was returned, the batch's position), in order.
   const std::vector<std::pair<size_t, std::string>>& positions() const { return positions_; }
+  // The most bytes one batch held (Batch::bytes(), what batch.max_bytes bounds).
+  size_t largest_batch_bytes() const { return largest_bytes_; }
 
  private:
   Source& src_;
@@ -176,6 +179,7 @@ class Reader {
   bool keep_control_ = false;
   ReadRequest req_;
   ReadStatus status_ = ReadStatus::more;
+  size_t largest_bytes_ = 0;
   std::vector<std::unique_ptr<Batch>> batches_;
   std::vector<const Record*> records_;
   std::vector<std::pair<size_t, std::string>> positions_;

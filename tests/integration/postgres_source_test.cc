@@ -2,11 +2,14 @@
 // exact values in snapshot and CDC, unchanged TOAST, replica identities, truncate, DDL
 // mid-stream, CDC metadata, and resuming inside one transaction.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <regex>
 #include <set>
 #include <tuple>
 
@@ -582,6 +585,78 @@ TEST(PostgresSource, AChunkGrownOverEmptyPagesIsSplitIntoBatchesAtPageBounds) {
       src->close();
     }
   }
+}
+
+// A table of large out-of-line values (16 KiB each, about 150 rows per heap page: 2.4 MB of values
+// a page). The catalogue counts rows, so a first chunk sized from it would span the whole table,
+// and a chunk is held whole in memory until it is parsed. The first chunk is one page, and once a
+// page's bytes are known each chunk keeps to the batch's bytes (here one page: a page's rows are
+// never split). Every row comes once, in page order, and a restart from a batch's position reads
+// exactly the rows after it.
+TEST(PostgresSource, LargeOutOfLineValuesKeepEachChunkWithinTheBatchBytes) {
+  TestDb db("large_values");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(
+      db.sql().exec("CREATE TABLE lv (id int PRIMARY KEY, v text NOT NULL);"
+                    "ALTER TABLE lv ALTER COLUMN v SET STORAGE EXTERNAL;"
+                    "INSERT INTO lv SELECT g, (SELECT string_agg(md5(g::text || ':' || i), '') "
+                    "FROM generate_series(1, 512) i) FROM generate_series(1, 2000) g;"));
+  ASSERT_TRUE(db.sql().exec("VACUUM ANALYZE lv"));
+  auto log = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096);
+  spdlog::default_logger()->sinks().push_back(log);
+  const auto level = spdlog::get_level();
+  spdlog::set_level(spdlog::level::trace);
+  std::vector<std::pair<size_t, std::string>> positions;
+  size_t largest_bytes = 0;
+  {
+    auto src = open_source(db, "t_large_values", "public.lv");
+    ASSERT_TRUE(src);
+    Reader reader(*src, /*ack=*/false);
+    reader.request().max_records = 10000;
+    reader.request().max_bytes = 4 << 20;
+    ASSERT_TRUE(reader.read_until([](const std::vector<const Record*>& rs) {
+      return count_ops(rs, Operation::snapshot) >= 2000;
+    }));
+    ASSERT_EQ(count_ops(reader.records(), Operation::snapshot), 2000u);
+    expect_snapshot_ids_from(reader, 1);
+    for (const Record* r : reader.records()) {
+      if (r->op != Operation::snapshot) continue;
+      ASSERT_EQ(r->after.find("v")->as_text().size(), 16384u);
+    }
+    positions = reader.positions();
+    largest_bytes = reader.largest_batch_bytes();
+    src->close();
+  }
+  spdlog::set_level(level);
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
+  // The COPYs the snapshot sent ("snapshot of public.lv: pages P +K").
+  std::vector<uint64_t> chunk_pages;
+  const std::regex chunk(R"(snapshot of public\.lv: pages \d+ \+(\d+))");
+  for (const std::string& line : log->last_formatted())
+    if (std::smatch m; std::regex_search(line, m, chunk)) chunk_pages.push_back(std::stoull(m[1]));
+  ASSERT_GE(chunk_pages.size(), 5u) << "the table has 14 pages or so";
+  EXPECT_EQ(chunk_pages.front(), 1u) << "the first chunk is one page";
+  EXPECT_LE(*std::max_element(chunk_pages.begin(), chunk_pages.end()), 2u)
+      << "a chunk ran over the batch's bytes";
+  // A batch holds whole pages: at most one page (about 2.4 MB of values) over max_bytes.
+  EXPECT_LE(largest_bytes, size_t(4 << 20) + (3u << 20));
+  // A restart from a position in the middle reads exactly the rows after it.
+  ASSERT_GE(positions.size(), 4u);
+  const auto& [done, cut] = positions[positions.size() / 2];
+  ASSERT_TRUE(cut.starts_with("v3 snapshot ")) << cut;
+  ASSERT_TRUE(slot_released(db, "t_large_values"));
+  auto src = open_source(db, "t_large_values", "public.lv", cut);
+  ASSERT_TRUE(src);
+  Reader reader(*src, /*ack=*/false);
+  reader.request().max_bytes = 4 << 20;
+  ASSERT_TRUE(reader.read_until([&](const std::vector<const Record*>& rs) {
+    return count_ops(rs, Operation::snapshot) >= 2000 - done;
+  }));
+  ASSERT_TRUE(reader.drain());
+  ASSERT_EQ(count_ops(reader.records(), Operation::snapshot), 2000 - done);
+  expect_snapshot_ids_from(reader, 1 + int64_t(done));
+  src->close();
 }
 
 // A burst's last records wait a tenth of batch.linger_ms after the last change, not the whole

@@ -135,10 +135,16 @@ Status MysqlDriver::begin_snapshot(bool fresh) {
   return ok_status();
 }
 
+namespace {
+// The rows of a table's first snapshot query, read before its bytes per row are known.
+constexpr size_t kSnapshotProbeRows = 16;
+}  // namespace
+
 Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest& req,
                                                 std::stop_token stop, State&) {
   MYSQL* c = conn_.get();
   SourcePosition& pos_ = st_->position;
+  size_t markers = 0;  // control records, not data: max_records counts the rows
   while (batch.size() < req.max_records && batch.bytes() < req.max_bytes &&
          !stop.stop_requested()) {
     if (pos_.table_index >= tables_.size()) return SnapshotRead::finished;
@@ -148,15 +154,25 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
       if (!s.ok()) return std::move(s).error();
       snap_table_ = s.value();
       snap_table_index_ = pos_.table_index;
+      snap_row_bytes_ = 0;
     }
     const TableSchema& t = *snap_table_;
-    const size_t limit =
-        size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - batch.size())));
+    // A query's rows go into this batch: as many as the rows and the bytes left in it hold, at
+    // the largest bytes per row seen in the table; before any was read, a few (a row may hold
+    // megabytes). A query that still runs over ends the batch at the row that fills it.
+    size_t limit =
+        size_t(std::min<int64_t>(chunk_size_, int64_t(req.max_records - (batch.size() - markers))));
+    const size_t room_bytes = req.max_bytes - batch.bytes();
+    limit = std::min(limit, snap_row_bytes_ > 0
+                                ? std::max<size_t>(1, size_t(double(room_bytes) / snap_row_bytes_))
+                                : kSnapshotProbeRows);
     // The table's rows are bounded by markers (beyond max_records: control records are not data),
     // so a keyed destination can remove rows this snapshot did not see (a re-snapshot after
     // `sluice cleanup`). A resume at the table's start begins again: all its rows come again.
-    if (pos_.cursor.kind == KeysetCursor::Kind::start)
+    if (pos_.cursor.kind == KeysetCursor::Kind::start) {
       add_snapshot_marker(batch, t.db, t.table, true);
+      ++markers;
+    }
     std::string sql = fmt::format("SELECT {} FROM {}.{}", snapshot_columns(t),
                                   quote_identifier(t.db), quote_identifier(t.table));
     // Keyset paging needs a unique key: a message.key.columns key may repeat, so offsets then.
@@ -197,7 +213,9 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
     const uint32_t ncols = uint32_t(t.cols.size());
     // One metadata object for the query's rows (read-only; a rejected row gets its own copy).
     const Value meta = metadata(batch, t, 0, false);
-    while ((row = mysql_fetch_row(res.get()))) {
+    const size_t bytes_before = batch.bytes();
+    bool full = false;
+    while (!full && (row = mysql_fetch_row(res.get()))) {
       lens = mysql_fetch_lengths(res.get());
       Record& r = batch.add();
       r.op = Operation::snapshot;
@@ -217,12 +235,18 @@ Result<SnapshotRead> MysqlDriver::read_snapshot(Batch& batch, const ReadRequest&
         r.key = k.build();
       }
       ++n;
+      // The rest of the query's rows are read and dropped (res's mysql_free_result): the next
+      // query begins after this row.
+      full = batch.bytes() >= req.max_bytes && n < limit;
     }
     if (mysql_errno(c))
       return server_error(c, fmt::format("snapshot of {}.{} failed", t.db, t.table));
     st_->snapshot_rows += int64_t(n);
-    if (n < limit) {
+    if (n > 0)
+      snap_row_bytes_ = std::max(snap_row_bytes_, double(batch.bytes() - bytes_before) / double(n));
+    if (n < limit && !full) {
       add_snapshot_marker(batch, t.db, t.table, false);
+      ++markers;
       ++pos_.table_index;
       pos_.cursor = KeysetCursor{};
     } else if (keyset) {

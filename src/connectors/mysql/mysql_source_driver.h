@@ -273,6 +273,8 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // snapshot
   std::shared_ptr<const TableSchema> snap_table_;
   size_t snap_table_index_ = SIZE_MAX;
+  // The most bytes one row of the table took in a batch, per query (0: none read yet).
+  double snap_row_bytes_ = 0;
   // stream
   MysqlConn rpl_conn_;
   MARIADB_RPL* rpl_ = nullptr;

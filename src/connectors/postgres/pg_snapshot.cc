@@ -16,11 +16,14 @@
 // a heap page's rows are never split across batches, so a batch can exceed max_records by up to one
 // page's rows (a few hundred small rows at most) when a page is denser than any before it.
 //
-// A chunk whose size is a guess (the catalogue's estimate before any page was read, or a chunk
-// grown over sparse pages: deleted rows, bloat) can hold many times a batch's room: the first
-// dense chunk after 1,000 empty pages spans 1,000 pages. Such a chunk selects each row's ctid
-// first, and is parsed a part at a time, each part whole heap pages within the room left: the
-// batch ends between two pages, and its position's cursor is the page the next part begins at.
+// The chunk is what the snapshot holds in memory, so a table's first chunk is one page: the
+// catalogue counts rows, not the bytes of their out-of-line or compressed values (150 values of
+// 200 kB share a heap page). A chunk whose size is a guess (grown over sparse pages: deleted
+// rows, bloat) can hold many times a batch's room: the first dense chunk after 1,000 empty pages
+// spans 1,000 pages (at most two batches' bytes at the densest bytes per page known). Such a chunk
+// selects each row's ctid first, and is parsed a part at a time, each part whole heap pages within
+// the room left: the batch ends between two pages, and its position's cursor is the page the next
+// part begins at.
 //
 //   batch:  [ chunk P … P+k with ctids: part P … Q ) ─▶ position "snapshot … Q"
 //   batch:  [ part Q … R ) ─▶ "snapshot … R"   …   [ part … P+k ) [ next chunk … ) ─▶ …
@@ -207,11 +210,16 @@ Status PostgresDriver::begin_snapshot(const std::string& exported) {
 uint64_t ChunkSizer::pages(uint64_t room_rows, uint64_t room_bytes, bool batch_empty) const {
   double fit = double(kMaxPages);
   if (rows_per_page_ > 0) fit = std::min(fit, double(room_rows) / rows_per_page_);
-  if (bytes_per_page_ > 0) fit = std::min(fit, double(room_bytes) / bytes_per_page_);
-  if (rows_per_page_ <= 0) fit = std::min(fit, 1.0);  // nothing known: one page, then measure
-  uint64_t n = uint64_t(fit);
+  const double bytes_per_page = std::max(bytes_per_page_, disk_bytes_per_page_);
+  if (bytes_per_page > 0) fit = std::min(fit, double(room_bytes) / bytes_per_page);
+  if (bytes_per_page_ <= 0) fit = std::min(fit, 1.0);  // no row read yet: one page, then measure
+  const uint64_t n = uint64_t(fit);
   if (n == 0) return batch_empty ? 1 : 0;
-  return std::min(kMaxPages, n * boost_);
+  uint64_t grown = n * boost_;
+  if (bytes_per_page > 0)
+    grown =
+        std::min(grown, std::max(n, uint64_t(double(kGrownRooms * room_bytes) / bytes_per_page)));
+  return std::min(kMaxPages, grown);
 }
 
 void ChunkSizer::chunk_read(uint64_t pages, uint64_t rows, uint64_t bytes) {
@@ -253,7 +261,8 @@ Status PostgresDriver::load_copy_table() {
   // Not MVCC, so at least the size the snapshot saw: every visible row lies below it.
   auto size = conn_.exec_params(
       "SELECT pg_relation_size(oid) / current_setting('block_size')::bigint, "
-      "CASE WHEN relpages > 0 AND reltuples > 0 THEN reltuples / relpages ELSE 0 END "
+      "CASE WHEN relpages > 0 AND reltuples > 0 THEN reltuples / relpages ELSE 0 END, "
+      "pg_table_size(oid) "
       "FROM pg_class WHERE oid = $1::oid",
       {std::to_string(t.oid)});
   if (!size.ok())
@@ -265,8 +274,13 @@ Status PostgresDriver::load_copy_table() {
   copy_below_cursor_end_ = 0;
   SLUICE_TRY(plan_resumed_table(t));
   const double rows_per_page = std::strtod(PQgetvalue(size.value().get(), 0, 1), nullptr);
-  chunk_sizer_.start_table(rows_per_page);
-  below_cursor_sizer_.start_table(rows_per_page);
+  // Heap and TOAST on disk per heap page: what a page's rows hold before the first is read.
+  const double disk_bytes_per_page =
+      copy_table_pages_
+          ? std::strtod(PQgetvalue(size.value().get(), 0, 2), nullptr) / double(copy_table_pages_)
+          : 0;
+  chunk_sizer_.start_table(rows_per_page, disk_bytes_per_page);
+  below_cursor_sizer_.start_table(rows_per_page, disk_bytes_per_page);
   copy_table_index_ = st_->position.table_index;
   spdlog::debug("pipeline {}: snapshot of {}.{} from page {} (of {})", ctx_.pipeline_id, t.schema,
                 t.name, st_->position.cursor.page, copy_table_pages_);

@@ -21,6 +21,7 @@ TEST(ChunkSizer, WithoutAnEstimateReadsOnePageThenMeasures) {
 TEST(ChunkSizer, AChunkNeverPlansBeyondTheRoomLeft) {
   ChunkSizer s;
   s.start_table(100);
+  s.chunk_read(1, 100, 8000);
   EXPECT_EQ(s.pages(10000, kBig, true), 100u);
   EXPECT_EQ(s.pages(99, kBig, false), 0u) << "not one page fits: the batch ends first";
   EXPECT_EQ(s.pages(99, kBig, true), 1u) << "an empty batch takes one page anyway";
@@ -34,6 +35,7 @@ TEST(ChunkSizer, AChunkNeverPlansBeyondTheRoomLeft) {
 TEST(ChunkSizer, SparsePagesGrowTheChunkDensePagesResetIt) {
   ChunkSizer s;
   s.start_table(100);
+  s.chunk_read(1, 100, 8000);
   s.chunk_read(100, 0, 0);  // all rows deleted
   EXPECT_EQ(s.pages(10000, kBig, false), 200u);
   s.chunk_read(200, 10, 800);
@@ -44,6 +46,38 @@ TEST(ChunkSizer, SparsePagesGrowTheChunkDensePagesResetIt) {
   EXPECT_EQ(s.pages(10000, kBig, false), 100u);
   s.start_table(0);
   EXPECT_EQ(s.pages(10000, kBig, true), 1u) << "a new table starts afresh";
+}
+
+// A chunk is held whole in memory until it is parsed: before any row of the table was read, what
+// a page's rows hold is unknown (the catalogue counts rows, not the bytes of their out-of-line or
+// compressed values), so the first chunk is one page, whatever the estimate.
+TEST(ChunkSizer, TheFirstChunkIsOnePageUntilBytesPerPageAreKnown) {
+  ChunkSizer s;
+  s.start_table(150);  // 150 rows per page: each row's 1 MB value is out of line
+  EXPECT_EQ(s.pages(10000, 64 << 20, true), 1u);
+  EXPECT_EQ(s.pages(10000, 64 << 20, false), 1u);
+  s.chunk_read(1, 150, 150 << 20);
+  EXPECT_EQ(s.pages(10000, 64 << 20, true), 1u) << "a page's rows are more than the room";
+  EXPECT_EQ(s.pages(10000, 64 << 20, false), 0u);
+  // An empty page tells nothing of the bytes: the next chunk is still small (grown over it).
+  s.start_table(150);
+  s.chunk_read(1, 0, 0);
+  EXPECT_EQ(s.pages(10000, 64 << 20, true), 2u);
+}
+
+// A chunk grown over sparse pages may meet dense ones: it stays within kGrownRooms rooms at the
+// densest bytes per page known, measured or, before any row, the table's size on disk.
+TEST(ChunkSizer, AGrownChunkStaysWithinItsBytes) {
+  ChunkSizer s;
+  s.start_table(100);
+  s.chunk_read(10, 1000, 10 << 20);  // 1 MiB per page
+  for (int i = 0; i < 20; ++i) s.chunk_read(64, 0, 0);
+  EXPECT_EQ(s.pages(10000, 16 << 20, true), 16u * ChunkSizer::kGrownRooms);
+  EXPECT_EQ(s.pages(10000, kBig, true), ChunkSizer::kMaxPages) << "small rows grow as before";
+  // Not one row read yet, every page so far empty: the size on disk bounds the growth.
+  s.start_table(100, 4 << 20);  // 4 MiB of TOAST per heap page
+  for (int i = 0; i < 20; ++i) s.chunk_read(64, 0, 0);
+  EXPECT_EQ(s.pages(10000, 16 << 20, true), 4u * ChunkSizer::kGrownRooms);
 }
 
 // A chunk sized before any of the table was read, or grown over sparse pages, is a guess: it is

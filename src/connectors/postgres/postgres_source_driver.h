@@ -63,15 +63,22 @@ using SourcePosition = LogPosition<PositionTraits>;
 
 // Sizes snapshot chunks (heap-page ranges) to the room left in a batch, from the densest rows and
 // bytes per page seen so far in the table: a batch ends only at a chunk's end (so that its position
-// is exact), and the chunk should fill it without running over. A chunk of sparse pages (far fewer
-// rows than expected: deleted rows, bloat) doubles the next one, so an empty stretch of the heap
-// costs few COPYs; a dense one resets it.
+// is exact), and the chunk should fill it without running over. A chunk is received whole before it
+// is parsed, so its bytes are what the snapshot holds in memory: until a page's rows were read, the
+// bytes a page holds are unknown (out-of-line and compressed values are many times the heap's 8
+// KiB) and a table's first chunk is one page. A chunk of sparse pages (far fewer rows than
+// expected: deleted rows, bloat) doubles the next one, so an empty stretch of the heap costs few
+// COPYs; a dense one resets it. A grown chunk stays within kGrownRooms rooms' bytes at the densest
+// bytes per page known (read, or the table's size on disk over its pages).
 class ChunkSizer {
  public:
-  static constexpr uint64_t kMaxPages = 4096;  // 32 MiB: the largest chunk
-  // A table starts: the catalogue's estimate, when it has one (0: none).
-  void start_table(double rows_per_page) {
+  static constexpr uint64_t kMaxPages = 4096;  // 32 MiB of heap: the largest chunk
+  static constexpr uint64_t kGrownRooms = 2;
+  // A table starts: the catalogue's rows per page, when it has them (0: none), and the table's
+  // bytes on disk (heap and TOAST) per heap page (0: none).
+  void start_table(double rows_per_page, double disk_bytes_per_page = 0) {
     rows_per_page_ = rows_per_page > 0 ? rows_per_page : 0;
+    disk_bytes_per_page_ = disk_bytes_per_page > 0 ? disk_bytes_per_page : 0;
     bytes_per_page_ = 0;
     boost_ = 1;
     measured_ = false;
@@ -86,7 +93,7 @@ class ChunkSizer {
   bool guessing() const { return boost_ > 1 || !measured_; }
 
  private:
-  double rows_per_page_ = 0, bytes_per_page_ = 0;
+  double rows_per_page_ = 0, bytes_per_page_ = 0, disk_bytes_per_page_ = 0;
   uint64_t boost_ = 1;
   bool measured_ = false;
 };
