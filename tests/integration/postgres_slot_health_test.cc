@@ -4,8 +4,6 @@
 // grows (never a record, even with logical_messages), and a slot that survives a stop and a failed
 // run: only cleanup drops it.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <condition_variable>
 #include <thread>
@@ -13,6 +11,7 @@
 #include "integration/pg_harness.h"
 #include "runtime/memory_checkpoints_test.h"
 #include "runtime/pipeline.h"
+#include "support/log_capture.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -94,13 +93,8 @@ TEST(PostgresSlotHealth, LagHeartbeatsWarningAndASlotOnlyCleanupDrops) {
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(db.sql().exec("CREATE TABLE t (id int PRIMARY KEY, v text)"));
   ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id serial PRIMARY KEY, v text)"));
-  auto log = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(512);
-  spdlog::default_logger()->sinks().push_back(log);
-  auto logged = [&](const std::string& what) {
-    for (const std::string& line : log->last_formatted())
-      if (line.find(what) != std::string::npos) return true;
-    return false;
-  };
+  test::LogCapture log(512);
+  auto logged = [&](const std::string& what) { return log.contains(what); };
 
   MetricsRegistry registry;
   test::MemoryCheckpoints cps;
@@ -173,8 +167,6 @@ TEST(PostgresSlotHealth, LagHeartbeatsWarningAndASlotOnlyCleanupDrops) {
   Status cleaned = cleaner->cleanup(ConnectorContext{"slot_health", "postgres", nullptr});
   ASSERT_TRUE(cleaned.ok()) << cleaned.error().message();
   EXPECT_FALSE(slot_exists(db));
-  auto& sinks = spdlog::default_logger()->sinks();
-  sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
 }
 
 }  // namespace

@@ -2,13 +2,12 @@
 // exact values in snapshot and CDC, unchanged TOAST, replica identities, truncate, DDL
 // mid-stream, CDC metadata, and resuming inside one transaction.
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <set>
 #include <tuple>
@@ -17,6 +16,7 @@
 #include "sluice/arena.h"
 #include "sluice/value.h"
 #include "support/bursts.h"
+#include "support/log_capture.h"
 
 namespace sluice::pgtest {
 namespace {
@@ -602,10 +602,7 @@ TEST(PostgresSource, LargeOutOfLineValuesKeepEachChunkWithinTheBatchBytes) {
                     "INSERT INTO lv SELECT g, (SELECT string_agg(md5(g::text || ':' || i), '') "
                     "FROM generate_series(1, 512) i) FROM generate_series(1, 2000) g;"));
   ASSERT_TRUE(db.sql().exec("VACUUM ANALYZE lv"));
-  auto log = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096);
-  spdlog::default_logger()->sinks().push_back(log);
-  const auto level = spdlog::get_level();
-  spdlog::set_level(spdlog::level::trace);
+  std::optional<test::LogCapture> log(std::in_place, 4096, spdlog::level::trace);
   std::vector<std::pair<size_t, std::string>> positions;
   size_t largest_bytes = 0;
   {
@@ -627,13 +624,12 @@ TEST(PostgresSource, LargeOutOfLineValuesKeepEachChunkWithinTheBatchBytes) {
     largest_bytes = reader.largest_batch_bytes();
     src->close();
   }
-  spdlog::set_level(level);
-  auto& sinks = spdlog::default_logger()->sinks();
-  sinks.erase(std::remove(sinks.begin(), sinks.end(), log), sinks.end());
   // The COPYs the snapshot sent ("snapshot of public.lv: pages P +K").
+  const std::vector<std::string> lines = log->lines();
+  log.reset();
   std::vector<uint64_t> chunk_pages;
   const std::regex chunk(R"(snapshot of public\.lv: pages \d+ \+(\d+))");
-  for (const std::string& line : log->last_formatted())
+  for (const std::string& line : lines)
     if (std::smatch m; std::regex_search(line, m, chunk)) chunk_pages.push_back(std::stoull(m[1]));
   ASSERT_GE(chunk_pages.size(), 5u) << "the table has 14 pages or so";
   EXPECT_EQ(chunk_pages.front(), 1u) << "the first chunk is one page";
