@@ -157,6 +157,39 @@ TEST(MysqlIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChangesIts
   std::filesystem::remove_all(dir);
 }
 
+// ── rows far larger than the ones before them ──────────────────────────────
+
+// 40 rows of 100 bytes, then 20 of 512 KiB: the first chunk and the limits sized from it see only
+// small rows, so the chunk that reaches the large ones would hold up to `snapshot.chunk_size` of
+// them (10 MiB here) unless the read stops at the batch's bytes.
+TEST(MysqlIncrementalSnapshot, LargeRowsAfterSmallOnesKeepEachChunkWithinTheBatchBytes) {
+  TestDb db("inc_large");
+  pgtest::TestDb pg("my_inc_large");
+  ASSERT_TRUE(pg.ok());
+  ASSERT_TRUE(db.sql().exec(kSignals));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE blobs (id INT PRIMARY KEY, b LONGBLOB)"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO blobs SELECT seq, REPEAT('s', 100) FROM seq_1_to_40"));
+  ASSERT_TRUE(db.sql().exec(
+      "INSERT INTO blobs SELECT seq, REPEAT(CHAR(65 + seq % 26), 524288) FROM seq_41_to_60"));
+  auto dir = e2e::make_temp_dir("mysql-inc-large");
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-large", db, pg, {"other"}).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
+  constexpr int64_t kMaxBytes = 2 << 20;
+  test::PipelineFile f = inc_pipeline("inc-large", db, pg, {"other", "blobs"});
+  f.pipeline("inc-large").batch.set("max_bytes", uint64_t(kMaxBytes));
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  e2e::Process p({"run", "p.yaml", "--idle-exit", "2", "--log-level", "debug"}, dir);
+  ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
+  // 60 rows; 20 rows of 512 KiB at most 4 per chunk; each chunk within the batch's bytes and
+  // at most the one row that reached them.
+  pgtest::expect_incremental_chunks_within(p.stderr_text(), ".blobs", kMaxBytes, 600 << 10, 60, 6);
+  EXPECT_EQ(compare(db.sql(), "SELECT id, MD5(b) FROM blobs ORDER BY id", pg.sql(),
+                    "SELECT id::text, md5(b) FROM blobs ORDER BY id::bigint"),
+            0);
+  std::filesystem::remove_all(dir);
+}
+
 // ── kill -9 in the middle of the table ─────────────────────────────────────
 
 TEST(MysqlIncrementalSnapshot, KillNineMidTableThenResumeConverges) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <cstdio>
 
 #include <algorithm>
 #include <atomic>
@@ -193,6 +194,7 @@ struct PipelineFile {
   std::vector<std::string> tables;
   std::map<std::string, std::string> source_settings;  // extra settings (YAML scalars as written)
   size_t max_records = 10000;
+  size_t max_bytes = 0;  // batch.max_bytes when set
   std::string sqlite_path = "out.db";
   std::optional<std::string> on_error;  // stop | dlq
   std::string dlq_path;                 // a file dead-letter queue, when set
@@ -205,11 +207,41 @@ struct PipelineFile {
     for (const auto& [k, v] : source_settings) src.set(k, test::Yaml::raw(v));
     p.destination("sqlite").set("path", sqlite_path);
     p.max_records(max_records).linger_ms(20);
+    if (max_bytes) p.batch.set("max_bytes", uint64_t(max_bytes));
     p.on_error = on_error;
     if (!dlq_path.empty()) p.dlq("file").set("path", dlq_path);
     return f.yaml();
   }
 };
+
+// The chunks an incremental snapshot read of a table whose name ends in `table_suffix` (the
+// sources' debug lines "…<table>: chunk of N rows (B bytes) read"): {rows, bytes} each, in order.
+inline std::vector<std::pair<int64_t, int64_t>> incremental_chunks_read(
+    const std::string& log, const std::string& table_suffix) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const std::string mark = table_suffix + ": chunk of ";
+  for (size_t at = log.find(mark); at != std::string::npos; at = log.find(mark, at + 1)) {
+    long long rows = 0, bytes = 0;
+    if (std::sscanf(log.c_str() + at + mark.size(), "%lld rows (%lld bytes)", &rows, &bytes) == 2)
+      out.emplace_back(rows, bytes);
+  }
+  return out;
+}
+
+// An incremental snapshot of `table_suffix` read `rows` rows in at least `min_chunks` chunks, each
+// within `max_bytes` and the one row (at most `largest_row` bytes) that reached them.
+inline void expect_incremental_chunks_within(const std::string& log,
+                                             const std::string& table_suffix, int64_t max_bytes,
+                                             int64_t largest_row, int64_t rows, size_t min_chunks) {
+  const auto chunks = incremental_chunks_read(log, table_suffix);
+  int64_t total = 0;
+  for (const auto& [n, bytes] : chunks) {
+    total += n;
+    EXPECT_LE(bytes, max_bytes + largest_row) << "a chunk of " << n << " rows";
+  }
+  EXPECT_EQ(total, rows);
+  EXPECT_GE(chunks.size(), min_chunks);
+}
 
 // The pipeline's checkpoint ("" if none yet).
 inline std::string checkpoint_of(const std::filesystem::path& dir, const std::string& pipeline) {

@@ -129,6 +129,40 @@ TEST(PostgresIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChanges
   std::filesystem::remove_all(dir);
 }
 
+// ── rows far larger than the ones before them ──────────────────────────────
+
+// 40 rows of 100 bytes, then 20 of 512 KiB: the first chunk and the limits sized from it see only
+// small rows, so the chunk that reaches the large ones would hold up to `snapshot.chunk_size` of
+// them (10 MiB here) unless the read stops at the batch's bytes.
+TEST(PostgresIncrementalSnapshot, LargeRowsAfterSmallOnesKeepEachChunkWithinTheBatchBytes) {
+  TestDb db("inc_large");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id int PRIMARY KEY, v text)"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE blobs (id int PRIMARY KEY, b text)"));
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO blobs SELECT g, repeat('s', 100) FROM generate_series(1, 40) g"));
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO blobs SELECT g, repeat(chr(65 + g % 26), 524288) FROM "
+                    "generate_series(41, 60) g"));
+  auto dir = e2e::make_temp_dir("pg-inc-large");
+  e2e::write_file(dir / "p.yaml", items_pipeline(db, "inc_large", {"public.other"}).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, std::chrono::seconds(60)),
+            0);
+  constexpr int64_t kMaxBytes = 2 << 20;
+  PipelineFile f = items_pipeline(db, "inc_large", {"public.other", "public.blobs"});
+  f.max_bytes = kMaxBytes;
+  e2e::write_file(dir / "p.yaml", f.yaml());
+  Process p({"run", "p.yaml", "--idle-exit", "2", "--log-level", "debug"}, dir);
+  ASSERT_EQ(p.wait_for(120s), 0) << p.stderr_text();
+  // 60 rows; 20 rows of 512 KiB at most 4 per chunk; each chunk within the batch's bytes and
+  // at most the one row that reached them.
+  expect_incremental_chunks_within(p.stderr_text(), "public.blobs", kMaxBytes, 600 << 10, 60, 6);
+  EXPECT_EQ(compare_as_text(db.sql(), "SELECT id::text, b FROM blobs", dir / "out.db",
+                            "SELECT id, b FROM blobs"),
+            0);
+  std::filesystem::remove_all(dir);
+}
+
 // ── kill -9 in the middle of a table ───────────────────────────────────────
 
 TEST(PostgresIncrementalSnapshot, KillNineMidTableThenResumeConverges) {

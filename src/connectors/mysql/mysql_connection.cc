@@ -203,6 +203,37 @@ Result<std::vector<MysqlRow>> MysqlConn::query(std::string_view sql, std::string
   return out;
 }
 
+Result<std::vector<MysqlRow>> MysqlConn::query_within(std::string_view sql, std::string_view doing,
+                                                      size_t max_bytes, bool* cut) {
+  *cut = false;
+  if (mysql_real_query(conn_, sql.data(), sql.size()) != 0) return server_error(conn_, doing);
+  MysqlResult r(mysql_use_result(conn_));
+  std::vector<MysqlRow> out;
+  if (!r) {
+    if (mysql_errno(conn_)) return server_error(conn_, doing);
+    return out;
+  }
+  const unsigned n = mysql_num_fields(r.get());
+  size_t bytes = 0;
+  while (MYSQL_ROW row = mysql_fetch_row(r.get())) {
+    unsigned long* lengths = mysql_fetch_lengths(r.get());
+    MysqlRow x(n);
+    bytes += sizeof(MysqlRow) + n * sizeof(std::optional<std::string>);
+    for (unsigned i = 0; i < n; ++i)
+      if (row[i]) {
+        x[i] = std::string(row[i], lengths[i]);
+        bytes += lengths[i];
+      }
+    out.push_back(std::move(x));
+    if (bytes >= max_bytes) {
+      *cut = true;
+      break;  // r's mysql_free_result reads the rest off the connection
+    }
+  }
+  if (!*cut && mysql_errno(conn_)) return server_error(conn_, doing);
+  return out;
+}
+
 void MysqlConn::append_quoted(std::string& out, std::string_view text) const {
   const size_t at = out.size();
   out.resize(at + 2 * text.size() + 3);

@@ -103,6 +103,11 @@ class MysqlConn {
   Status exec(std::string_view sql, std::string_view doing);
   // Runs a query and reads its whole result.
   Result<std::vector<MysqlRow>> query(std::string_view sql, std::string_view doing);
+  // Runs a query and reads its rows as they arrive until they hold `max_bytes` (values and their
+  // slots): the row that reaches it is the last kept, `*cut` is then set, and the rest of the
+  // result is read off the connection and dropped. Memory stays within max_bytes and one row.
+  Result<std::vector<MysqlRow>> query_within(std::string_view sql, std::string_view doing,
+                                             size_t max_bytes, bool* cut);
   unsigned last_errno() const noexcept { return conn_ ? mysql_errno(conn_) : 0; }
   // Appends 'text' as a string literal escaped for this connection's character set.
   void append_quoted(std::string& out, std::string_view text) const;

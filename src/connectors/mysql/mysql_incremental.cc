@@ -33,6 +33,9 @@ namespace sluice::mysql {
 
 namespace {
 
+// The rows of a table's first incremental chunk, read before its bytes per row are known.
+constexpr int64_t kIncrementalProbeRows = 16;
+
 constexpr std::string_view kWindowOpen = "snapshot-window-open";
 constexpr std::string_view kWindowClose = "snapshot-window-close";
 
@@ -177,7 +180,7 @@ Status MysqlDriver::plan_incremental(State& s) {
   return ok_status();
 }
 
-Status MysqlDriver::start_chunk_if_due(Batch& batch) {
+Status MysqlDriver::start_chunk_if_due(Batch& batch, size_t max_bytes) {
   IncrementalState& inc = st_->position.incremental;
   IncrementalSnapshot& engine = st_->incremental;
   if (!engine.chunk_due(inc)) return ok_status();
@@ -201,6 +204,7 @@ Status MysqlDriver::start_chunk_if_due(Batch& batch) {
                              table));
   if (inc_name_ != table) {
     inc_name_ = table;
+    inc_row_bytes_ = 0;
     if (st_->ctx.stats) {
       st_->ctx.stats->snapshot_rows_total = ref->estimate;
       st_->ctx.stats->snapshot_rows_done = 0;
@@ -218,7 +222,14 @@ Status MysqlDriver::start_chunk_if_due(Batch& batch) {
   }
   std::string order;
   for (uint32_t k : t.key) order += (order.empty() ? "" : ", ") + quote_identifier(t.cols[k].name);
-  sql += fmt::format(" ORDER BY {} LIMIT {}", order, chunk_size_);
+  // The chunk is held until its window closes, then its kept rows go into one batch: as many rows
+  // as the batch's bytes hold at the largest bytes per row seen in the table; before any, a few
+  // (the read below also stops at the bytes; the limit keeps what it reads and drops small).
+  const int64_t limit =
+      inc_row_bytes_ > 0
+          ? std::min(chunk_size_, std::max<int64_t>(1, int64_t(double(max_bytes) / inc_row_bytes_)))
+          : std::min<int64_t>(chunk_size_, kIncrementalProbeRows);
+  sql += fmt::format(" ORDER BY {} LIMIT {}", order, limit);
 
   // The table's first chunk: snapshot_begin goes first, before any streamed change can drop a
   // key from the chunk, so that a keyed destination's reconcile counts those changes as seen
@@ -245,14 +256,20 @@ Status MysqlDriver::start_chunk_if_due(Batch& batch) {
     return ok_status();
   };
   SLUICE_TRY(watermark(true));
-  auto rows = conn_.query(sql, "query failed");
+  // Read as the rows arrive and cut at the batch's bytes (a row far larger than the ones before
+  // it would otherwise bring a chunk of up to `limit` such rows).
+  bool cut = false;
+  auto rows = conn_.query_within(sql, "query failed", max_bytes > 0 ? max_bytes : SIZE_MAX, &cut);
   if (!rows.ok())
     return rows.error().with_context(fmt::format("cannot read a chunk of {}: ", table));
   Arena scratch(4096);
   std::vector<ChunkRow> chunk(rows.value().size());
+  size_t bytes = 0;
   for (size_t i = 0; i < chunk.size(); ++i) {
     MysqlRow& src = rows.value()[i];
     ChunkRow& row = chunk[i];
+    bytes += sizeof(Record) + src.size() * sizeof(Value);
+    for (const auto& v : src) bytes += v ? v->size() : 0;
     for (uint32_t k : t.key) {
       const std::string text = k < src.size() ? src[k].value_or(std::string()) : std::string();
       auto v = text_to_value(t, k, text, scratch, zero_dates_null_);
@@ -263,10 +280,12 @@ Status MysqlDriver::start_chunk_if_due(Batch& batch) {
     row.row = std::move(src);
   }
   const size_t n = chunk.size();
-  engine.chunk_read(std::move(chunk), int64_t(n) < chunk_size_);
+  if (n > 0) inc_row_bytes_ = std::max(inc_row_bytes_, double(bytes) / double(n));
+  engine.chunk_read(std::move(chunk), !cut && int64_t(n) < limit);
   SLUICE_TRY(watermark(false));
-  spdlog::debug("pipeline {}: incremental snapshot of {}: chunk of {} rows read (window {})",
-                ctx_.pipeline_id, table, n, id);
+  spdlog::debug(
+      "pipeline {}: incremental snapshot of {}: chunk of {} rows ({} bytes) read (window {})",
+      ctx_.pipeline_id, table, n, bytes, id);
   return ok_status();
 }
 

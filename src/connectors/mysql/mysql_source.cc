@@ -48,9 +48,9 @@ constexpr auto kSourceSettings = settings_table<MysqlSourceOptions>(
     // A value below 1 is raised to 1 by finalize() (accepted since the first release), so no range.
     setting<&MysqlSourceOptions::snapshot_chunk_size>(
         "snapshot.chunk_size",
-        "Most rows per snapshot query (keyset pagination on the primary key; fewer when the "
-        "batch's bytes hold fewer of the table's rows), and rows per chunk of an incremental "
-        "snapshot; a restart re-reads at most one chunk.")
+        "Most rows per snapshot query (keyset pagination on the primary key), and per chunk of an "
+        "incremental snapshot; fewer when the batch's bytes (`batch.max_bytes`) hold fewer of the "
+        "table's rows. A restart re-reads at most one chunk.")
         .with_default("10000"),
     setting<&MysqlSourceOptions::signal_table>(
         "signal.table",

@@ -217,7 +217,8 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   const TableRef* find_table(std::string_view spec) const;
   // Between stream reads: when a chunk is due, writes LOW, reads the chunk, writes HIGH (and a
   // table's snapshot_begin marker into `batch` before its first chunk).
-  Status start_chunk_if_due(Batch& batch);
+  // `max_bytes`: the batch bound its kept rows go into when the chunk's window closes.
+  Status start_chunk_if_due(Batch& batch, size_t max_bytes);
   // A row of the signal table in the stream: a watermark or a signal.
   Status on_signal_row(Batch& batch, const TableMapState& ms, std::span<const Field> row);
   // A change of a captured table in the stream: its keys leave the chunk buffer.
@@ -270,6 +271,7 @@ class MysqlDriver final : public LogSourceDriver<PositionTraits> {
   // st_->position.incremental)
   std::shared_ptr<const TableSchema> inc_table_;  // the current table's columns, per chunk
   std::string inc_name_;                          // its name in the position (db.table)
+  double inc_row_bytes_ = 0;  // the most bytes one row of it took in a chunk read (0: none yet)
   // snapshot
   std::shared_ptr<const TableSchema> snap_table_;
   size_t snap_table_index_ = SIZE_MAX;

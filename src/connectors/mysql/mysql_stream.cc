@@ -590,7 +590,7 @@ Status MysqlDriver::handle_event(Batch& batch, std::string_view raw, bool crc_ve
 Result<StreamRead> MysqlDriver::read_stream(Batch& batch, const ReadRequest& req,
                                             std::stop_token stop, State&) {
   // An incremental snapshot's next chunk: its watermarks come back through this stream.
-  if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
+  if (Status st = start_chunk_if_due(batch, req.max_bytes); !st.ok()) return st.error();
   const auto started = Clock::now();
   // The batch's first record, and the last event that made records (or the read's start): a burst
   // ended once none came for a tenth of the linger. The binlog is the server's: events of other

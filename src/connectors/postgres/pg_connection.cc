@@ -334,6 +334,36 @@ Result<PgResult> PgConn::exec_params(const std::string& sql, const std::vector<s
   return r;
 }
 
+Status PgConn::exec_params_rows(const std::string& sql, const std::vector<std::string>& params,
+                                const std::function<bool(const PGresult*, int)>& on_row) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p.c_str());
+  auto armed = deadline_ ? deadline_->arm(*this) : PgCallDeadline::Armed(nullptr);
+  if (!PQsendQueryParams(conn_, sql.c_str(), int(values.size()), nullptr, values.data(), nullptr,
+                         nullptr, 0))
+    return deadline_error_or(classify_error(PQerrorMessage(conn_), ""));
+  // When single-row mode cannot be set, the rows come in one result: handed over the same way.
+  (void)PQsetSingleRowMode(conn_);
+  bool keep = true;
+  std::optional<Error> failed;
+  // Every result is read, to the last (a null one), so that the connection is ready again.
+  while (PGresult* raw = PQgetResult(conn_)) {
+    PgResult r(raw);
+    const ExecStatusType st = PQresultStatus(raw);
+    if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK) {
+      for (int i = 0, n = PQntuples(raw); keep && i < n; ++i) keep = on_row(raw, i);
+    } else if (!failed) {
+      std::string msg = PQresultErrorMessage(raw);
+      if (msg.empty()) msg = PQerrorMessage(conn_);
+      failed = classify_error(msg, "");
+    }
+  }
+  if (failed) return deadline_error_or(std::move(*failed));
+  if (!ok()) return deadline_error_or(classify_error(PQerrorMessage(conn_), ""));
+  return ok_status();
+}
+
 std::string PgConn::quote_ident(std::string_view ident) const { return quote_identifier(ident); }
 
 std::string PgConn::quote_literal(std::string_view text) const {

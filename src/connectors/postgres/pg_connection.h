@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,6 +78,11 @@ class PgConn {
   Result<PgResult> exec(const std::string& sql, ExecStatusType expect = PGRES_TUPLES_OK);
   Result<PgResult> exec_params(const std::string& sql, const std::vector<std::string>& params,
                                ExecStatusType expect = PGRES_TUPLES_OK);
+  // Runs a query and hands its rows to `on_row` one at a time as they arrive (libpq's single-row
+  // mode), so that only one row is held at once; once `on_row` returns false, the rest of the
+  // result is read off the connection and dropped. Same deadline and errors as exec_params.
+  Status exec_params_rows(const std::string& sql, const std::vector<std::string>& params,
+                          const std::function<bool(const PGresult* res, int row)>& on_row);
   std::string quote_ident(std::string_view ident) const;
   std::string quote_literal(std::string_view text) const;
   std::string last_error() const;

@@ -25,6 +25,9 @@ namespace sluice::pg {
 
 namespace {
 
+// The rows of a table's first incremental chunk, read before its bytes per row are known.
+constexpr int64_t kIncrementalProbeRows = 16;
+
 constexpr std::string_view kWatermarkPrefix = "sluice.watermark";
 
 // schema.table as a user writes it: quoted only where parse_table_name() needs quotes.
@@ -107,7 +110,7 @@ Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
   return ok_status();
 }
 
-Status PostgresDriver::start_chunk_if_due(Batch& batch) {
+Status PostgresDriver::start_chunk_if_due(Batch& batch, size_t max_bytes) {
   IncrementalState& inc = st_->position.incremental;
   IncrementalSnapshot& engine = st_->incremental;
   if (!engine.chunk_due(inc)) return ok_status();
@@ -141,6 +144,7 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
                                table));
     inc_name_ = table;
     inc_oid_ = ref->oid;
+    inc_row_bytes_ = 0;
     if (st_->ctx.stats && inc.cursor.kind == KeysetCursor::Kind::start) {
       st_->ctx.stats->snapshot_rows_total = ref->estimate;
       st_->ctx.stats->snapshot_rows_done = 0;
@@ -165,9 +169,16 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
     where = fmt::format(" WHERE ({}) > ({})", order, params);
     args = inc.cursor.key;
   }
+  // The chunk is held until its window closes, then its kept rows go into one batch: as many rows
+  // as the batch's bytes hold at the largest bytes per row seen in the table; before any, a few
+  // (the read below also stops at the bytes; the limit keeps what it reads and drops small).
+  const int64_t limit =
+      inc_row_bytes_ > 0
+          ? std::min(chunk_size_, std::max<int64_t>(1, int64_t(double(max_bytes) / inc_row_bytes_)))
+          : std::min<int64_t>(chunk_size_, kIncrementalProbeRows);
   const std::string sql = fmt::format("SELECT {} FROM {}.{}{} ORDER BY {} LIMIT {}", select,
                                       quote_identifier(ts.rel->schema),
-                                      quote_identifier(ts.rel->name), where, order, chunk_size_);
+                                      quote_identifier(ts.rel->name), where, order, limit);
   // The table's first chunk: snapshot_begin goes first, before any streamed change can drop a
   // key from the chunk, so that a keyed destination's reconcile counts those changes as seen (a
   // change before the marker that left the chunk would be swept at snapshot_end).
@@ -179,29 +190,41 @@ Status PostgresDriver::start_chunk_if_due(Batch& batch) {
   };
   if (auto low = emit("low"); !low.ok())
     return low.error().with_context("cannot write the low watermark: ");
-  auto r = conn_.exec_params(sql, args);
-  if (!r.ok()) return r.error().with_context(fmt::format("cannot read a chunk of {}: ", table));
-  PGresult* res = r.value().get();
-  const int n = PQntuples(res);
-  std::vector<ChunkRow> rows(static_cast<size_t>(n));
+  // Rows are taken as they arrive and the read stops at the batch's bytes (a row far larger
+  // than the ones before it would otherwise bring a chunk of up to `limit` such rows).
+  std::vector<ChunkRow> rows;
   Arena scratch(4096);
-  for (int i = 0; i < n; ++i) {
-    ChunkRow& row = rows[size_t(i)];
-    row.row.resize(cols.size());
-    for (size_t c = 0; c < cols.size(); ++c)
-      if (!PQgetisnull(res, i, int(c)))
-        row.row[c] = std::string(PQgetvalue(res, i, int(c)), size_t(PQgetlength(res, i, int(c))));
+  size_t bytes = 0;
+  bool cut = false;
+  const size_t ncols = cols.size();
+  Status read = conn_.exec_params_rows(sql, args, [&](const PGresult* res, int i) {
+    ChunkRow& row = rows.emplace_back();
+    row.row.resize(ncols);
+    bytes += sizeof(Record) + ncols * sizeof(Value);
+    for (size_t c = 0; c < ncols; ++c) {
+      if (PQgetisnull(res, i, int(c))) continue;
+      const size_t len = size_t(PQgetlength(res, i, int(c)));
+      row.row[c] = std::string(PQgetvalue(res, i, int(c)), len);
+      bytes += len;
+    }
     for (uint32_t k : ts.key_columns) {
       const std::string text = row.row[k].value_or(std::string());
       row.key.push_back(key_part(cols[k].type_oid, text, false, scratch));
       row.cursor_key.push_back(text);
     }
-  }
-  engine.chunk_read(std::move(rows), n < chunk_size_);
+    cut = max_bytes > 0 && bytes >= max_bytes;
+    return !cut;
+  });
+  if (!read.ok())
+    return read.error().with_context(fmt::format("cannot read a chunk of {}: ", table));
+  const int64_t n = int64_t(rows.size());
+  if (n > 0) inc_row_bytes_ = std::max(inc_row_bytes_, double(bytes) / double(n));
+  engine.chunk_read(std::move(rows), !cut && n < limit);
   if (auto high = emit("high"); !high.ok())
     return high.error().with_context("cannot write the high watermark: ");
-  spdlog::debug("pipeline {}: incremental snapshot of {}: chunk of {} rows read (window {})",
-                ctx_.pipeline_id, table, n, id);
+  spdlog::debug(
+      "pipeline {}: incremental snapshot of {}: chunk of {} rows ({} bytes) read (window {})",
+      ctx_.pipeline_id, table, n, bytes, id);
   return ok_status();
 }
 

@@ -420,7 +420,7 @@ bool PostgresDriver::stream_silent_too_long() const {
 
 Result<StreamRead> PostgresDriver::read_stream(Batch& batch, const ReadRequest& req,
                                                std::stop_token stop, State&) {
-  if (Status st = start_chunk_if_due(batch); !st.ok()) return st.error();
+  if (Status st = start_chunk_if_due(batch, req.max_bytes); !st.ok()) return st.error();
   std::unique_lock lock(repl_mu_);
   const auto started = Clock::now();
   // The batch's first record, and the last message of a change (or the read's start): a burst

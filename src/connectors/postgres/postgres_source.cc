@@ -169,8 +169,9 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         .at_least(1),
     setting<&PostgresSourceOptions::snapshot_chunk_size>(
         "snapshot.chunk_size",
-        "Rows per chunk of an incremental snapshot (a table added to `tables` on restart, or named in a "
-        "signal), read in primary-key order between two watermarks while changes stream.")
+        "Most rows per chunk of an incremental snapshot (a table added to `tables` on restart, or named "
+        "in a signal), read in primary-key order between two watermarks while changes stream; fewer when "
+        "the batch's bytes (`batch.max_bytes`) hold fewer of the table's rows.")
         .with_default("1024")
         .at_least(1),
     setting<&PostgresSourceOptions::message_key_columns>(

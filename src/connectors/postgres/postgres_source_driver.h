@@ -321,7 +321,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::string poison_;  // why, for the record being built
   // pg_incremental.cc
   Status plan_incremental(State& s, bool resumed_stream);
-  Status start_chunk_if_due(Batch& batch);
+  // `max_bytes`: the batch bound its kept rows go into when the chunk's window closes.
+  Status start_chunk_if_due(Batch& batch, size_t max_bytes);
   // A logical message of sluice's (a watermark): handled, true; else false.
   Result<bool> incremental_message(Batch& batch, const LogicalMsg& m);
   // Before a change is emitted: the signal table's rows are consumed (true); a change of the
@@ -533,6 +534,8 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   std::optional<TableState> inc_table_;  // the table being chunked, described by the catalogue
   uint32_t inc_oid_ = 0;
   std::string inc_name_;
+  // The most bytes one row of the table took in a chunk read (0: none read yet).
+  double inc_row_bytes_ = 0;
 };
 
 }  // namespace sluice::pg
