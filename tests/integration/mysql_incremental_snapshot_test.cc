@@ -157,6 +157,54 @@ TEST(MysqlIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChangesIts
   std::filesystem::remove_all(dir);
 }
 
+// ── a table listed again after a run without it ────────────────────────────
+
+// The changes a table took while it was not in `tables` were skipped by the stream; listed again,
+// it is copied anew (an incremental snapshot), so they reach the destination. Before, its old
+// schema history entry made it look captured all along: exit 0, those changes lost for good (and
+// an ALTER made meanwhile would have been decoded with the old columns).
+TEST(MysqlIncrementalSnapshot, ATableListedAgainAfterARunWithoutItIsCopiedAnew) {
+  TestDb db("inc_relisted");
+  pgtest::TestDb pg("my_inc_relisted");
+  ASSERT_TRUE(pg.ok());
+  ASSERT_TRUE(db.sql().exec(kSignals));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_5"));
+  auto dir = e2e::make_temp_dir("mysql-inc-relisted");
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-relisted", db, pg, {"other", "b"}).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
+  // A run without `b`, whose stream passes over changes of `b` (and a column it gained).
+  ASSERT_TRUE(db.sql().exec("UPDATE b SET v = 'changed while not listed' WHERE id = 2"));
+  ASSERT_TRUE(db.sql().exec("DELETE FROM b WHERE id = 3"));
+  ASSERT_TRUE(db.sql().exec("ALTER TABLE b ADD COLUMN w INT NOT NULL DEFAULT 7"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b VALUES (6, 'inserted while not listed', 8)"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO other VALUES (1, 'streamed')"));
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-relisted", db, pg, {"other"}).yaml());
+  {
+    e2e::Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
+    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+    EXPECT_NE(p.stderr_text().find("is no longer in `tables`"), std::string::npos)
+        << p.stderr_text();
+  }
+  // Listed again: copied anew, then streamed with its new columns.
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-relisted", db, pg, {"other", "b"}).yaml());
+  e2e::Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
+  ASSERT_TRUE(logged(p, ".b complete")) << p.stderr_text();
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b VALUES (7, 'streamed after', 9)"));
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("incremental snapshot of the table(s) added to `tables`"),
+            std::string::npos)
+      << p.stderr_text();
+  EXPECT_EQ(compare(db.sql(), "SELECT id, v FROM b ORDER BY id", pg.sql(),
+                    "SELECT id::text, v FROM b ORDER BY id::bigint"),
+            0);
+  EXPECT_EQ(compare(db.sql(), "SELECT id, v FROM other ORDER BY id", pg.sql(),
+                    "SELECT id::text, v FROM other ORDER BY id::bigint"),
+            0);
+  std::filesystem::remove_all(dir);
+}
+
 // ── rows far larger than the ones before them ──────────────────────────────
 
 // 40 rows of 100 bytes, then 20 of 512 KiB: the first chunk and the limits sized from it see only

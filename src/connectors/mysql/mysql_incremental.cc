@@ -145,14 +145,46 @@ Status MysqlDriver::check_signal_table() {
 }
 
 Status MysqlDriver::plan_incremental(State& s) {
+  const BinlogCoord& at = s.position.point.coord;
+  // A table that left `tables` since the checkpoint: the stream skips its changes from here on,
+  // so its history ends here (a null entry, as after a DROP). Listed again in a later run, it has
+  // no schema at that run's checkpoint and counts as added: its rows are copied anew, and the
+  // changes made while it was not listed reach the destination instead of being lost.
+  bool changed = false;
+  for (const std::string& key : history_.tables()) {
+    const auto h = history_.at(key, at);
+    const size_t dot = key.find('.');
+    if (!h || !*h || dot == std::string::npos ||
+        captured(std::string_view(key).substr(0, dot), std::string_view(key).substr(dot + 1)))
+      continue;
+    history_.record(key, at, nullptr);
+    changed = true;
+    spdlog::info(
+        "pipeline {}: {} is no longer in `tables`: its changes are skipped from {}:{} on (listed "
+        "again, its rows are copied anew)",
+        ctx_.pipeline_id, key, at.file, at.pos);
+  }
+  // A table listed again (its entry at the checkpoint is null) starts its history anew with the
+  // catalogue's columns; tables with no entry at all are seeded at the stream's start.
+  std::vector<std::string> relisted;
+  for (const TableRef& t : tables_) {
+    const std::string key = t.db + "." + t.table;
+    if (const auto h = history_.at(key, at); !h || *h) continue;
+    auto schema = load_schema(t.db, t.table);
+    if (!schema.ok()) return std::move(schema).error();
+    history_.record(key, at, schema.value());
+    relisted.push_back(qualified_name(t.db, t.table));
+    changed = true;
+  }
+  if (changed) SLUICE_TRY(save_history());
   // A table added to `tables` since the checkpoint: the stream never decoded it, so the schema
   // history has no entry for it there (the snapshot or the first stream start seeds every captured
-  // table). Its existing rows are read incrementally; the stream carries its changes from now on.
+  // table), or it is listed again (above). Its existing rows are read incrementally; the stream
+  // carries its changes from now on.
   if (mode_ != "never" && !history_.empty()) {
-    std::vector<std::string> added;
+    std::vector<std::string> added = relisted;
     for (const TableRef& t : tables_)
-      if (!history_.at(t.db + "." + t.table, s.position.point.coord))
-        added.push_back(qualified_name(t.db, t.table));
+      if (!history_.at(t.db + "." + t.table, at)) added.push_back(qualified_name(t.db, t.table));
     if (!added.empty()) {
       if (signal_name_.empty())
         return Error(
