@@ -262,8 +262,15 @@ inline bool wait_for_checkpoint(e2e::Process& p, const std::filesystem::path& di
   return false;
 }
 
+// A streaming position without its trailing list of the tables it delivers (" cap <oid>,…").
+inline std::string without_captured(const std::string& pos) {
+  const size_t cap = pos.find(" cap ");
+  return cap == std::string::npos ? pos : pos.substr(0, cap);
+}
+
 // Positions order: "cdc L" < "cdc L T n" < "cdc L T n+1" < "cdc L2" (L2 > L).
-inline std::tuple<uint64_t, int, uint64_t> position_order(const std::string& pos) {
+inline std::tuple<uint64_t, int, uint64_t> position_order(const std::string& whole) {
+  const std::string pos = without_captured(whole);
   auto lsn = [](const std::string& t) {
     const size_t slash = t.find('/');
     return (std::stoull(t.substr(0, slash), nullptr, 16) << 32) |

@@ -129,6 +129,89 @@ TEST(PostgresIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChanges
   std::filesystem::remove_all(dir);
 }
 
+// ── a table taken out of `tables`, then listed again ───────────────────────
+
+// Three runs: [a, b]; [a] while b takes an update, a delete, an insert and a new column; [a, b]
+// again. The middle run must deliver none of b's changes (the publication still carries them when
+// it is the user's), and the last must copy b anew, so that it ends equal to the source. With
+// `own_publication`, the pipeline names a publication the user created for both tables: sluice
+// leaves it as it is, and only the checkpoint tells that b was listed again.
+void table_listed_again(const std::string& id, bool own_publication) {
+  TestDb db(id);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE a (id int PRIMARY KEY, v text)"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id int PRIMARY KEY, v text)"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT g, 'v' || g FROM generate_series(1, 300) g"));
+  if (own_publication) {
+    ASSERT_TRUE(db.sql().exec("CREATE PUBLICATION " + id + "_mine FOR TABLE a, b"));
+  }
+  auto dir = e2e::make_temp_dir("pg-" + id);
+  auto pipeline = [&](std::vector<std::string> tables) {
+    PipelineFile f = items_pipeline(db, id, std::move(tables));
+    if (own_publication) f.source_settings["publication"] = id + "_mine";
+    return f.yaml();
+  };
+  auto run = [&](const std::string& why) {
+    Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
+    EXPECT_EQ(p.wait_for(90s), 0) << why << "\n" << p.stderr_text();
+    return p.stderr_text();
+  };
+  e2e::write_file(dir / "p.yaml", pipeline({"public.a", "public.b"}));
+  run("first run, [a, b]");
+  ASSERT_EQ(
+      compare_as_text(db.sql(), "SELECT id::text, v FROM b", dir / "out.db", "SELECT id, v FROM b"),
+      0);
+  // b out of `tables`: its changes meanwhile must not reach the destination.
+  ASSERT_TRUE(db.sql().exec(
+      "UPDATE b SET v = 'changed' WHERE id <= 10; DELETE FROM b WHERE id BETWEEN 11 AND 20;"
+      "INSERT INTO b VALUES (1000, 'inserted'); INSERT INTO a VALUES (1, 'a while b is out')"));
+  e2e::write_file(dir / "p.yaml", pipeline({"public.a"}));
+  const std::string second = run("second run, [a]");
+  if (!own_publication) {
+    EXPECT_NE(second.find("took \"public\".\"b\" out of publication"), std::string::npos) << second;
+  }
+  {
+    e2e::Db out(dir / "out.db");
+    EXPECT_EQ(out.scalar("SELECT count(*) FROM a WHERE id = 1"), 1);
+    EXPECT_EQ(out.scalar("SELECT count(*) FROM b WHERE v = 'changed'"), 0);
+    EXPECT_EQ(out.scalar("SELECT count(*) FROM b WHERE id BETWEEN 11 AND 20"), 10);
+    EXPECT_EQ(out.scalar("SELECT count(*) FROM b WHERE id = 1000"), 0);
+  }
+  if (own_publication) {  // a user's publication keeps its tables
+    EXPECT_EQ(db.sql()
+                  .query("SELECT 1 FROM pg_publication_tables WHERE pubname = '" + id +
+                         "_mine' AND tablename = 'b'")
+                  .size(),
+              1u);
+  }
+  ASSERT_TRUE(
+      db.sql().exec("ALTER TABLE b ADD COLUMN w int; UPDATE b SET v = 'later', w = 8 "
+                    "WHERE id = 30"));
+  // b listed again: copied while it streams.
+  e2e::write_file(dir / "p.yaml", pipeline({"public.a", "public.b"}));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b VALUES (1001, 'after', 9)"));
+  const std::string third = run("third run, [a, b] again");
+  EXPECT_NE(third.find("incremental snapshot of the table(s) added to `tables`: public.b"),
+            std::string::npos)
+      << third;
+  EXPECT_EQ(compare_as_text(db.sql(), "SELECT id::text, v, w::text FROM b", dir / "out.db",
+                            "SELECT id, v, w FROM b"),
+            0);
+  EXPECT_EQ(
+      compare_as_text(db.sql(), "SELECT id::text, v FROM a", dir / "out.db", "SELECT id, v FROM a"),
+      0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PostgresIncrementalSnapshot,
+     ATableTakenOutOfTablesLeavesThePublicationAndListedAgainIsCopied) {
+  table_listed_again("inc_relisted", false);
+}
+
+TEST(PostgresIncrementalSnapshot, AUsersPublicationKeepsATableTakenOutOfTablesButItIsNotDelivered) {
+  table_listed_again("inc_relisted_own", true);
+}
+
 // ── rows far larger than the ones before them ──────────────────────────────
 
 // 40 rows of 100 bytes, then 20 of 512 KiB: the first chunk and the limits sized from it see only

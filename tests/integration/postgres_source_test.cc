@@ -984,11 +984,12 @@ TEST(PostgresSource, ResumeFromInsideOneTransactionSkipsExactlyWhatWasWritten) {
     // Inside the transaction: "cdc <flush> <commit-lsn> <n>", n = the transaction's changes so far.
     // Cut once in the middle and, when a batch ended exactly there, after its last change but
     // before its commit.
-    for (const auto& [n, pos] : reader.positions()) {
+    for (const auto& [n, whole] : reader.positions()) {
       if (n == 0 || n > 5000) continue;
+      const std::string pos = without_captured(whole);
       EXPECT_EQ(std::count(pos.begin(), pos.end(), ' '), 3) << pos;
       EXPECT_EQ(pos.substr(pos.rfind(' ') + 1), std::to_string(n)) << pos;
-      if ((cuts.empty() && n >= 1000 && n < 5000) || n == 5000) cuts.emplace_back(n, pos);
+      if ((cuts.empty() && n >= 1000 && n < 5000) || n == 5000) cuts.emplace_back(n, whole);
     }
     ASSERT_FALSE(cuts.empty()) << "no position inside the transaction";
     src->close();

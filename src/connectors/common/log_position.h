@@ -5,7 +5,7 @@
 // to open(); it is opaque text to the runtime. Its layout, one space-separated token list:
 //
 //   [v<N>] <phase> <point…> [snapshot: <table-index> <cursor…>] [stream: <tx-point…> <n>]
-//          [stream, v2: isnap <table-count> <table…> <cursor>]
+//          [stream, v2: isnap <table-count> <table…> <cursor>] [stream: cap <id>,<id>…]
 //
 //   phase    "snapshot" | "cdc" (streaming) | "done" (initial_only snapshot finished)
 //   point    the driver's log point: where the stream starts (snapshot), everything before it is
@@ -21,7 +21,11 @@
 // byte); decode() reads every version it knows and refuses the others. Version 3 adds the MVCC
 // snapshot the source's snapshot began under to a snapshot position ("v3 snapshot … t<hex>
 // s<snapshot>", written only when the driver recorded one), so a resumed snapshot can tell the row
-// versions the first one saw from those the stream delivers.
+// versions the first one saw from those the stream delivers. The tables a stream delivers end a
+// streaming position of any version when the driver records them ("cdc … cap <id>,…"), so a run
+// can tell a table listed again from one captured all along; it needs no version of its own (an
+// older sluice refuses the tag where it reads a transaction point), so that every streaming
+// position keeps beginning with its phase.
 #pragma once
 
 #include <charconv>
@@ -207,6 +211,11 @@ struct LogPosition {
   // pg_current_snapshot()'s "xmin:xmax:xip,…"); digits, ':' and ',' only. Empty: not recorded
   // (positions written before it, sources without one). Written as "s<text>" last.
   std::string mvcc;
+  // stream: the ids of the tables the stream delivers from this point (postgres: the
+  // relations' oids), ascending; empty: not recorded (positions written before it, sources that
+  // capture whatever their log holds). The tables listed now but not here were added to the
+  // pipeline since: their existing rows are copied. Written as "cap <id>,<id>…" last.
+  std::vector<uint64_t> captured;
 
   bool operator==(const LogPosition&) const = default;
 
@@ -257,6 +266,15 @@ struct LogPosition {
           w.word("isnap");
           write_field(w, incremental);
         }
+        if (!captured.empty()) {
+          w.word("cap");
+          std::string list;
+          for (uint64_t id : captured) {
+            if (!list.empty()) list += ',';
+            list += std::to_string(id);
+          }
+          w.word(list);
+        }
         break;
       case LogPhase::done:
         w.word("done");
@@ -306,13 +324,29 @@ struct LogPosition {
       }
     } else if (phase == "cdc") {
       p.phase = LogPhase::stream;
-      if (!r.at_end() && r.peek() != "isnap" && (!read_field(r, &p.tx) || !r.number(&p.tx_n)))
+      if (!r.at_end() && r.peek() != "isnap" && r.peek() != "cap" &&
+          (!read_field(r, &p.tx) || !r.number(&p.tx_n)))
         return std::nullopt;
-      if (!r.at_end()) {
+      if (!r.at_end() && r.peek() == "isnap") {
         std::string_view tag;
-        if (version < 2 || !r.word(&tag) || tag != "isnap" || !read_field(r, &p.incremental) ||
-            p.incremental.empty())
+        if (version < 2 || !r.word(&tag) || !read_field(r, &p.incremental) || p.incremental.empty())
           return std::nullopt;
+      }
+      if (!r.at_end()) {
+        std::string_view tag, list;
+        if (!r.word(&tag) || tag != "cap" || !r.word(&list) || list.empty()) return std::nullopt;
+        while (!list.empty()) {
+          const size_t comma = list.find(',');
+          const std::string_view id = list.substr(0, comma);
+          uint64_t v = 0;
+          auto [ptr, ec] = std::from_chars(id.data(), id.data() + id.size(), v);
+          if (id.empty() || ec != std::errc() || ptr != id.data() + id.size() ||
+              (!p.captured.empty() && v <= p.captured.back()))
+            return std::nullopt;
+          p.captured.push_back(v);
+          list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+          if (comma != std::string_view::npos && list.empty()) return std::nullopt;
+        }
       }
     } else if (phase == "done") {
       p.phase = LogPhase::done;

@@ -349,7 +349,8 @@ class LogSource final : public Source {
   // (everything before it is durable; a point moves only past commits, so a partly durable
   // transaction at an earlier point is covered by any later point), then by how much of the same
   // partly durable transaction they cover. Anything else (two snapshot cursors, another
-  // transaction at the same point, a pending incremental snapshot) is left undecided.
+  // transaction at the same point, a pending incremental snapshot, other captured tables) is left
+  // undecided.
   std::optional<std::weak_ordering> compare_positions(std::string_view a,
                                                       std::string_view b) const override {
     if (a == b) return std::weak_ordering::equivalent;
@@ -359,7 +360,7 @@ class LogSource final : public Source {
     if (pa->phase == LogPhase::done || pb->phase == LogPhase::done) return std::nullopt;
     if (rank(pa->phase) != rank(pb->phase)) return rank(pa->phase) <=> rank(pb->phase);
     if (pa->phase != LogPhase::stream) return std::nullopt;
-    if (!(pa->incremental == pb->incremental)) return std::nullopt;
+    if (!(pa->incremental == pb->incremental) || pa->captured != pb->captured) return std::nullopt;
     using Point = typename Traits::Point;
     if constexpr (std::three_way_comparable<Point, std::weak_ordering>) {
       if (pa->point != pb->point) return std::weak_ordering(pa->point <=> pb->point);
@@ -404,6 +405,7 @@ class LogSource final : public Source {
       Position next;
       next.phase = driver_->snapshot_only() ? LogPhase::done : LogPhase::stream;
       next.point = s_.position.point;
+      next.captured = std::move(s_.position.captured);
       s_.position = std::move(next);
       report_phase();
     }

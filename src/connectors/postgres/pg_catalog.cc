@@ -63,8 +63,10 @@ Status PostgresDriver::resolve_tables() {
 }
 
 Status PostgresDriver::ensure_publication() {
-  auto r = conn_.exec_params("SELECT puballtables FROM pg_publication WHERE pubname = $1",
-                             {publication_});
+  auto r = conn_.exec_params(
+      "SELECT puballtables, coalesce(obj_description(oid, 'pg_publication'), '') FROM pg_publication "
+      "WHERE pubname = $1",
+      {publication_});
   if (!r.ok()) return std::move(r).error();
   const std::string marker = "created by sluice pipeline " + ctx_.pipeline_id;
   if (PQntuples(r.value().get()) == 0) {
@@ -105,6 +107,34 @@ Status PostgresDriver::ensure_publication() {
       spdlog::info("pipeline {}: added {}.{} to publication {}", ctx_.pipeline_id, t.schema, t.name,
                    publication_);
     }
+  }
+  // A publication this pipeline created follows `tables`: a table taken out of it leaves the
+  // publication (the server stops decoding its changes for us), so listed again later it is added
+  // back, and copied. A user's publication is left as it is; the stream skips what is not listed.
+  if (std::string_view(PQgetvalue(r.value().get(), 0, 1)) != marker) return ok_status();
+  auto in_pub = conn_.exec_params(
+      "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1", {publication_});
+  if (!in_pub.ok()) return std::move(in_pub).error();
+  const auto signal = parse_table_name(signal_table_setting_);
+  for (int i = 0; i < PQntuples(in_pub.value().get()); ++i) {
+    const std::string schema = PQgetvalue(in_pub.value().get(), i, 0);
+    const std::string name = PQgetvalue(in_pub.value().get(), i, 1);
+    const bool keep = (schema == "sluice" && name == "ddl_log") ||
+                      (signal && signal->first == schema && signal->second == name) ||
+                      std::any_of(wanted.begin(), wanted.end(), [&](const TableRef& t) {
+                        return t.schema == schema && t.name == name;
+                      });
+    if (keep) continue;
+    const std::string q = quote_identifier(schema) + "." + quote_identifier(name);
+    if (auto d =
+            conn_.exec("ALTER PUBLICATION " + quote_identifier(publication_) + " DROP TABLE " + q,
+                       PGRES_COMMAND_OK);
+        !d.ok())
+      return d.error().with_context(
+          fmt::format("cannot take {} (no longer in `tables`) out of publication {}: ", q,
+                      quote_identifier(publication_)));
+    spdlog::info("pipeline {}: took {} out of publication {}: it is no longer in `tables`",
+                 ctx_.pipeline_id, q, publication_);
   }
   return ok_status();
 }

@@ -9,10 +9,11 @@
 //                same connection (autocommit, READ COMMITTED: it sees everything committed before
 //                the low watermark); values in the text form pgoutput also uses, so a chunk row's
 //                key and a streamed change's key compare as text, and one decoder serves both
-//   triggers     a table the publication gained in this run while the pipeline resumes streaming
-//                (added to `tables`), a row of type execute-snapshot in `signal.table` (which
-//                sluice adds to the publication; its rows are consumed, never emitted), and
-//                `sluice snapshot`, which inserts such a row
+//   triggers     a table listed in `tables` that the stream did not deliver at the checkpoint (the
+//                position's captured oids) or that the publication gained in this run, while the
+//                pipeline resumes streaming (added to `tables`), a row of type execute-snapshot in
+//                `signal.table` (which sluice adds to the publication; its rows are consumed, never
+//                emitted), and `sluice snapshot`, which inserts such a row
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -57,6 +58,12 @@ const TableRef* PostgresDriver::find_table(std::string_view spec) const {
   return nullptr;
 }
 
+bool PostgresDriver::delivers(uint32_t oid) const {
+  return all_tables_ || oid == signal_oid_ ||
+         (ddl_log_oid_ != 0 && (oid == ddl_log_oid_ || oid == ddl_state_oid_)) ||
+         std::binary_search(listed_oids_.begin(), listed_oids_.end(), oid);
+}
+
 Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
   if (!signal_table_setting_.empty()) {
     auto name = parse_table_name(signal_table_setting_);
@@ -94,12 +101,30 @@ Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
       }
     }
   }
-  // A table added to `tables` since the checkpoint: the stream only carries its changes from now
-  // on, so its existing rows are read incrementally.
+  // The tables the stream delivers from here on, recorded in the position: a later run tells a
+  // table listed again from one captured all along by it, whatever the publication holds.
+  listed_oids_.clear();
+  if (!all_tables_)
+    for (const TableRef& t : tables_) listed_oids_.push_back(t.oid);
+  std::sort(listed_oids_.begin(), listed_oids_.end());
+  listed_oids_.erase(std::unique(listed_oids_.begin(), listed_oids_.end()), listed_oids_.end());
+  const std::vector<uint64_t> captured_before = std::move(s.position.captured);
+  s.position.captured.assign(listed_oids_.begin(), listed_oids_.end());
+  // A table added to `tables` since the checkpoint (not among the tables it delivered, or missing
+  // from the publication): the stream only carries its changes from now on, so its existing rows
+  // are read incrementally.
   if (resumed_stream && mode_ != "never" && s.position.phase == LogPhase::stream) {
     std::vector<std::string> added;
-    for (const TableRef& t : added_to_publication_)
-      if (t.oid != signal_oid_) added.push_back(qualified_name(t.schema, t.name));
+    for (const TableRef& t : tables_) {
+      const bool new_to_stream =
+          !all_tables_ && !captured_before.empty() &&
+          !std::binary_search(captured_before.begin(), captured_before.end(), uint64_t(t.oid));
+      const bool new_to_publication =
+          std::any_of(added_to_publication_.begin(), added_to_publication_.end(),
+                      [&](const TableRef& a) { return a.oid == t.oid; });
+      if (t.oid != signal_oid_ && (new_to_stream || new_to_publication))
+        added.push_back(qualified_name(t.schema, t.name));
+    }
     if (s.incremental.add_tables(s.position.incremental, added) > 0)
       spdlog::info("pipeline {}: incremental snapshot of the table(s) added to `tables`: {}",
                    ctx_.pipeline_id, fmt::join(added, ", "));

@@ -276,6 +276,13 @@ Status PostgresDriver::handle_message(Batch& batch, std::string_view payload, Ls
     return ok_status();
   }
   if (auto* r = std::get_if<RelationMsg>(&msg_)) {
+    if (!delivers(r->relation->oid)) {
+      // Kept only so that its changes are known to be skipped: no catalogue read, no shape.
+      TableState& t = table_states_[r->relation->oid];
+      t.rel = r->relation;
+      t.skipped = true;
+      return ok_status();
+    }
     if (streaming_binary_) {
       // A table whose columns sluice cannot all read in binary (added to a FOR ALL TABLES
       // publication, or altered): the stream starts again in text from what was read, before this
@@ -372,6 +379,7 @@ Status PostgresDriver::handle_message(Batch& batch, std::string_view payload, Ls
     if (!t)
       return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
                                            ins->relation_oid));
+    if (t->skipped) return ok_status();
     return emit_change(batch, *t, Operation::create, nullptr, 0, &ins->new_tuple, lsn);
   }
   if (auto* up = std::get_if<UpdateMsg>(&msg_)) {
@@ -379,6 +387,7 @@ Status PostgresDriver::handle_message(Batch& batch, std::string_view payload, Ls
     if (!t)
       return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
                                            up->relation_oid));
+    if (t->skipped) return ok_status();
     return emit_change(batch, *t, Operation::update, up->old_kind ? &up->old_tuple : nullptr,
                        up->old_kind, &up->new_tuple, lsn);
   }
@@ -387,12 +396,13 @@ Status PostgresDriver::handle_message(Batch& batch, std::string_view payload, Ls
     if (!t)
       return Error(Errc::data, fmt::format("change for relation {} before its Relation message",
                                            del->relation_oid));
+    if (t->skipped) return ok_status();
     return emit_change(batch, *t, Operation::remove, &del->old_tuple, del->old_kind, nullptr, lsn);
   }
   if (auto* tr = std::get_if<TruncateMsg>(&msg_)) {
     for (uint32_t oid : tr->relation_oids) {
       TableState* t = lookup(oid);
-      if (t && (ddl_log_oid_ == 0 || (oid != ddl_log_oid_ && oid != ddl_state_oid_)))
+      if (t && !t->skipped && (ddl_log_oid_ == 0 || (oid != ddl_log_oid_ && oid != ddl_state_oid_)))
         emit_truncate(batch, *t, lsn);
     }
     return ok_status();

@@ -46,7 +46,10 @@ constexpr auto kPostgresSourceSettings = settings_table<PostgresSourceOptions>(
         "slot",
         "Logical replication slot; created if missing (pgoutput). Default: sluice_<pipeline id>."),
     setting<&PostgresSourceOptions::publication>(
-        "publication", "Publication; created if missing. Default: sluice_<pipeline id>."),
+        "publication",
+        "Publication; created if missing, and then kept to `tables` (a table taken out of `tables` "
+        "leaves it). A publication of yours is left as it is: the stream delivers only the tables in "
+        "`tables`. Default: sluice_<pipeline id>."),
     setting<&PostgresSourceOptions::snapshot_mode>(
         "snapshot.mode",
         "initial: snapshot the tables, then stream changes; never: only stream changes; initial_only: snapshot "

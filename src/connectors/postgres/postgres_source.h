@@ -17,10 +17,11 @@
 //   "snapshot <start-lsn> <table-index> <page>"     snapshot in progress: the pages before <page>
 //                                                   are read (batches end where chunks end);
 //                                                   stream starts at start-lsn
-//   "cdc <flush-lsn> [<tx-commit-lsn> <n>]"         all transactions ending at or before flush-lsn
-//   are
-//                                                   durable, plus the first n changes of the
-//                                                   transaction committing at tx-commit-lsn
+//   "cdc <flush-lsn> [<tx-commit-lsn> <n>] [cap <oid>,…]"
+//                                                   all transactions ending at or before flush-lsn
+//                                                   are durable, plus the first n changes of the
+//                                                   transaction committing at tx-commit-lsn; the
+//                                                   listed tables' oids (what the stream delivers)
 //   "done <lsn>"                                    initial_only snapshot finished
 #pragma once
 

@@ -52,8 +52,9 @@ struct PageCursor {
 inline void write_field(PositionWriter& w, const PageCursor& c) { w.number(c.page); }
 inline bool read_field(PositionReader& r, PageCursor* c) { return r.number(&c->page); }
 
-// "snapshot <start-lsn> <table-index> <page>", "cdc <flush-lsn> [<tx-commit-lsn> <n>]",
-// "done <lsn>": a transaction is named by its commit LSN (pgoutput's Begin carries it).
+// "snapshot <start-lsn> <table-index> <page>", "cdc <flush-lsn> [<tx-commit-lsn> <n>] [cap
+// <oid>,…]", "done <lsn>": a transaction is named by its commit LSN (pgoutput's Begin carries it);
+// `cap` lists the oids of the tables the stream delivers (plan_incremental()).
 struct PositionTraits {
   using Point = Lsn;
   using TxPoint = Lsn;
@@ -124,6 +125,9 @@ struct TableState {
   std::shared_ptr<const Relation> rel;
   std::vector<uint32_t> key_columns;  // indexes into rel->columns
   bool warned_no_key = false;
+  // A table of the publication the pipeline does not list (a publication of the user's with more
+  // tables, or a table taken out of `tables`): its changes are skipped, uncounted as records.
+  bool skipped = false;
 };
 
 std::optional<std::pair<std::string, std::string>> parse_table_name(std::string_view s);
@@ -339,6 +343,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   // snapshot starts over (a chunk in flight is discarded). Returns whether it was that table.
   bool restart_incremental_of(std::string_view schema, std::string_view table);
   const TableRef* find_table(std::string_view qualified) const;
+  // Whether the stream turns the relation's changes into records (or reads them itself: the signal
+  // table, the DDL capture's tables).
+  bool delivers(uint32_t oid) const;
 
   // settings
   std::string url_;
@@ -371,6 +378,9 @@ class PostgresDriver final : public LogSourceDriver<PositionTraits> {
   bool all_tables_ = false;
   uint32_t ddl_log_oid_ = 0, ddl_state_oid_ = 0;  // ddl.capture: sluice.ddl_log, sluice.ddl_state
   std::vector<TableRef> added_to_publication_;    // by ensure_publication() in this run
+  // The listed tables' oids, ascending (empty with `tables: "*"`): the relations the stream
+  // delivers; the others' changes are skipped (delivers()).
+  std::vector<uint32_t> listed_oids_;
 
   PgConn conn_;       // catalog queries and the snapshot transaction
   PgConn repl_;       // replication protocol
