@@ -131,11 +131,12 @@ TEST(PostgresIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChanges
 
 // ── a table taken out of `tables`, then listed again ───────────────────────
 
-// Three runs: [a, b]; [a] while b takes an update, a delete, an insert and a new column; [a, b]
-// again. The middle run must deliver none of b's changes (the publication still carries them when
-// it is the user's), and the last must copy b anew, so that it ends equal to the source. With
-// `own_publication`, the pipeline names a publication the user created for both tables: sluice
-// leaves it as it is, and only the checkpoint tells that b was listed again.
+// Three runs: [a, b]; [a] after b took an update, a delete and an insert; [a, b] again after b
+// gained a column and more changes. The middle run must deliver none of b's changes (the
+// publication still carries them when it is the user's), and the last must copy b anew, so that it
+// ends equal to the source. With `own_publication`, the pipeline names a publication the user
+// created for both tables: sluice leaves it as it is, and only the checkpoint tells that b was
+// listed again.
 void table_listed_again(const std::string& id, bool own_publication) {
   TestDb db(id);
   ASSERT_TRUE(db.ok());
