@@ -6,10 +6,13 @@
 // signal table is missing, not writable, or not set. Every convergence test ends by comparing
 // the MariaDB table with the PostgreSQL one row by row.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <csignal>
 
 #include "integration/mysql_source_harness.h"
+#include "support/sql.h"
+#include "support/sqlite.h"
 
 namespace sluice::mytest {
 namespace {
@@ -159,6 +162,21 @@ TEST(MysqlIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChangesIts
 
 // ── a table listed again after a run without it ────────────────────────────
 
+// Runs pipeline `id` with `other` alone (not `b`): it must end well and say that `b` left `tables`.
+void run_without_b(const std::filesystem::path& dir, const std::string& id, TestDb& db,
+                   pgtest::TestDb& pg) {
+  e2e::write_file(dir / "p.yaml", inc_pipeline(id, db, pg, {"other"}).yaml());
+  e2e::Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("is no longer in `tables`"), std::string::npos) << p.stderr_text();
+}
+
+// The rows of `table` (id, v) that differ between MariaDB and PostgreSQL.
+int compare_id_v(TestDb& db, pgtest::TestDb& pg, const std::string& table) {
+  return compare(db.sql(), "SELECT id, v FROM " + table + " ORDER BY id", pg.sql(),
+                 "SELECT id::text, v FROM " + table + " ORDER BY id::bigint");
+}
+
 // The changes a table took while it was not in `tables` were skipped by the stream; listed again,
 // it is copied anew (an incremental snapshot), so they reach the destination. Before, its old
 // schema history entry made it look captured all along: exit 0, those changes lost for good (and
@@ -180,13 +198,7 @@ TEST(MysqlIncrementalSnapshot, ATableListedAgainAfterARunWithoutItIsCopiedAnew) 
   ASSERT_TRUE(db.sql().exec("ALTER TABLE b ADD COLUMN w INT NOT NULL DEFAULT 7"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO b VALUES (6, 'inserted while not listed', 8)"));
   ASSERT_TRUE(db.sql().exec("INSERT INTO other VALUES (1, 'streamed')"));
-  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-relisted", db, pg, {"other"}).yaml());
-  {
-    e2e::Process p({"run", "p.yaml", "--idle-exit", "2"}, dir);
-    ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
-    EXPECT_NE(p.stderr_text().find("is no longer in `tables`"), std::string::npos)
-        << p.stderr_text();
-  }
+  ASSERT_NO_FATAL_FAILURE(run_without_b(dir, "inc-relisted", db, pg));
   // Listed again: copied anew, then streamed with its new columns.
   e2e::write_file(dir / "p.yaml", inc_pipeline("inc-relisted", db, pg, {"other", "b"}).yaml());
   e2e::Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
@@ -196,12 +208,57 @@ TEST(MysqlIncrementalSnapshot, ATableListedAgainAfterARunWithoutItIsCopiedAnew) 
   EXPECT_NE(p.stderr_text().find("incremental snapshot of the table(s) added to `tables`"),
             std::string::npos)
       << p.stderr_text();
-  EXPECT_EQ(compare(db.sql(), "SELECT id, v FROM b ORDER BY id", pg.sql(),
-                    "SELECT id::text, v FROM b ORDER BY id::bigint"),
-            0);
-  EXPECT_EQ(compare(db.sql(), "SELECT id, v FROM other ORDER BY id", pg.sql(),
-                    "SELECT id::text, v FROM other ORDER BY id::bigint"),
-            0);
+  EXPECT_EQ(compare_id_v(db, pg, "b"), 0);
+  EXPECT_EQ(compare_id_v(db, pg, "other"), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A run that stops after saving the schema history for a DDL but before its checkpoint moves past
+// it leaves an entry ahead of the checkpoint. The next run, without that table, must forget the
+// entry: otherwise, listed again after that run, the table looks captured all along (the entry is
+// before the new checkpoint), is never copied, and the changes it took while not listed are lost
+// with exit 0. The stop is reproduced by putting the checkpoint back where it was before the DDL.
+TEST(MysqlIncrementalSnapshot,
+     HistoryWrittenAheadOfTheCheckpointDoesNotOutliveATableLeavingTables) {
+  TestDb db("inc_ahead");
+  pgtest::TestDb pg("my_inc_ahead");
+  ASSERT_TRUE(pg.ok());
+  ASSERT_TRUE(db.sql().exec(kSignals));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_5"));
+  auto dir = e2e::make_temp_dir("mysql-inc-ahead");
+  const auto store = dir / "state/checkpoints.db";
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-ahead", db, pg, {"other", "b"}).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
+  const std::string before_ddl = test::stored_checkpoint(store, "inc-ahead");
+  ASSERT_FALSE(before_ddl.empty());
+  ASSERT_TRUE(db.sql().exec("ALTER TABLE b ADD COLUMN w INT NULL"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b VALUES (6, 'after the alter', 1)"));
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
+  ASSERT_NE(test::stored_checkpoint(store, "inc-ahead"), before_ddl);
+  {  // the history keeps the ALTER's entry; the checkpoint goes back before it
+    sqlite3* cp = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(store.c_str(), &cp, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    const std::string sql = "UPDATE checkpoints SET position = " + test::sql_literal(before_ddl) +
+                            " WHERE pipeline = 'inc-ahead'";
+    EXPECT_EQ(sqlite3_exec(cp, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(cp);
+  }
+  ASSERT_EQ(test::stored_checkpoint(store, "inc-ahead"), before_ddl);
+  // A run without `b`, from before the ALTER, whose stream passes over more changes of `b`.
+  ASSERT_TRUE(db.sql().exec("UPDATE b SET v = 'changed while not listed' WHERE id = 2"));
+  ASSERT_TRUE(db.sql().exec("DELETE FROM b WHERE id = 3"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b VALUES (7, 'inserted while not listed', 2)"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO other VALUES (1, 'streamed')"));
+  ASSERT_NO_FATAL_FAILURE(run_without_b(dir, "inc-ahead", db, pg));
+  // Listed again: copied anew.
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-ahead", db, pg, {"other", "b"}).yaml());
+  e2e::Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
+  ASSERT_TRUE(logged(p, ".b complete")) << p.stderr_text();
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_EQ(compare_id_v(db, pg, "b"), 0);
+  EXPECT_EQ(compare_id_v(db, pg, "other"), 0);
   std::filesystem::remove_all(dir);
 }
 

@@ -290,6 +290,22 @@ TEST(MysqlSchemaHistory, EntriesAnswerByPositionAndRoundTrip) {
   EXPECT_FALSE(SchemaHistory::decode("garbage").ok());
 }
 
+TEST(MysqlSchemaHistory, EntriesAheadOfAPositionAreForgottenPerTable) {
+  SchemaHistory h;
+  auto t1 = std::make_shared<TableSchema>(table_abc());
+  h.record("d.t", BinlogCoord{"binlog.000002", 400}, t1);
+  h.record("d.t", BinlogCoord{"binlog.000003", 100}, t1);
+  h.record("d.u", BinlogCoord{"binlog.000003", 100}, t1);
+  EXPECT_FALSE(h.forget_after("d.t", BinlogCoord{"binlog.000003", 100}));  // at: kept
+  EXPECT_FALSE(h.forget_after("d.x", BinlogCoord{"binlog.000001", 4}));    // no such table
+  EXPECT_TRUE(h.forget_after("d.t", BinlogCoord{"binlog.000003", 99}));
+  EXPECT_EQ(h.at("d.t", BinlogCoord{"binlog.000009", 4})->get(), t1.get());  // the one before
+  EXPECT_TRUE(h.at("d.u", BinlogCoord{"binlog.000003", 100}));               // another table's
+  EXPECT_TRUE(h.forget_after("d.t", BinlogCoord{"binlog.000002", 399}));
+  EXPECT_FALSE(h.at("d.t", BinlogCoord{"binlog.000009", 4}));
+  EXPECT_EQ(h.tables(), std::vector<std::string>{"d.u"});  // a table left with none is gone
+}
+
 TEST(MysqlSchemaHistory, TableMapTypesMustFitTheColumns) {
   EXPECT_TRUE(map_type_fits(bl::kTypeLong, "int"));
   EXPECT_FALSE(map_type_fits(bl::kTypeLong, "varchar"));

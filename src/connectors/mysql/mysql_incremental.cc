@@ -151,13 +151,18 @@ Status MysqlDriver::plan_incremental(State& s) {
   // no schema at that run's checkpoint and counts as added: its rows are copied anew, and the
   // changes made while it was not listed reach the destination instead of being lost.
   bool changed = false;
+  // Entries a run wrote ahead of its checkpoint before it stopped (a DDL on the table, or its
+  // history seeded when it was added) go too: they describe a stream this run does not deliver,
+  // and one later than the next checkpoint would make the table look captured all along.
   for (const std::string& key : history_.tables()) {
-    const auto h = history_.at(key, at);
     const size_t dot = key.find('.');
-    if (!h || !*h || dot == std::string::npos ||
+    if (dot == std::string::npos ||
         captured(std::string_view(key).substr(0, dot), std::string_view(key).substr(dot + 1)))
       continue;
-    history_.record(key, at, nullptr);
+    const bool forgot_ahead = history_.forget_after(key, at);
+    const auto h = history_.at(key, at);
+    if (h && *h) history_.record(key, at, nullptr);
+    else if (!forgot_ahead) continue;
     changed = true;
     spdlog::info(
         "pipeline {}: {} is no longer in `tables`: its changes are skipped from {}:{} on (listed "

@@ -372,6 +372,17 @@ bool SchemaHistory::prune_before(const BinlogCoord& at) {
   return removed;
 }
 
+bool SchemaHistory::forget_after(const std::string& table_key, const BinlogCoord& at) {
+  auto it = tables_.find(table_key);
+  if (it == tables_.end()) return false;
+  std::vector<Entry>& v = it->second;
+  const size_t before = v.size();
+  std::erase_if(v, [&](const Entry& e) { return !coord_before_or_at(e.at, at); });
+  const bool removed = v.size() != before;
+  if (v.empty()) tables_.erase(it);
+  return removed;
+}
+
 std::vector<std::string> SchemaHistory::tables() const {
   std::vector<std::string> out;
   for (const auto& [k, v] : tables_) out.push_back(k);

@@ -86,6 +86,10 @@ class SchemaHistory {
   // Forgets what no read at or after `at` needs: each table's entries before its latest one at or
   // before `at` (a pipeline never resumes before its checkpoint). True when it removed any.
   bool prune_before(const BinlogCoord& at);
+  // Forgets the table's entries after `at` (written ahead of the checkpoint by a run that stopped
+  // before its checkpoint moved past them); a table left with none is forgotten. True when it
+  // removed any.
+  bool forget_after(const std::string& table_key, const BinlogCoord& at);
   std::vector<std::string> tables() const;
   void clear() { tables_.clear(); }
   bool empty() const { return tables_.empty(); }
