@@ -11,6 +11,7 @@
 #include <csignal>
 
 #include "integration/mysql_source_harness.h"
+#include "support/failpoints.h"
 #include "support/sql.h"
 #include "support/sqlite.h"
 
@@ -259,6 +260,42 @@ TEST(MysqlIncrementalSnapshot,
   ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
   EXPECT_EQ(compare_id_v(db, pg, "b"), 0);
   EXPECT_EQ(compare_id_v(db, pg, "other"), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// The run that adds a table saves its schema history (the table's columns at the stream's start)
+// before any checkpoint records the table's pending copy. Stopped in between (here: killed right
+// after its first batch reached the destination), it leaves the next run a table with an entry at
+// the checkpoint; the history also says its copy is pending, so the next run copies it. Before,
+// the table looked captured all along and its rows were never copied (exit 0).
+TEST(MysqlIncrementalSnapshot, ATableAddedByARunKilledBeforeItsFirstCheckpointIsCopiedByTheNext) {
+  TestDb db("inc_added_killed");
+  pgtest::TestDb pg("my_inc_added_killed");
+  ASSERT_TRUE(pg.ok());
+  ASSERT_TRUE(db.sql().exec(kSignals));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_500"));
+  auto dir = e2e::make_temp_dir("mysql-inc-added-killed");
+  const auto store = dir / "state/checkpoints.db";
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-added-killed", db, pg, {"other"}).yaml());
+  ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
+  const std::string before = test::stored_checkpoint(store, "inc-added-killed");
+  ASSERT_FALSE(before.empty());
+  e2e::write_file(dir / "p.yaml", inc_pipeline("inc-added-killed", db, pg, {"other", "b"}).yaml());
+  {
+    test::ArmedFailPoints armed("after_destination_commit=crash");
+    e2e::Process p({"run", "p.yaml"}, dir);
+    ASSERT_NE(p.wait_for(60s), 0) << p.stderr_text();
+    EXPECT_NE(p.stderr_text().find("after_destination_commit"), std::string::npos)
+        << p.stderr_text();
+  }
+  ASSERT_EQ(test::stored_checkpoint(store, "inc-added-killed"), before);
+  ASSERT_TRUE(db.sql().exec("UPDATE b SET v = 'changed after the kill' WHERE id = 450"));
+  e2e::Process p({"run", "p.yaml", "--idle-exit", "3"}, dir);
+  ASSERT_TRUE(logged(p, ".b complete")) << p.stderr_text();
+  ASSERT_EQ(p.wait_for(60s), 0) << p.stderr_text();
+  EXPECT_EQ(compare_id_v(db, pg, "b"), 0);
   std::filesystem::remove_all(dir);
 }
 

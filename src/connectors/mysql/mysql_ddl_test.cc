@@ -306,6 +306,40 @@ TEST(MysqlSchemaHistory, EntriesAheadOfAPositionAreForgottenPerTable) {
   EXPECT_EQ(h.tables(), std::vector<std::string>{"d.u"});  // a table left with none is gone
 }
 
+TEST(MysqlSchemaHistory, TablesWhoseCopyIsPendingAreSavedWithTheHistory) {
+  SchemaHistory h;
+  auto t1 = std::make_shared<TableSchema>(table_abc());
+  h.record("d.t", BinlogCoord{"binlog.000002", 400}, t1);
+  const std::string v1 = h.encode();
+  EXPECT_TRUE(v1.starts_with("mysql-schema-history 1\n"));  // none pending: as before
+  EXPECT_TRUE(h.set_copy_pending("d.t", true));
+  EXPECT_FALSE(h.set_copy_pending("d.t", true));
+  EXPECT_TRUE(h.set_copy_pending("d.u", true));
+  const std::string v2 = h.encode();
+  EXPECT_TRUE(v2.starts_with("mysql-schema-history 2\n"));
+  auto back = SchemaHistory::decode(v2);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  EXPECT_TRUE(back.value().copy_pending("d.t"));
+  EXPECT_TRUE(back.value().copy_pending("d.u"));
+  EXPECT_FALSE(back.value().copy_pending("d.x"));
+  EXPECT_EQ(back.value().at("d.t", BinlogCoord{"binlog.000003", 1})->get()->cols.size(),
+            t1->cols.size());
+  EXPECT_EQ(back.value().encode(), v2);
+  EXPECT_TRUE(h.set_copy_pending("d.t", false));
+  EXPECT_TRUE(h.set_copy_pending("d.u", false));
+  EXPECT_FALSE(h.set_copy_pending("d.u", false));
+  EXPECT_EQ(h.encode(), v1);
+  auto old = SchemaHistory::decode(v1);  // a history saved before pending copies were kept
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old.value().copy_pending("d.t"));
+  EXPECT_FALSE(SchemaHistory::decode("mysql-schema-history 2\n").ok());          // no list
+  EXPECT_FALSE(SchemaHistory::decode("mysql-schema-history 2\n1:2\n").ok());     // short list
+  EXPECT_FALSE(SchemaHistory::decode("mysql-schema-history 2\n1:03:d.t").ok());  // no newline
+  h.set_copy_pending("d.t", true);
+  h.clear();
+  EXPECT_FALSE(h.copy_pending("d.t"));
+}
+
 TEST(MysqlSchemaHistory, TableMapTypesMustFitTheColumns) {
   EXPECT_TRUE(map_type_fits(bl::kTypeLong, "int"));
   EXPECT_FALSE(map_type_fits(bl::kTypeLong, "varchar"));

@@ -160,9 +160,10 @@ Status MysqlDriver::plan_incremental(State& s) {
         captured(std::string_view(key).substr(0, dot), std::string_view(key).substr(dot + 1)))
       continue;
     const bool forgot_ahead = history_.forget_after(key, at);
+    const bool was_pending = history_.set_copy_pending(key, false);
     const auto h = history_.at(key, at);
     if (h && *h) history_.record(key, at, nullptr);
-    else if (!forgot_ahead) continue;
+    else if (!forgot_ahead && !was_pending) continue;
     changed = true;
     spdlog::info(
         "pipeline {}: {} is no longer in `tables`: its changes are skipped from {}:{} on (listed "
@@ -181,15 +182,19 @@ Status MysqlDriver::plan_incremental(State& s) {
     relisted.push_back(qualified_name(t.db, t.table));
     changed = true;
   }
-  if (changed) SLUICE_TRY(save_history());
   // A table added to `tables` since the checkpoint: the stream never decoded it, so the schema
   // history has no entry for it there (the snapshot or the first stream start seeds every captured
-  // table), or it is listed again (above). Its existing rows are read incrementally; the stream
-  // carries its changes from now on.
+  // table), or it is listed again (above), or a run added it but stopped before a checkpoint
+  // recorded its pending copy (the history says so). Its existing rows are read incrementally;
+  // the stream carries its changes from now on. It stays "copy pending" in the history until its
+  // copy completes.
   if (mode_ != "never" && !history_.empty()) {
     std::vector<std::string> added = relisted;
-    for (const TableRef& t : tables_)
-      if (!history_.at(t.db + "." + t.table, at)) added.push_back(qualified_name(t.db, t.table));
+    for (const TableRef& t : tables_) {
+      const std::string key = t.db + "." + t.table;
+      if (!history_.at(key, at) || history_.copy_pending(key))
+        added.push_back(qualified_name(t.db, t.table));
+    }
     if (!added.empty()) {
       if (signal_name_.empty())
         return Error(
@@ -203,8 +208,12 @@ Status MysqlDriver::plan_incremental(State& s) {
       if (s.incremental.add_tables(s.position.incremental, added) > 0)
         spdlog::info("pipeline {}: incremental snapshot of the table(s) added to `tables`: {}",
                      ctx_.pipeline_id, fmt::join(added, ", "));
+      for (const TableRef& t : tables_)
+        if (std::find(added.begin(), added.end(), qualified_name(t.db, t.table)) != added.end())
+          changed |= history_.set_copy_pending(t.db + "." + t.table, true);
     }
   }
+  if (changed) SLUICE_TRY(save_history());
   if (!s.position.incremental.empty()) {
     if (signal_name_.empty())
       return Error(Errc::config,
@@ -435,6 +444,9 @@ Status MysqlDriver::emit_chunk(Batch& batch) {
   if (last) add_snapshot_marker(batch, t.db, t.table, false);
   if (st_->ctx.stats) st_->ctx.stats->snapshot_rows_done = int64_t(total);
   if (auto done = engine.finish(inc)) {
+    // Saved before the position that says so can reach a checkpoint; a stop in between resumes
+    // the copy from the checkpoint's own pending list.
+    if (history_.set_copy_pending(t.db + "." + t.table, false)) SLUICE_TRY(save_history());
     spdlog::info(
         "pipeline {}: incremental snapshot of {} complete ({} rows; {} left to newer streamed "
         "changes)",

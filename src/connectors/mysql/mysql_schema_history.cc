@@ -392,8 +392,20 @@ std::vector<std::string> SchemaHistory::tables() const {
 // "mysql-schema-history 1\n" then per entry: key, file, pos, present (0 dropped / 1), and for a
 // schema: db, table, charset, column count, per column name, data type, column type, text kind
 // (b/l/u), json (0/1), unsigned (0/1); key count and indexes. Every field is <length>:<bytes>.
+// While a table's copy is pending the header is "mysql-schema-history 2\n", followed by one line:
+// the count of such tables and their keys.
+bool SchemaHistory::set_copy_pending(const std::string& table_key, bool pending) {
+  return pending ? copy_pending_.insert(table_key).second : copy_pending_.erase(table_key) != 0;
+}
+
 std::string SchemaHistory::encode() const {
-  std::string out = "mysql-schema-history 1\n";
+  // Version 2 only while a copy is pending: its first line lists those tables.
+  std::string out = copy_pending_.empty() ? "mysql-schema-history 1\n" : "mysql-schema-history 2\n";
+  if (!copy_pending_.empty()) {
+    put(out, std::to_string(copy_pending_.size()));
+    for (const std::string& key : copy_pending_) put(out, key);
+    out += '\n';
+  }
   for (const auto& [key, entries] : tables_)
     for (const Entry& e : entries) {
       put(out, key);
@@ -427,14 +439,36 @@ std::string SchemaHistory::encode() const {
 
 Result<SchemaHistory> SchemaHistory::decode(std::string_view text) {
   constexpr std::string_view kHead = "mysql-schema-history 1\n";
+  constexpr std::string_view kHeadPending = "mysql-schema-history 2\n";
   auto bad = [] {
     return Error(Errc::data,
                  "the mysql schema history in the checkpoint store is damaged: run `sluice "
                  "cleanup` and start over with a new snapshot");
   };
-  if (!text.starts_with(kHead)) return bad();
-  text.remove_prefix(kHead.size());
+  // The rest of a line the reader consumed fields of: it must be the line's end.
+  auto end_line = [](std::string_view& text, const Reader& r) {
+    text.remove_prefix(text.size() - r.rest().size());
+    if (text.empty() || text[0] != '\n') return false;
+    text.remove_prefix(1);
+    return true;
+  };
   SchemaHistory h;
+  if (text.starts_with(kHeadPending)) {
+    text.remove_prefix(kHeadPending.size());
+    Reader r(text);
+    uint64_t n = 0;
+    if (!r.get(&n) || n == 0 || n > 100000) return bad();
+    for (uint64_t i = 0; i < n; ++i) {
+      std::string key;
+      if (!r.get(&key)) return bad();
+      h.copy_pending_.insert(std::move(key));
+    }
+    if (!end_line(text, r)) return bad();
+  } else if (text.starts_with(kHead)) {
+    text.remove_prefix(kHead.size());
+  } else {
+    return bad();
+  }
   while (!text.empty()) {
     Reader r(text);
     std::string key, file, present;
@@ -474,11 +508,7 @@ Result<SchemaHistory> SchemaHistory::decode(std::string_view text) {
       return bad();
     }
     h.record(key, BinlogCoord{file, pos}, std::move(t));
-    // The reader consumed the fields; what is left starts with the entry's newline.
-    const size_t used = text.size() - r.rest().size();
-    text.remove_prefix(used);
-    if (text.empty() || text[0] != '\n') return bad();
-    text.remove_prefix(1);
+    if (!end_line(text, r)) return bad();
   }
   return h;
 }

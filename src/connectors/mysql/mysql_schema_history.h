@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,21 @@ class SchemaHistory {
   // removed any.
   bool forget_after(const std::string& table_key, const BinlogCoord& at);
   std::vector<std::string> tables() const;
-  void clear() { tables_.clear(); }
+  void clear() {
+    tables_.clear();
+    copy_pending_.clear();
+  }
   bool empty() const { return tables_.empty(); }
+
+  // Tables added to `tables` (or listed again) whose incremental snapshot has not completed yet.
+  // Their entries are written at the stream's start, before any checkpoint records the pending
+  // snapshot: a run stopped in between leaves the next one a table with an entry at its
+  // checkpoint, which alone would make it look captured all along. Saved with the history.
+  bool copy_pending(const std::string& table_key) const {
+    return copy_pending_.count(table_key) != 0;
+  }
+  // True when the set changed.
+  bool set_copy_pending(const std::string& table_key, bool pending);
 
   std::string encode() const;
   static Result<SchemaHistory> decode(std::string_view text);
@@ -103,6 +117,7 @@ class SchemaHistory {
     std::shared_ptr<const TableSchema> schema;
   };
   std::map<std::string, std::vector<Entry>> tables_;
+  std::set<std::string> copy_pending_;
 };
 
 }  // namespace sluice::mysql
