@@ -185,8 +185,10 @@ void table_listed_again(const std::string& id, bool own_publication) {
                   .size(),
               1u);
   }
+  // A column with a default: the rows that existed read 5, a value no change carried. Without
+  // ddl.capture a table still streaming stops on it; b is copied anew, so its rows carry it.
   ASSERT_TRUE(
-      db.sql().exec("ALTER TABLE b ADD COLUMN w int; UPDATE b SET v = 'later', w = 8 "
+      db.sql().exec("ALTER TABLE b ADD COLUMN w int DEFAULT 5; UPDATE b SET v = 'later', w = 8 "
                     "WHERE id = 30"));
   // b listed again: copied while it streams.
   e2e::write_file(dir / "p.yaml", pipeline({"public.a", "public.b"}));

@@ -389,15 +389,15 @@ std::vector<std::string> SchemaHistory::tables() const {
   return out;
 }
 
+bool SchemaHistory::set_copy_pending(const std::string& table_key, bool pending) {
+  return pending ? copy_pending_.insert(table_key).second : copy_pending_.erase(table_key) != 0;
+}
+
 // "mysql-schema-history 1\n" then per entry: key, file, pos, present (0 dropped / 1), and for a
 // schema: db, table, charset, column count, per column name, data type, column type, text kind
 // (b/l/u), json (0/1), unsigned (0/1); key count and indexes. Every field is <length>:<bytes>.
 // While a table's copy is pending the header is "mysql-schema-history 2\n", followed by one line:
 // the count of such tables and their keys.
-bool SchemaHistory::set_copy_pending(const std::string& table_key, bool pending) {
-  return pending ? copy_pending_.insert(table_key).second : copy_pending_.erase(table_key) != 0;
-}
-
 std::string SchemaHistory::encode() const {
   // Version 2 only while a copy is pending: its first line lists those tables.
   std::string out = copy_pending_.empty() ? "mysql-schema-history 1\n" : "mysql-schema-history 2\n";

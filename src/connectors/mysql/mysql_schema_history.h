@@ -12,7 +12,9 @@
 //                 history), written before any record after the DDL is returned
 //
 // Entries are only appended (a replayed DDL replaces its own entry with the same result), so a
-// history written ahead of the checkpoint is always safe to read from an older position.
+// history written ahead of the checkpoint is always safe to read from an older position. The one
+// exception: a table taken out of `tables` loses its entries ahead of the checkpoint (the stream
+// no longer follows it) and gets a null entry there, so listed again it counts as added.
 #pragma once
 
 #include <map>

@@ -115,6 +115,7 @@ Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
   // are read incrementally.
   if (resumed_stream && mode_ != "never" && s.position.phase == LogPhase::stream) {
     std::vector<std::string> added;
+    bool shapes_forgotten = false;
     for (const TableRef& t : tables_) {
       const bool new_to_stream =
           !all_tables_ && !captured_before.empty() &&
@@ -122,9 +123,21 @@ Status PostgresDriver::plan_incremental(State& s, bool resumed_stream) {
       const bool new_to_publication =
           std::any_of(added_to_publication_.begin(), added_to_publication_.end(),
                       [&](const TableRef& a) { return a.oid == t.oid; });
-      if (t.oid != signal_oid_ && (new_to_stream || new_to_publication))
-        added.push_back(qualified_name(t.schema, t.name));
+      if (t.oid == signal_oid_ || !(new_to_stream || new_to_publication)) continue;
+      std::string name = qualified_name(t.schema, t.name);
+      const auto& pending = s.position.incremental.tables;
+      // Copied anew from here on, every row with the columns it has now: a shape stored before
+      // the table left `tables` is no baseline (a column added with a default meanwhile would stop
+      // the stream, as if old rows could read a value the stream never carried). Its shape is
+      // read from the catalogue at this start instead (record_catalog_shapes), as for a table
+      // never captured.
+      if (!ddl_capture_ && std::find(pending.begin(), pending.end(), name) == pending.end()) {
+        SLUICE_TRY(load_shapes());
+        shapes_forgotten |= shapes_.erase(t.oid) > 0;
+      }
+      added.push_back(std::move(name));
     }
+    if (shapes_forgotten) SLUICE_TRY(save_history());
     if (s.incremental.add_tables(s.position.incremental, added) > 0)
       spdlog::info("pipeline {}: incremental snapshot of the table(s) added to `tables`: {}",
                    ctx_.pipeline_id, fmt::join(added, ", "));
