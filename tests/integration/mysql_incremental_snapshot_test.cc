@@ -163,6 +163,15 @@ TEST(MysqlIncrementalSnapshot, TableAddedOnRestartIsCopiedWhileAWriterChangesIts
 
 // ── a table listed again after a run without it ────────────────────────────
 
+// The signal table, `other` (empty) and `b` (`rows` rows of 'seed').
+void seed_other_and_b(TestDb& db, int rows) {
+  ASSERT_TRUE(db.sql().exec(kSignals));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
+  ASSERT_TRUE(
+      db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_" + std::to_string(rows)));
+}
+
 // Runs pipeline `id` with `other` alone (not `b`): it must end well and say that `b` left `tables`.
 void run_without_b(const std::filesystem::path& dir, const std::string& id, TestDb& db,
                    pgtest::TestDb& pg) {
@@ -186,10 +195,7 @@ TEST(MysqlIncrementalSnapshot, ATableListedAgainAfterARunWithoutItIsCopiedAnew) 
   TestDb db("inc_relisted");
   pgtest::TestDb pg("my_inc_relisted");
   ASSERT_TRUE(pg.ok());
-  ASSERT_TRUE(db.sql().exec(kSignals));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
-  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_5"));
+  ASSERT_NO_FATAL_FAILURE(seed_other_and_b(db, 5));
   auto dir = e2e::make_temp_dir("mysql-inc-relisted");
   e2e::write_file(dir / "p.yaml", inc_pipeline("inc-relisted", db, pg, {"other", "b"}).yaml());
   ASSERT_EQ(e2e::run_sluice({"run", "p.yaml", "--idle-exit", "1"}, dir, 60s), 0);
@@ -224,10 +230,7 @@ TEST(MysqlIncrementalSnapshot,
   TestDb db("inc_ahead");
   pgtest::TestDb pg("my_inc_ahead");
   ASSERT_TRUE(pg.ok());
-  ASSERT_TRUE(db.sql().exec(kSignals));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
-  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_5"));
+  ASSERT_NO_FATAL_FAILURE(seed_other_and_b(db, 5));
   auto dir = e2e::make_temp_dir("mysql-inc-ahead");
   const auto store = dir / "state/checkpoints.db";
   e2e::write_file(dir / "p.yaml", inc_pipeline("inc-ahead", db, pg, {"other", "b"}).yaml());
@@ -272,10 +275,7 @@ TEST(MysqlIncrementalSnapshot, ATableAddedByARunKilledBeforeItsFirstCheckpointIs
   TestDb db("inc_added_killed");
   pgtest::TestDb pg("my_inc_added_killed");
   ASSERT_TRUE(pg.ok());
-  ASSERT_TRUE(db.sql().exec(kSignals));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE other (id INT PRIMARY KEY, v VARCHAR(40))"));
-  ASSERT_TRUE(db.sql().exec("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(40))"));
-  ASSERT_TRUE(db.sql().exec("INSERT INTO b SELECT seq, 'seed' FROM seq_1_to_500"));
+  ASSERT_NO_FATAL_FAILURE(seed_other_and_b(db, 500));
   auto dir = e2e::make_temp_dir("mysql-inc-added-killed");
   const auto store = dir / "state/checkpoints.db";
   e2e::write_file(dir / "p.yaml", inc_pipeline("inc-added-killed", db, pg, {"other"}).yaml());
